@@ -1,0 +1,94 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// swift-airplay: `airplayd` (AirPlay receiver daemon for Linux) and `airplay` (sender CLI).
+/// Module layout and dependency direction follow DESIGN.md: executables are thin, each C
+/// library is imported by exactly one Swift module.
+let package = Package(
+    name: "swift-airplay",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "airplayd", targets: ["airplayd"]),
+        .executable(name: "airplay", targets: ["airplay"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+    ],
+    targets: [
+        // C layer: system libraries found through pkg-config.
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client",
+                       providers: [.apt(["libavahi-client-dev"])]),
+        .systemLibrary(name: "CPlist", pkgConfig: "libplist-2.0",
+                       providers: [.apt(["libplist-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
+                       providers: [.apt(["libgstreamer1.0-dev"])]),
+
+        // Wrappers: the only importers of their C library.
+        .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
+        .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "AirPlayDiscovery", dependencies: [
+            "CAvahi", "AirPlayWire",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "GStreamerMedia", dependencies: ["CGStreamer"]),
+
+        // Stateless wire codecs.
+        .target(name: "AirPlayWire", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+
+        // Receiver and sender logic.
+        .target(name: "AirPlayReceiver", dependencies: [
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "GStreamerMedia",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        .target(name: "AirPlaySender", dependencies: [
+            "AirPlayWire", "AirPlayDiscovery",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // Thin executables.
+        .executableTarget(name: "airplayd", dependencies: [
+            "AirPlayReceiver",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "airplay", dependencies: [
+            "AirPlaySender", "AirPlayDiscovery",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Test support: real peers and private mDNS, started the way users start them.
+        .target(name: "AirPlayTesting", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+
+        .testTarget(name: "AirPlayWireTests", dependencies: [
+            "AirPlayWire",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOTestUtils", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
+        .testTarget(name: "AirPlayReceiverTests", dependencies: [
+            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire"]),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "AirPlayTesting", "AirPlayWire", "AirPlayPlist",
+        ]),
+    ]
+)

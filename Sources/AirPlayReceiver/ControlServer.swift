@@ -1,0 +1,139 @@
+import AirPlayWire
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// The TCP control port: HTTP and RTSP requests framed by `AirPlayRequestDecoder`, answered by a `ControlRouter`.
+public final class ControlServer: Sendable {
+    private let group: any EventLoopGroup
+    private let router: ControlRouter
+    private let logger: Logger
+    private let limits: RequestLimits
+    private let connections = ConnectionRegistry()
+    private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
+
+    /// A server; call `bind` to listen.
+    public init(group: any EventLoopGroup, router: ControlRouter, limits: RequestLimits = .default, logger: Logger) {
+        self.group = group
+        self.router = router
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// Listens on all addresses (IPv6 and IPv4 where the system allows both); returns the bound port.
+    public func bind(host: String = "::", port: Int) async throws -> Int {
+        let router = self.router
+        let logger = self.logger
+        let limits = self.limits
+        let connections = self.connections
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                connections.add(channel)
+                var connectionLogger = logger
+                connectionLogger[metadataKey: "peer"] = "\(channel.remoteAddress.map(Self.describe) ?? "unknown")"
+                connectionLogger.info("control connection opened")
+                let sessionLogger = connectionLogger
+                channel.closeFuture.whenComplete { _ in
+                    connections.remove(channel)
+                    sessionLogger.info("control connection closed")
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(AirPlayResponseEncoder()))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ControlConnectionHandler(router: router, logger: sessionLogger))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.bind(host: host, port: port).get()
+        } catch where host == "::" {
+            // No IPv6 on this machine: listen on IPv4 only.
+            channel = try await bootstrap.bind(host: "0.0.0.0", port: port).get()
+        }
+        serverChannel.withLockedValue { $0 = channel }
+        return channel.localAddress?.port ?? port
+    }
+
+    /// Stops accepting, closes every open session and waits for them to end.
+    public func shutdown() async {
+        let channel = serverChannel.withLockedValue { value -> (any Channel)? in
+            defer { value = nil }
+            return value
+        }
+        try? await channel?.close()
+        await connections.closeAll()
+    }
+
+    /// The number of open control connections.
+    public var openConnections: Int { connections.count }
+
+    static func describe(_ address: SocketAddress) -> String {
+        switch address {
+        case .v4: "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        case .v6: "[\(address.ipAddress ?? "?")]:\(address.port ?? 0)"
+        default: "\(address)"
+        }
+    }
+}
+
+/// Answers each decoded request in order on one connection.
+final class ControlConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundRequest
+    typealias OutboundOut = AirPlayResponse
+
+    private let router: ControlRouter
+    private let logger: Logger
+
+    init(router: ControlRouter, logger: Logger) {
+        self.router = router
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .request(let request):
+            let response = router.respond(to: request)
+            logger.debug("request", metadata: [
+                "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
+                "response.status": "\(response.status)",
+            ])
+            context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+        case .rejected(let rejection):
+            logger.notice("request refused", metadata: [
+                "response.status": "\(rejection.status)", "reason": "\(rejection.reason)",
+            ])
+            let response = router.respond(to: rejection)
+            let write = context.writeAndFlush(wrapOutboundOut(response))
+            if rejection.closesConnection {
+                let channel = context.channel
+                write.whenComplete { _ in channel.close(promise: nil) }
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.
+        logger.info("control connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+}
+
+/// The open connections, so shutdown can close them all.
+final class ConnectionRegistry: Sendable {
+    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+
+    func add(_ channel: any Channel) { channels.withLockedValue { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { _ = channels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    var count: Int { channels.withLockedValue { $0.count } }
+
+    func closeAll() async {
+        let open = channels.withLockedValue { Array($0.values) }
+        for channel in open { try? await channel.close() }
+    }
+}

@@ -1,0 +1,118 @@
+import AirPlayDiscovery
+import AirPlayWire
+
+/// What this receiver can do, decided once from configuration and the media stack.
+///
+/// It is the single source of every capability statement the receiver makes: the TXT records
+/// of both services and `/server-info` are derived from it, so they cannot disagree.
+/// Bits for things not implemented (pairing, mirroring, FairPlay, photos) are never set.
+public struct ReceiverCapabilities: Hashable, Sendable {
+    /// Video URLs can be played.
+    public var video: Bool
+    /// HLS can be played (needs video and an HLS demuxer).
+    public var hls: Bool
+    /// RAOP audio is offered.
+    public var audio: Bool
+    /// A password protects the receiver.
+    public var passwordRequired: Bool
+
+    /// Capabilities from their parts.
+    public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false) {
+        self.video = video
+        self.hls = hls && video
+        self.audio = audio
+        self.passwordRequired = passwordRequired
+    }
+
+    /// The features mask.
+    public var features: FeatureSet {
+        var features: FeatureSet = []
+        if video { features.formUnion([.video, .videoVolumeControl]) }
+        if hls { features.insert(.videoHTTPLiveStreams) }
+        if audio {
+            features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
+        }
+        return features
+    }
+
+    /// The status flags: an output is attached; a password when configured.
+    public var statusFlags: StatusFlags {
+        var flags: StatusFlags = [.audioCableAttached]
+        if passwordRequired { flags.insert(.passwordRequired) }
+        return flags
+    }
+}
+
+/// Fixed facts about this implementation that senders read from TXT and `/server-info`.
+public enum ReceiverIdentity {
+    /// `model`/`am`: names this implementation in Apple's `Name<major>,<minor>` shape.
+    public static let model = "airplayd1,1"
+    /// `srcvers`/`vs`: the AirTunes version whose AirPlay 1 protocol we speak (Apple TV 3 era).
+    public static let sourceVersion = "220.68"
+    /// `protovers`: the AirPlay protocol version.
+    public static let protocolVersion = "1.0"
+    /// `Server` header on every reply.
+    public static let serverHeader = "AirTunes/220.68"
+}
+
+/// The two DNS-SD services of the receiver, built from its capabilities.
+public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
+    /// The stable device id.
+    public var deviceID: DeviceID
+    /// The control port both services point at.
+    public var port: UInt16
+    /// What the receiver can do.
+    public var capabilities: ReceiverCapabilities
+
+    /// An advertisement from its parts.
+    public init(deviceID: DeviceID, port: UInt16, capabilities: ReceiverCapabilities) {
+        self.deviceID = deviceID
+        self.port = port
+        self.capabilities = capabilities
+    }
+
+    /// `_airplay._tcp` always (it also answers `/server-info`), `_raop._tcp` only when audio is on.
+    public func services(deviceName: String) -> [ServiceRegistration] {
+        var services = [ServiceRegistration(type: "_airplay._tcp", name: deviceName, port: port, txt: airPlayTXT)]
+        if capabilities.audio {
+            services.append(ServiceRegistration(type: "_raop._tcp", name: deviceID.raopInstanceName(deviceName: deviceName),
+                                                port: port, txt: raopTXT))
+        }
+        return services
+    }
+
+    /// The `_airplay._tcp` TXT record.
+    public var airPlayTXT: TXTRecord {
+        [
+            "deviceid": deviceID.colonForm,
+            "features": capabilities.features.txtValue,
+            "flags": capabilities.statusFlags.txtValue,
+            "model": ReceiverIdentity.model,
+            "protovers": ReceiverIdentity.protocolVersion,
+            "srcvers": ReceiverIdentity.sourceVersion,
+            "pw": capabilities.passwordRequired ? "true" : "false",
+            "acl": "0",
+        ]
+    }
+
+    /// The `_raop._tcp` TXT record (AirPlay 1 audio).
+    public var raopTXT: TXTRecord {
+        [
+            "txtvers": "1",
+            "ch": "2",
+            "cn": "0,1,2,3",
+            "et": "0,1",
+            "md": "0,1,2",
+            "pw": capabilities.passwordRequired ? "true" : "false",
+            "sr": "44100",
+            "ss": "16",
+            "tp": "UDP",
+            "vn": "65537",
+            "vs": ReceiverIdentity.sourceVersion,
+            "am": ReceiverIdentity.model,
+            "sf": capabilities.statusFlags.txtValue,
+            "ft": capabilities.features.txtValue,
+            "da": "true",
+        ]
+    }
+}

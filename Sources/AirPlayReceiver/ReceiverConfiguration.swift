@@ -1,0 +1,249 @@
+import Foundation
+import Logging
+import TOMLKit
+
+/// Everything airplayd is configured with: the TOML file, then command-line overrides.
+///
+/// Every key is documented in `systemd/airplayd.toml` and the README; `ConfigurationKey.all`
+/// is the single list both the parser and the documentation test read.
+public struct ReceiverConfiguration: Hashable, Sendable {
+    /// The name shown in senders' pickers (`name`); defaults to the host name.
+    public var name: String
+    /// The TCP control port for HTTP and RTSP (`port`); 0 picks a free port.
+    public var port: Int
+    /// Interfaces to announce on (`interfaces`); empty means every interface avahi-daemon uses.
+    public var interfaces: [String]
+    /// Whether video playback is offered (`video`).
+    public var videoEnabled: Bool
+    /// Whether RAOP audio is offered (`audio`).
+    public var audioEnabled: Bool
+    /// Audio output: a GStreamer sink description or `raw:PATH` (`audio_output`).
+    public var audioOutput: String
+    /// Video sink: a GStreamer sink description (`video_sink`).
+    public var videoSink: String
+    /// Where the device id and other state are kept (`state_dir`).
+    public var stateDirectory: String
+    /// The least severe level logged (`log_level`).
+    public var logLevel: Logger.Level
+
+    /// The built-in defaults, used for every key the file leaves out.
+    public static var defaults: ReceiverConfiguration {
+        ReceiverConfiguration(
+            name: Self.hostName(), port: 7000, interfaces: [], videoEnabled: true, audioEnabled: true,
+            audioOutput: "autoaudiosink", videoSink: "autovideosink", stateDirectory: "/var/lib/airplayd",
+            logLevel: .info)
+    }
+
+    /// The default configuration file.
+    public static let defaultPath = "/etc/airplayd/airplayd.toml"
+
+    /// A configuration from its parts.
+    public init(name: String, port: Int, interfaces: [String], videoEnabled: Bool, audioEnabled: Bool,
+                audioOutput: String, videoSink: String, stateDirectory: String, logLevel: Logger.Level) {
+        self.name = name
+        self.port = port
+        self.interfaces = interfaces
+        self.videoEnabled = videoEnabled
+        self.audioEnabled = audioEnabled
+        self.audioOutput = audioOutput
+        self.videoSink = videoSink
+        self.stateDirectory = stateDirectory
+        self.logLevel = logLevel
+    }
+
+    /// The machine's host name without its domain, or `airplayd` when it has none.
+    public static func hostName() -> String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        return host.isEmpty || host == "localhost" ? "airplayd" : host
+    }
+}
+
+/// A configuration problem: names the key and what is allowed. airplayd exits with 78 (EX_CONFIG).
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The offending key, when there is one.
+    public var key: String?
+    /// What is wrong and what is allowed.
+    public var message: String
+
+    /// An error for a key.
+    public init(key: String?, message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    /// `config key 'port': must be …`.
+    public var description: String {
+        if let key { return "config key '\(key)': \(message)" }
+        return "config: \(message)"
+    }
+
+    /// The exit code for configuration errors (sysexits.h EX_CONFIG).
+    public static let exitCode: Int32 = 78
+}
+
+/// One documented configuration key: its name, type, default and rule.
+public struct ConfigurationKey: Sendable {
+    /// The TOML key.
+    public let name: String
+    /// The TOML type and what values are allowed, as shown in error messages.
+    public let allowed: String
+    /// One line of documentation.
+    public let summary: String
+
+    /// Every key airplayd accepts.
+    public static let all: [ConfigurationKey] = [
+        .init(name: "name", allowed: "a string of 1 to 50 bytes",
+              summary: "Name shown in senders' device pickers; default: the host name."),
+        .init(name: "port", allowed: "an integer from 0 to 65535",
+              summary: "TCP port for HTTP and RTSP control sessions; default 7000; 0 picks a free port."),
+        .init(name: "interfaces", allowed: "an array of existing network interface names",
+              summary: "Interfaces to announce the receiver on; default [] = every interface avahi-daemon uses."),
+        .init(name: "video", allowed: "true or false",
+              summary: "Offer video playback (features bits 0, 3, 4); default true."),
+        .init(name: "audio", allowed: "true or false",
+              summary: "Offer RAOP audio (the _raop._tcp service, features bit 9 and metadata bits); default true."),
+        .init(name: "audio_output", allowed: "a GStreamer sink description or raw:PATH",
+              summary: "Where audio goes: autoaudiosink (default), alsasink device=hw:0, pulsesink, or raw:PATH for S16LE PCM."),
+        .init(name: "video_sink", allowed: "a GStreamer sink description",
+              summary: "Where video goes: autovideosink (default), kmssink on a console-only box, fakesink sync=true headless."),
+        .init(name: "state_dir", allowed: "an absolute path",
+              summary: "Directory for persistent state such as the device id; default /var/lib/airplayd."),
+        .init(name: "log_level", allowed: "one of trace, debug, info, notice, warning, error, critical",
+              summary: "Least severe level logged; default info."),
+    ]
+}
+
+extension ReceiverConfiguration {
+    /// Loads a file over the defaults. A missing file is an error only when `required`
+    /// (the user named it); the default path may be absent on a fresh box.
+    public static func load(path: String, required: Bool) throws(ConfigurationError) -> ReceiverConfiguration {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if required { throw ConfigurationError(key: nil, message: "file \(path) does not exist") }
+            return .defaults
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(key: nil, message: "file \(path) cannot be read")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(key: nil, message: "file \(path) is not UTF-8 text")
+        }
+        return try parse(toml: text, origin: path)
+    }
+
+    /// Parses TOML text over the defaults.
+    public static func parse(toml text: String, origin: String = "config") throws(ConfigurationError) -> ReceiverConfiguration {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigurationError(key: nil, message: "\(origin) line \(error.source.begin.line): \(error.description)")
+        } catch {
+            throw ConfigurationError(key: nil, message: "\(origin): \(error)")
+        }
+        var configuration = ReceiverConfiguration.defaults
+        let known = ConfigurationKey.all.map(\.name)
+        for key in table.keys.sorted() {
+            guard let value = table[key] else { continue }
+            guard known.contains(key) else {
+                throw ConfigurationError(key: key, message: "unknown key; allowed keys: \(known.joined(separator: ", "))")
+            }
+            try configuration.apply(key: key, value: value)
+        }
+        try configuration.validate()
+        return configuration
+    }
+
+    private mutating func apply(key: String, value: TOMLValueConvertible) throws(ConfigurationError) {
+        let rule = ConfigurationKey.all.first { $0.name == key }!.allowed
+        func wrongType() -> ConfigurationError {
+            ConfigurationError(key: key, message: "must be \(rule), got \(Self.describe(value))")
+        }
+        switch key {
+        case "name":
+            guard let text = value.string, value.type == .string else { throw wrongType() }
+            name = text
+        case "port":
+            guard value.type == .int, let number = value.int else { throw wrongType() }
+            port = number
+        case "interfaces":
+            guard value.type == .array, let array = value.array else { throw wrongType() }
+            var names: [String] = []
+            for item in array {
+                guard item.type == .string, let text = item.string else { throw wrongType() }
+                names.append(text)
+            }
+            interfaces = names
+        case "video":
+            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            videoEnabled = flag
+        case "audio":
+            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            audioEnabled = flag
+        case "audio_output":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            audioOutput = text
+        case "video_sink":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            videoSink = text
+        case "state_dir":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            stateDirectory = text
+        case "log_level":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard let level = Logger.Level(rawValue: text) else {
+                throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
+            }
+            logLevel = level
+        default:
+            throw ConfigurationError(key: key, message: "unknown key")
+        }
+    }
+
+    /// Checks every value against its rule; used after the file and again after command-line overrides.
+    public func validate() throws(ConfigurationError) {
+        let nameBytes = name.utf8.count
+        // The RAOP instance name adds 13 bytes (`AABBCCDDEEFF@`) and a DNS label holds 63.
+        guard (1...50).contains(nameBytes) else {
+            throw ConfigurationError(key: "name", message: "must be a string of 1 to 50 bytes, got \(nameBytes) bytes")
+        }
+        guard !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            throw ConfigurationError(key: "name", message: "must not contain control characters")
+        }
+        guard (0...65535).contains(port) else {
+            throw ConfigurationError(key: "port", message: "must be an integer from 0 to 65535, got \(port)")
+        }
+        for interface in interfaces where if_nametoindex(interface) == 0 {
+            let existing = Self.existingInterfaces().joined(separator: ", ")
+            throw ConfigurationError(key: "interfaces",
+                                     message: "interface \"\(interface)\" does not exist; this machine has: \(existing)")
+        }
+        guard !audioOutput.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ConfigurationError(key: "audio_output", message: "must be a GStreamer sink description or raw:PATH, got an empty string")
+        }
+        if audioOutput.hasPrefix("raw:"), audioOutput.dropFirst(4).isEmpty {
+            throw ConfigurationError(key: "audio_output", message: "raw: needs a file or FIFO path, e.g. raw:/tmp/airplay.pcm")
+        }
+        guard !videoSink.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ConfigurationError(key: "video_sink", message: "must be a GStreamer sink description, got an empty string")
+        }
+        guard stateDirectory.hasPrefix("/") else {
+            throw ConfigurationError(key: "state_dir", message: "must be an absolute path, got \"\(stateDirectory)\"")
+        }
+    }
+
+    private static func existingInterfaces() -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/net"))?.sorted() ?? []
+    }
+
+    private static func describe(_ value: TOMLValueConvertible) -> String {
+        switch value.type {
+        case .string: "the string \"\(value.string ?? "")\""
+        case .int: "the integer \(value.int ?? 0)"
+        case .bool: "\(value.bool ?? false)"
+        case .double: "the number \(value.double ?? 0)"
+        case .array: "an array"
+        case .table: "a table"
+        default: "a \(value.type)"
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import AirPlayPlist
+import AirPlayWire
+
+/// The `/server-info` and `/info` property list: who this receiver is and what it can do.
+public struct ServerInfo: Hashable, Sendable {
+    /// The device id.
+    public var deviceID: DeviceID
+    /// The device name as currently published.
+    public var name: String
+    /// The capabilities behind `features` and `statusFlags`.
+    public var capabilities: ReceiverCapabilities
+
+    /// Server info from its parts.
+    public init(deviceID: DeviceID, name: String, capabilities: ReceiverCapabilities) {
+        self.deviceID = deviceID
+        self.name = name
+        self.capabilities = capabilities
+    }
+
+    /// The property list senders read.
+    public var propertyList: PropertyList {
+        .dictionary([
+            "deviceid": .string(deviceID.colonForm),
+            "macAddress": .string(deviceID.colonForm),
+            "features": .integer(Int64(bitPattern: capabilities.features.rawValue)),
+            "statusFlags": .integer(Int64(capabilities.statusFlags.rawValue)),
+            "model": .string(ReceiverIdentity.model),
+            "name": .string(name),
+            "protovers": .string(ReceiverIdentity.protocolVersion),
+            "srcvers": .string(ReceiverIdentity.sourceVersion),
+            "pw": .bool(capabilities.passwordRequired),
+        ])
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// A swift-log handler writing one line per event to stderr.
+///
+/// Under systemd (`JOURNAL_STREAM` set) each line starts with the syslog priority in angle
+/// brackets (`<6>`), which journald turns into the entry's priority, and carries no timestamp
+/// since the journal adds one. Elsewhere lines start with an ISO 8601 time and the level.
+/// Newlines inside messages or metadata are escaped so one event is always one line.
+public struct JournalAwareLogHandler: LogHandler {
+    /// Metadata attached to every line of this logger (e.g. `peer`).
+    public var metadata: Logger.Metadata = [:]
+    /// The least severe level written.
+    public var logLevel: Logger.Level
+    private let label: String
+    private let journal: Bool
+    private let output: @Sendable (String) -> Void
+
+    /// A handler; `journal` defaults to whether stderr is connected to the journal.
+    public init(label: String, level: Logger.Level, journal: Bool? = nil,
+                output: @escaping @Sendable (String) -> Void = JournalAwareLogHandler.writeToStandardError) {
+        self.label = label
+        self.logLevel = level
+        self.journal = journal ?? (ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil)
+        self.output = output
+    }
+
+    /// Reads or sets one metadata value.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Formats and writes one event.
+    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
+                    source: String, file: String, function: String, line: UInt) {
+        var merged = metadata
+        if let explicit { merged.merge(explicit) { _, new in new } }
+        let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.quote("\($0.value)"))" }
+        let text = ([Self.escape("\(message)")] + fields).joined(separator: " ")
+        if journal {
+            output("<\(Self.syslogPriority(level))>\(text)\n")
+        } else {
+            output("\(Self.timestamp()) \(level.rawValue.uppercased()) \(label): \(text)\n")
+        }
+    }
+
+    /// The syslog priority journald reads from the `<N>` prefix.
+    public static func syslogPriority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// Writes to stderr without buffering, so lines interleave correctly across threads.
+    public static let writeToStandardError: @Sendable (String) -> Void = { text in
+        lock.withLock {
+            var bytes = Array(text.utf8)
+            bytes.withUnsafeMutableBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written <= 0 { break }
+                    offset += written
+                }
+            }
+        }
+    }
+
+    private static let lock = NIOLock()
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+            .replacingOccurrences(of: "\r", with: "\\r")
+    }
+
+    private static func quote(_ text: String) -> String {
+        let escaped = escape(text)
+        return escaped.contains(" ") || escaped.isEmpty ? "\"\(escaped.replacingOccurrences(of: "\"", with: "\\\""))\"" : escaped
+    }
+
+    private static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1,
+                      parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
+    }
+}

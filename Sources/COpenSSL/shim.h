@@ -1,0 +1,11 @@
+#ifndef COPENSSL_SHIM_H
+#define COPENSSL_SHIM_H
+#include <openssl/rand.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/opensslv.h>
+#include <openssl/crypto.h>
+
+/// OpenSSL_version_num is a function; the version text macro is not importable as a value.
+static inline const char *cairplay_openssl_version(void) { return OpenSSL_version(OPENSSL_VERSION); }
+#endif

@@ -1,0 +1,95 @@
+import AirPlayReceiver
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `airplayd`: the AirPlay receiver daemon.
+@main
+struct AirPlayDaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "airplayd",
+        abstract: "AirPlay receiver: plays video URLs and RAOP audio sent from AirPlay senders.",
+        discussion: "Settings come from the TOML file (default \(ReceiverConfiguration.defaultPath)); flags override it. Exit code 78 means a configuration error.")
+
+    @Option(name: .long, help: "Configuration file (TOML).")
+    var config: String?
+
+    @Option(name: .long, help: "Device name shown in senders' pickers.")
+    var name: String?
+
+    @Option(name: .long, help: "TCP control port (0 = any free port).")
+    var port: Int?
+
+    @Option(name: .customLong("interface"), help: "Announce on this interface (repeatable).")
+    var interfaces: [String] = []
+
+    @Option(name: .long, help: "Video: on or off.")
+    var video: Toggle?
+
+    @Option(name: .long, help: "Audio: on or off.")
+    var audio: Toggle?
+
+    @Option(name: .customLong("audio-output"), help: "GStreamer audio sink description, or raw:PATH.")
+    var audioOutput: String?
+
+    @Option(name: .customLong("video-sink"), help: "GStreamer video sink description.")
+    var videoSink: String?
+
+    @Option(name: .customLong("state-dir"), help: "Directory for persistent state (device id).")
+    var stateDir: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    enum Toggle: String, ExpressibleByArgument { case on, off }
+
+    func run() async throws {
+        let settings: ReceiverConfiguration
+        do {
+            settings = try resolveConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("airplayd: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
+        let logger = Logger(label: "airplayd")
+        let daemon = ReceiverDaemon(configuration: settings, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch let error as ConfigurationError {
+            logger.critical("\(error)")
+            throw ExitCode(ConfigurationError.exitCode)
+        } catch {
+            logger.critical("airplayd failed: \(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    private func resolveConfiguration() throws(ConfigurationError) -> ReceiverConfiguration {
+        var settings = try ReceiverConfiguration.load(path: config ?? ReceiverConfiguration.defaultPath,
+                                                      required: config != nil)
+        if let name { settings.name = name }
+        if let port { settings.port = port }
+        if !interfaces.isEmpty { settings.interfaces = interfaces }
+        if let video { settings.videoEnabled = video == .on }
+        if let audio { settings.audioEnabled = audio == .on }
+        if let audioOutput { settings.audioOutput = audioOutput }
+        if let videoSink { settings.videoSink = videoSink }
+        if let stateDir { settings.stateDirectory = stateDir }
+        if let logLevel {
+            guard let level = Logger.Level(rawValue: logLevel) else {
+                throw ConfigurationError(key: "log_level",
+                                         message: "must be one of trace, debug, info, notice, warning, error, critical, got \"\(logLevel)\"")
+            }
+            settings.logLevel = level
+        }
+        try settings.validate()
+        return settings
+    }
+}
