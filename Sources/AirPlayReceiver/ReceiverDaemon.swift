@@ -6,6 +6,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 
 /// The receiver as one service: control port, mDNS publication, systemd notification, watchdog.
 ///
@@ -16,12 +17,16 @@ public final class ReceiverDaemon: Service, Sendable {
     private let configuration: ReceiverConfiguration
     private let logger: Logger
     private let notifier: SystemdNotifier
+    private let reloadConfiguration: @Sendable () throws -> ReceiverConfiguration
 
     /// A daemon for a validated configuration.
-    public init(configuration: ReceiverConfiguration, logger: Logger, notifier: SystemdNotifier = SystemdNotifier()) {
+    /// - Parameter reloadConfiguration: reads the configuration again on SIGHUP (`systemctl reload`).
+    public init(configuration: ReceiverConfiguration, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(),
+                reloadConfiguration: @escaping @Sendable () throws -> ReceiverConfiguration) {
         self.configuration = configuration
         self.logger = logger
         self.notifier = notifier
+        self.reloadConfiguration = reloadConfiguration
     }
 
     /// Capabilities from the configuration, limited to what the installed GStreamer can do.
@@ -36,6 +41,19 @@ public final class ReceiverDaemon: Service, Sendable {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled)
+    }
+
+    /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
+    static func keysNeedingRestart(old: ReceiverConfiguration, new: ReceiverConfiguration) -> [String] {
+        var keys: [String] = []
+        if old.name != new.name { keys.append("name") }
+        if old.port != new.port { keys.append("port") }
+        if old.interfaces != new.interfaces { keys.append("interfaces") }
+        if old.audioOutput != new.audioOutput { keys.append("audio_output") }
+        if old.videoSink != new.videoSink { keys.append("video_sink") }
+        if old.stateDirectory != new.stateDirectory { keys.append("state_dir") }
+        if old.logLevel != new.logLevel { keys.append("log_level") }
+        return keys
     }
 
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
@@ -53,8 +71,10 @@ public final class ReceiverDaemon: Service, Sendable {
         logger.info("device id", metadata: ["device.id": "\(identity.id)", "device.idSource": "\(identity.source.rawValue)"])
 
         let currentName = NIOLockedValueBox(configuration.name)
+        let currentCapabilities = NIOLockedValueBox(capabilities)
         let router = ControlRouter {
-            ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 }, capabilities: capabilities)
+            ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
+                       capabilities: currentCapabilities.withLockedValue { $0 })
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let server = ControlServer(group: group, router: router, logger: logger)
@@ -87,6 +107,8 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
         try publisher.start()
+        // Trap SIGHUP before announcing readiness, so an early `systemctl reload` cannot kill us.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         notifier.ready(status: "Serving on port \(port); mDNS registering as \"\(configuration.name)\"")
         logger.info("ready", metadata: ["port": "\(port)", "name": "\(configuration.name)",
                                         "features": "\(capabilities.features.txtValue)"])
@@ -100,8 +122,29 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
 
+        let reloader = Task { [configuration, reloadConfiguration] in
+            for await _ in hangups {
+                notifier.send("RELOADING=1\nSTATUS=Reloading configuration")
+                do {
+                    let fresh = try reloadConfiguration()
+                    let newCapabilities = Self.detectCapabilities(fresh, logger: logger)
+                    for key in Self.keysNeedingRestart(old: configuration, new: fresh) {
+                        logger.warning("configuration change needs a restart to take effect", metadata: ["config.key": "\(key)"])
+                    }
+                    currentCapabilities.withLockedValue { $0 = newCapabilities }
+                    publisher.update(advertisement: ReceiverAdvertisement(
+                        deviceID: identity.id, port: UInt16(port), capabilities: newCapabilities))
+                    logger.info("configuration reloaded", metadata: ["features": "\(newCapabilities.features.txtValue)"])
+                } catch {
+                    logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
+                }
+                notifier.send("READY=1\nSTATUS=Serving on port \(port)")
+            }
+        }
+
         try? await gracefulShutdown()
 
+        reloader.cancel()
         logger.info("stopping: withdrawing mDNS records and closing sessions")
         notifier.stopping()
         watchdog?.cancel()

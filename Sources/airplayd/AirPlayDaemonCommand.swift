@@ -55,7 +55,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         let level = settings.logLevel
         LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
         let logger = Logger(label: "airplayd")
-        let daemon = ReceiverDaemon(configuration: settings, logger: logger)
+        let command = self
+        let daemon = ReceiverDaemon(configuration: settings, logger: logger) { try command.resolveConfiguration() }
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],

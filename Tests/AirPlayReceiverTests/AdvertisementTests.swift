@@ -1,0 +1,145 @@
+import AirPlayPlist
+@testable import AirPlayReceiver
+import AirPlayWire
+import NIOCore
+import Testing
+
+/// One capability model feeds both TXT records and /server-info, so they always agree and never overclaim.
+@Suite struct AdvertisementTests {
+    let id = DeviceID("02:FC:00:00:00:01")!
+
+    @Test func videoAndAudioOn() {
+        let capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
+        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 15, 16, 17, 23])
+        #expect(capabilities.statusFlags.txtValue == "0x4")
+    }
+
+    @Test func turningVideoOffClearsBits0And4() {
+        let features = ReceiverCapabilities(video: false, hls: true, audio: true).features
+        #expect(!features.contains(.video))
+        #expect(!features.contains(.videoHTTPLiveStreams))
+        #expect(!features.contains(.videoVolumeControl))
+        #expect(features.contains(.audio))
+    }
+
+    @Test func hlsNeedsADemuxer() {
+        let features = ReceiverCapabilities(video: true, hls: false, audio: false).features
+        #expect(features.contains(.video))
+        #expect(!features.contains(.videoHTTPLiveStreams))
+    }
+
+    @Test(arguments: [(true, true), (true, false), (false, true), (false, false)])
+    func unimplementedBitsAreNeverSet(video: Bool, audio: Bool) {
+        let features = ReceiverCapabilities(video: video, hls: true, audio: audio).features
+        #expect(features.isDisjoint(with: FeatureSet.pairingBits))
+        #expect(features.isDisjoint(with: [.screenMirroring, .screenRotate, .videoFairPlay, .fairPlayAuthentication,
+                                          .photo, .slideshow, .mfiAuthentication, .airPlayVideoV2]))
+        let flags = ReceiverCapabilities(video: video, hls: true, audio: audio).statusFlags
+        #expect(flags.isDisjoint(with: [.pinRequired, .pairingRequired]))
+    }
+
+    @Test func servicesCarryTheSameFacts() {
+        let advertisement = ReceiverAdvertisement(deviceID: id, port: 7100,
+                                                  capabilities: ReceiverCapabilities(video: true, hls: true, audio: true))
+        let services = advertisement.services(deviceName: "Test Box")
+        #expect(services.map(\.type) == ["_airplay._tcp", "_raop._tcp"])
+        #expect(services.map(\.name) == ["Test Box", "02FC00000001@Test Box"])
+        #expect(services.allSatisfy { $0.port == 7100 })
+        let airplay = services[0].txt
+        let raop = services[1].txt
+        #expect(airplay["deviceid"] == "02:FC:00:00:00:01")
+        #expect(airplay["features"] == raop["ft"])
+        #expect(airplay["flags"] == raop["sf"])
+        #expect(airplay["model"] == raop["am"])
+        #expect(airplay["srcvers"] == raop["vs"])
+        #expect(raop["cn"] == "0,1,2,3")
+        #expect(raop["et"] == "0,1")
+        #expect(airplay["pk"] == nil, "no pairing key is published while pairing is not implemented")
+        // What we publish decodes, with our own sender's decoder, to what we claim.
+        let decoded = ReceiverRecord(serviceType: "_raop._tcp", instanceName: services[1].name, txt: raop)
+        #expect(decoded?.deviceID == id)
+        #expect(decoded?.deviceName == "Test Box")
+    }
+
+    @Test func audioOffWithdrawsRAOP() {
+        let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000,
+                                                  capabilities: ReceiverCapabilities(video: true, hls: true, audio: false))
+        #expect(advertisement.services(deviceName: "Box").map(\.type) == ["_airplay._tcp"])
+    }
+
+    @Test func serverInfoMatchesTheAdvertisement() {
+        let capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
+        let info = ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList
+        #expect(info["deviceid"]?.stringValue == "02:FC:00:00:00:01")
+        #expect(info["features"]?.integerValue == Int64(capabilities.features.rawValue))
+        #expect(info["model"]?.stringValue == ReceiverIdentity.model)
+        #expect(info["protovers"]?.stringValue == "1.0")
+        #expect(info["srcvers"]?.stringValue == "220.68")
+        #expect(info["name"]?.stringValue == "Box")
+    }
+}
+
+/// The control router: /server-info and /info in the format the client speaks, clear errors otherwise.
+@Suite struct ControlRouterTests {
+    let router = ControlRouter {
+        ServerInfo(deviceID: DeviceID("02:FC:00:00:00:01")!, name: "Box",
+                   capabilities: ReceiverCapabilities(video: true, hls: true, audio: true))
+    }
+
+    private func get(_ path: String, headers: MessageHeaders = [:], body: [UInt8] = [],
+                     version: ProtocolVersion = .http11, method: String = "GET") -> AirPlayResponse {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(body)
+        return router.respond(to: AirPlayRequest(method: method, target: path, version: version, headers: headers, body: buffer))
+    }
+
+    @Test func serverInfoIsXMLByDefault() throws {
+        let response = get("/server-info")
+        #expect(response.status == 200)
+        #expect(response.headers["Content-Type"] == "text/x-apple-plist+xml")
+        #expect(response.headers["Server"] == "AirTunes/220.68")
+        let plist = try PropertyList(decoding: Array(response.body.readableBytesView))
+        #expect(plist["name"]?.stringValue == "Box")
+    }
+
+    @Test func binaryWhenAcceptAsksForIt() {
+        let response = get("/info", headers: ["Accept": "application/x-apple-binary-plist"])
+        #expect(response.headers["Content-Type"] == "application/x-apple-binary-plist")
+        #expect(response.body.readableBytesView.starts(with: Array("bplist00".utf8)))
+    }
+
+    @Test func binaryWhenTheClientSendsBinary() {
+        let body = PropertyList.dictionary(["qualifier": .array([.string("txtAirPlay")])]).encoded(as: .binary)
+        #expect(get("/info", body: body).headers["Content-Type"] == "application/x-apple-binary-plist")
+        #expect(get("/info", headers: ["Content-Type": "application/x-apple-binary-plist"]).headers["Content-Type"]
+            == "application/x-apple-binary-plist")
+    }
+
+    @Test func unknownPathIs404WithAReason() {
+        let response = get("/nope")
+        #expect(response.status == 404)
+        #expect(String(buffer: response.body).contains("/nope"))
+    }
+
+    @Test func wrongMethodIs405WithAllow() {
+        let response = get("/server-info", method: "DELETE")
+        #expect(response.status == 405)
+        #expect(response.headers["Allow"] == "GET")
+    }
+
+    @Test func rtspRepliesEchoCSeqAndProtocol() {
+        let response = get("/info", headers: ["CSeq": "9"], version: .rtsp10)
+        #expect(response.version == .rtsp10)
+        #expect(response.headers["CSeq"] == "9")
+    }
+
+    @Test func rejectionsCarryTheirReasonAndCloseWhenNeeded() {
+        let response = router.respond(to: RequestRejection(status: 411, reason: "no chunks", version: .rtsp10,
+                                                           cseq: "2", closesConnection: true))
+        #expect(response.status == 411)
+        #expect(response.version == .rtsp10)
+        #expect(response.headers["CSeq"] == "2")
+        #expect(response.headers["Connection"] == "close")
+        #expect(String(buffer: response.body) == "no chunks\n")
+    }
+}

@@ -1,0 +1,115 @@
+@testable import AirPlayReceiver
+import Foundation
+import Logging
+import Testing
+
+/// airplayd's TOML configuration: every key, every wrong type and bad value named in the error.
+@Suite struct ConfigurationTests {
+    @Test func emptyFileGivesDefaults() throws {
+        let configuration = try ReceiverConfiguration.parse(toml: "")
+        #expect(configuration.port == 7000)
+        #expect(configuration.videoEnabled && configuration.audioEnabled)
+        #expect(configuration.audioOutput == "autoaudiosink")
+        #expect(configuration.videoSink == "autovideosink")
+        #expect(configuration.stateDirectory == "/var/lib/airplayd")
+        #expect(configuration.logLevel == .info)
+        #expect(!configuration.name.isEmpty)
+    }
+
+    @Test func everyKeyIsRead() throws {
+        let configuration = try ReceiverConfiguration.parse(toml: """
+            name = "Living Room"
+            port = 7100
+            interfaces = ["lo"]
+            video = false
+            audio = true
+            audio_output = "raw:/tmp/out.pcm"
+            video_sink = "fakesink sync=true"
+            state_dir = "/tmp/airplayd-state"
+            log_level = "debug"
+            """)
+        #expect(configuration == ReceiverConfiguration(
+            name: "Living Room", port: 7100, interfaces: ["lo"], videoEnabled: false, audioEnabled: true,
+            audioOutput: "raw:/tmp/out.pcm", videoSink: "fakesink sync=true", stateDirectory: "/tmp/airplayd-state",
+            logLevel: .debug))
+    }
+
+    private func error(_ toml: String) -> ConfigurationError? {
+        do {
+            _ = try ReceiverConfiguration.parse(toml: toml)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func unknownKeyIsNamedWithTheAllowedKeys() throws {
+        let problem = try #require(error("prot = 7000"))
+        #expect(problem.key == "prot")
+        #expect(problem.description.contains("unknown key"))
+        #expect(problem.description.contains("port"))
+    }
+
+    @Test(arguments: [
+        ("port = \"7000\"", "port", "integer"),
+        ("port = 70000", "port", "0 to 65535"),
+        ("video = \"yes\"", "video", "true or false"),
+        ("interfaces = \"lo\"", "interfaces", "array"),
+        ("interfaces = [\"no-such-if0\"]", "interfaces", "does not exist"),
+        ("name = \"\"", "name", "1 to 50 bytes"),
+        ("name = 5", "name", "string"),
+        ("log_level = \"loud\"", "log_level", "one of trace"),
+        ("state_dir = \"relative/path\"", "state_dir", "absolute"),
+        ("audio_output = \"\"", "audio_output", "sink"),
+        ("audio_output = \"raw:\"", "audio_output", "path"),
+        ("video_sink = \" \"", "video_sink", "sink"),
+    ])
+    func badValuesNameTheKeyAndWhatIsAllowed(toml: String, key: String, hint: String) throws {
+        let problem = try #require(error(toml))
+        #expect(problem.key == key)
+        #expect(problem.description.contains(hint), "\(problem)")
+    }
+
+    @Test func syntaxErrorsGiveTheLine() throws {
+        let problem = try #require(error("name = \"ok\"\nport = = 1\n"))
+        #expect(problem.key == nil)
+        #expect(problem.description.contains("line 2"), "\(problem)")
+    }
+
+    @Test func missingFileIsAnErrorOnlyWhenNamed() throws {
+        #expect(throws: ConfigurationError.self) {
+            try ReceiverConfiguration.load(path: "/nonexistent/airplayd.toml", required: true)
+        }
+        #expect(try ReceiverConfiguration.load(path: "/nonexistent/airplayd.toml", required: false).port == 7000)
+    }
+
+    @Test func exampleFileDocumentsEveryKeyAndParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let example = try String(contentsOf: root.appendingPathComponent("systemd/airplayd.toml"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for key in ConfigurationKey.all {
+            #expect(example.contains(key.name), "systemd/airplayd.toml does not document \(key.name)")
+            #expect(readme.contains("`\(key.name)`"), "README.md does not document \(key.name)")
+        }
+        // The example, with its commented defaults switched on, is a valid configuration.
+        let uncommented = example.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let text = String(line)
+            guard text.hasPrefix("#"), let first = ConfigurationKey.all.first(where: { text.hasPrefix("# \($0.name) =") || text.hasPrefix("#\($0.name) =") }) else { return text }
+            _ = first
+            return text.drop { $0 == "#" || $0 == " " }.description
+        }.joined(separator: "\n")
+        _ = try ReceiverConfiguration.parse(toml: uncommented.replacingOccurrences(of: "interfaces = [\"eth0\"]", with: "interfaces = []"))
+    }
+
+    @Test func reloadReportsKeysThatNeedARestart() {
+        var old = ReceiverConfiguration.defaults
+        old.name = "A"
+        var new = old
+        new.videoEnabled = false
+        #expect(ReceiverDaemon.keysNeedingRestart(old: old, new: new).isEmpty)
+        new.name = "B"
+        new.port = 7001
+        #expect(ReceiverDaemon.keysNeedingRestart(old: old, new: new) == ["name", "port"])
+    }
+}

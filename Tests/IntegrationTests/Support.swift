@@ -1,0 +1,67 @@
+import AirPlayTesting
+import Foundation
+
+/// Starts airplayd in a test host and knows its log.
+struct RunningDaemon {
+    let process: ManagedProcess
+    let stateDirectory: String
+
+    /// Starts airplayd in `host` with the given extra flags; waits for `ready` in its log.
+    static func start(in host: TestHost, name: String = "Integration Box", port: Int = 7000,
+                      extra: [String] = [], stateDirectory: String? = nil,
+                      environment: [String: String] = [:], waitForReady: Bool = true) throws -> RunningDaemon {
+        let state = stateDirectory ?? (host.directory + "/state-\(UUID().uuidString.prefix(6))")
+        let process = try host.spawn(try Products.executable("airplayd"), [
+            "--name", name, "--port", String(port), "--state-dir", state, "--log-level", "debug",
+        ] + extra, environment: environment, label: "airplayd")
+        let daemon = RunningDaemon(process: process, stateDirectory: state)
+        if waitForReady {
+            guard process.waitForOutput("airplayd: ready", timeout: 20) else {
+                throw TestHostError("airplayd did not become ready:\n\(process.stderr)")
+            }
+        }
+        return daemon
+    }
+
+    /// The device id the daemon keeps in its state directory.
+    var storedDeviceID: String {
+        ((try? String(contentsOfFile: stateDirectory + "/device-id", encoding: .utf8)) ?? "")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension TestHost {
+    /// Waits until `avahi-browse` resolves a service of `type` whose name satisfies `matching`.
+    func waitForService(_ type: String, timeout: Double = 15,
+                        matching: (BrowsedService) -> Bool) throws -> BrowsedService? {
+        var found: BrowsedService?
+        poll(timeout: timeout, interval: 0.2) {
+            found = (try? browse(type))?.first(where: matching)
+            return found != nil
+        }
+        return found
+    }
+
+    /// One HTTP exchange with a server inside the namespace, through python3 (raw bytes in, raw bytes out).
+    func exchange(port: Int, _ requests: [String], timeout: Double = 10) throws -> String {
+        let script = """
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+            out = b""
+            for chunk in sys.argv[2:]:
+                s.sendall(chunk.encode("latin-1"))
+                time.sleep(0.15)
+            s.shutdown(socket.SHUT_WR)
+            try:
+                while True:
+                    data = s.recv(65536)
+                    if not data: break
+                    out += data
+            except socket.timeout:
+                pass
+            sys.stdout.write(out.decode("latin-1"))
+            """
+        let result = try run("/usr/bin/python3", ["-c", script, String(port)] + requests, timeout: timeout)
+        return result.stdout
+    }
+}
