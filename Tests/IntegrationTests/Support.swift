@@ -45,10 +45,10 @@ extension TestHost {
     /// One HTTP exchange with a server inside the namespace, through python3 (raw bytes in, raw bytes out).
     func exchange(port: Int, _ requests: [String], timeout: Double = 10) throws -> String {
         let script = """
-            import socket, sys, time
+            import json, socket, sys, time
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
             out = b""
-            for chunk in sys.argv[2:]:
+            for chunk in json.load(open(sys.argv[2])):
                 s.sendall(chunk.encode("latin-1"))
                 time.sleep(0.15)
             s.shutdown(socket.SHUT_WR)
@@ -61,7 +61,11 @@ extension TestHost {
                 pass
             sys.stdout.write(out.decode("latin-1"))
             """
-        let result = try run("/usr/bin/python3", ["-c", script, String(port)] + requests, timeout: timeout)
+        // The requests travel in a file: a 1 MiB body does not fit in an argument list.
+        let file = directory + "/requests-\(UUID().uuidString.prefix(8)).json"
+        try JSONSerialization.data(withJSONObject: requests).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try run("/usr/bin/python3", ["-c", script, String(port), file], timeout: timeout)
         return result.stdout
     }
 }
