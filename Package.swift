@@ -6,7 +6,7 @@ import PackageDescription
 /// library is imported by exactly one Swift module.
 let package = Package(
     name: "swift-airplay",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "airplayd", targets: ["airplayd"]),
         .executable(name: "airplay", targets: ["airplay"]),
@@ -36,7 +36,8 @@ let package = Package(
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "GStreamerMedia", dependencies: ["CGStreamer"]),
+        .target(name: "AirPlayMedia"),
+        .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "AirPlayMedia"]),
 
         // Stateless wire codecs.
         .target(name: "AirPlayWire", dependencies: [
@@ -45,7 +46,7 @@ let package = Package(
 
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "GStreamerMedia",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia", "GStreamerMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -2,28 +2,63 @@ import AirPlayPlist
 import AirPlayWire
 import NIOCore
 
-/// Answers requests on the control port. Stateless per request; session state arrives with later features.
+/// What the connection does with a reply: send it, and maybe turn into an event channel.
+public struct ControlReply: Sendable {
+    /// The response to write.
+    public var response: AirPlayResponse
+    /// After a `POST /reverse` upgrade: the session whose events this connection now carries.
+    public var upgradeToEventChannel: String?
+}
+
+/// Answers requests on the control port: server info here, video requests through `VideoSessions`.
 public struct ControlRouter: Sendable {
     /// Supplies the current server info (the name can change after an mDNS collision).
     public var serverInfo: @Sendable () -> ServerInfo
+    /// Video playback, when the receiver offers it.
+    public var video: VideoSessions?
 
     /// A router reading server info from a closure.
-    public init(serverInfo: @escaping @Sendable () -> ServerInfo) {
+    public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil) {
         self.serverInfo = serverInfo
+        self.video = video
     }
 
     /// The paths served and the methods each allows.
-    static let routes: [String: [String]] = [
-        "/server-info": ["GET"],
-        "/info": ["GET"],
-    ]
+    var routes: [String: [String]] {
+        var routes: [String: [String]] = ["/server-info": ["GET"], "/info": ["GET"]]
+        if video != nil {
+            routes.merge(VideoSessions.routes) { old, _ in old }
+            routes["/reverse"] = ["POST"]
+        }
+        return routes
+    }
 
     /// The response to one request. Every reply carries `Server` and, for RTSP, the request's `CSeq`.
     public func respond(to request: AirPlayRequest) -> AirPlayResponse {
-        var response = route(request)
+        reply(to: request).response
+    }
+
+    /// The reply to one request, with what the connection must do after sending it.
+    public func reply(to request: AirPlayRequest) -> ControlReply {
+        var upgrade: String?
+        var response: AirPlayResponse
+        if request.path == "/reverse", request.method == "POST", video != nil {
+            (response, upgrade) = Self.reverse(request)
+        } else {
+            response = route(request)
+        }
         response.version = request.version
         Self.addCommonHeaders(&response, cseq: request.cseq)
-        return response
+        return ControlReply(response: response, upgradeToEventChannel: upgrade)
+    }
+
+    /// `POST /reverse` with `Upgrade: PTTH/1.0`: 101, and the connection carries the session's events.
+    static func reverse(_ request: AirPlayRequest) -> (AirPlayResponse, String?) {
+        guard request.headers["Upgrade"]?.uppercased() == "PTTH/1.0" else {
+            return (textResponse(status: 400, "POST /reverse needs Upgrade: PTTH/1.0"), nil)
+        }
+        let session = request.headers["X-Apple-Session-ID"] ?? "anonymous"
+        return (AirPlayResponse(status: 101, headers: ["Upgrade": "PTTH/1.0", "Connection": "Upgrade"]), session)
     }
 
     /// The response to a request the decoder refused.
@@ -37,7 +72,7 @@ public struct ControlRouter: Sendable {
 
     private func route(_ request: AirPlayRequest) -> AirPlayResponse {
         let path = request.path
-        guard let methods = Self.routes[path] else {
+        guard let methods = routes[path] else {
             return Self.textResponse(status: 404, "no resource at \(path.prefix(200))")
         }
         guard methods.contains(request.method) else {
@@ -49,6 +84,7 @@ public struct ControlRouter: Sendable {
         case "/server-info", "/info":
             return Self.plistResponse(serverInfo().propertyList, format: Self.negotiatePlistFormat(request))
         default:
+            if let video, VideoSessions.routes[path] != nil { return video.respond(to: request) }
             return Self.textResponse(status: 404, "no resource at \(path)")
         }
     }

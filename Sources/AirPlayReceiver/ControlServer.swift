@@ -11,10 +11,13 @@ public final class ControlServer: Sendable {
     private let logger: Logger
     private let limits: RequestLimits
     private let connections = ConnectionRegistry()
+    private let events: EventChannels?
     private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
 
     /// A server; call `bind` to listen.
-    public init(group: any EventLoopGroup, router: ControlRouter, limits: RequestLimits = .default, logger: Logger) {
+    public init(group: any EventLoopGroup, router: ControlRouter, events: EventChannels? = nil,
+                limits: RequestLimits = .default, logger: Logger) {
+        self.events = events
         self.group = group
         self.router = router
         self.limits = limits
@@ -27,6 +30,7 @@ public final class ControlServer: Sendable {
         let logger = self.logger
         let limits = self.limits
         let connections = self.connections
+        let events = self.events
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -42,11 +46,12 @@ public final class ControlServer: Sendable {
                     sessionLogger.info("control connection closed")
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(AirPlayResponseEncoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)))
+                        MessageToByteHandler(AirPlayResponseEncoder()), name: ControlConnectionHandler.encoderName)
                     try channel.pipeline.syncOperations.addHandler(
-                        ControlConnectionHandler(router: router, logger: sessionLogger))
+                        ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)), name: ControlConnectionHandler.decoderName)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ControlConnectionHandler(router: router, events: events, logger: sessionLogger))
                 }
             }
         let channel: any Channel
@@ -83,27 +88,40 @@ public final class ControlServer: Sendable {
 }
 
 /// Answers each decoded request in order on one connection.
-final class ControlConnectionHandler: ChannelInboundHandler {
+final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = InboundRequest
     typealias OutboundOut = AirPlayResponse
 
-    private let router: ControlRouter
-    private let logger: Logger
+    static let encoderName = "airplay-response-encoder"
+    static let decoderName = "airplay-request-decoder"
 
-    init(router: ControlRouter, logger: Logger) {
+    private let router: ControlRouter
+    private let events: EventChannels?
+    private let logger: Logger
+    private var upgraded = false
+
+    init(router: ControlRouter, events: EventChannels?, logger: Logger) {
         self.router = router
+        self.events = events
         self.logger = logger
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !upgraded else { return }
         switch unwrapInboundIn(data) {
         case .request(let request):
-            let response = router.respond(to: request)
+            let reply = router.reply(to: request)
+            let response = reply.response
             logger.debug("request", metadata: [
                 "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
                 "response.status": "\(response.status)",
             ])
-            context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+            guard let session = reply.upgradeToEventChannel, let events else {
+                context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+                return
+            }
+            upgraded = true
+            upgrade(context: context, response: response, session: session, events: events)
         case .rejected(let rejection):
             logger.notice("request refused", metadata: [
                 "response.status": "\(rejection.status)", "reason": "\(rejection.reason)",
@@ -117,11 +135,43 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// After the 101, the connection is ours to write requests on: drop the HTTP codecs and
+    /// ignore whatever the sender answers (its replies to our `POST /event`).
+    private func upgrade(context: ChannelHandlerContext, response: AirPlayResponse, session: String, events: EventChannels) {
+        let channel = context.channel
+        let pipeline = context.pipeline
+        let logger = self.logger
+        context.writeAndFlush(wrapOutboundOut(response)).flatMap {
+            pipeline.removeHandler(name: Self.decoderName)
+        }.flatMap {
+            pipeline.removeHandler(name: Self.encoderName)
+        }.flatMap {
+            pipeline.removeHandler(self)
+        }.flatMap {
+            pipeline.addHandler(EventChannelReplyDiscarder())
+        }.whenComplete { result in
+            switch result {
+            case .success:
+                events.register(sessionID: session, channel: channel)
+                logger.info("event channel open", metadata: ["session": "\(session)"])
+            case .failure(let error):
+                logger.warning("event channel upgrade failed", metadata: ["error": "\(error)"])
+                channel.close(promise: nil)
+            }
+        }
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.
         logger.info("control connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }
+}
+
+/// Reads and drops the sender's replies on an event channel, so they never pile up.
+final class EventChannelReplyDiscarder: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }
 
 /// The open connections, so shutdown can close them all.

@@ -25,6 +25,10 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var stateDirectory: String
     /// The least severe level logged (`log_level`).
     public var logLevel: Logger.Level
+    /// Whether a `/play` from another sender replaces the current video or is refused (`video_takeover`).
+    public var videoTakeover: String = "replace"
+    /// Refuse media URLs whose host is a loopback or link-local address (`video_refuse_local_urls`).
+    public var videoRefuseLocalURLs: Bool = false
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -110,6 +114,10 @@ public struct ConfigurationKey: Sendable {
               summary: "Directory for persistent state such as the device id; default /var/lib/airplayd."),
         .init(name: "log_level", allowed: "one of trace, debug, info, notice, warning, error, critical",
               summary: "Least severe level logged; default info."),
+        .init(name: "video_takeover", allowed: "\"replace\" or \"refuse\"",
+              summary: "A /play from another sender replaces the current video (default, as Apple TV does) or is refused with 409."),
+        .init(name: "video_refuse_local_urls", allowed: "true or false",
+              summary: "Refuse media URLs whose host resolves to a loopback or link-local address; default false."),
     ]
 }
 
@@ -194,6 +202,15 @@ extension ReceiverConfiguration {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             logLevel = level
+        case "video_takeover":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard text == "replace" || text == "refuse" else {
+                throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
+            }
+            videoTakeover = text
+        case "video_refuse_local_urls":
+            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            videoRefuseLocalURLs = flag
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }

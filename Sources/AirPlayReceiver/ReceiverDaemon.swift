@@ -1,4 +1,5 @@
 import AirPlayDiscovery
+import AirPlayMedia
 import AirPlayWire
 import GStreamerMedia
 import Logging
@@ -43,6 +44,17 @@ public final class ReceiverDaemon: Service, Sendable {
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled)
     }
 
+    /// Video sessions playing through GStreamer with the configured sinks.
+    private func makeVideoSessions(events: EventChannels) -> VideoSessions {
+        let playerConfiguration = PlaybinPlayer.Configuration(videoSink: configuration.videoSink,
+                                                              audioOutput: configuration.audioOutput)
+        return VideoSessions(
+            makePlayer: { () throws(MediaError) -> any MediaPlayer in try PlaybinPlayer(configuration: playerConfiguration) },
+            policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
+            takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
+            events: events, logger: logger)
+    }
+
     /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
     static func keysNeedingRestart(old: ReceiverConfiguration, new: ReceiverConfiguration) -> [String] {
         var keys: [String] = []
@@ -72,12 +84,27 @@ public final class ReceiverDaemon: Service, Sendable {
 
         let currentName = NIOLockedValueBox(configuration.name)
         let currentCapabilities = NIOLockedValueBox(capabilities)
-        let router = ControlRouter {
+        if capabilities.video {
+            // A sink description that does not parse is a configuration error, caught at start.
+            do {
+                _ = try PlaybinPlayer.makeSink(configuration.videoSink)
+            } catch {
+                throw ConfigurationError(key: "video_sink", message: error.message)
+            }
+            do {
+                _ = try PlaybinPlayer.makeSink(PlaybinPlayer.audioDescription(configuration.audioOutput))
+            } catch {
+                throw ConfigurationError(key: "audio_output", message: error.message)
+            }
+        }
+        let events = EventChannels(logger: logger)
+        let video = capabilities.video ? makeVideoSessions(events: events) : nil
+        let router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })
-        }
+        }, video: video)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let server = ControlServer(group: group, router: router, logger: logger)
+        let server = ControlServer(group: group, router: router, events: events, logger: logger)
         let port: Int
         do {
             port = try await server.bind(port: configuration.port)
@@ -149,6 +176,8 @@ public final class ReceiverDaemon: Service, Sendable {
         notifier.stopping()
         watchdog?.cancel()
         publisher.stop()
+        video?.stopAll()
+        events.closeAll()
         await server.shutdown()
         try? await group.shutdownGracefully()
         logger.info("stopped")

@@ -1,4 +1,53 @@
 #ifndef CGSTREAMER_SHIM_H
 #define CGSTREAMER_SHIM_H
 #include <gst/gst.h>
+
+// Swift cannot call C variadic functions: typed setters around g_object_set.
+static inline void cairplay_set_string(gpointer object, const char *name, const char *value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline void cairplay_set_double(gpointer object, const char *name, double value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline void cairplay_set_int(gpointer object, const char *name, int value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline void cairplay_set_uint(gpointer object, const char *name, unsigned int value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline void cairplay_set_bool(gpointer object, const char *name, gboolean value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline void cairplay_set_object(gpointer object, const char *name, gpointer value) {
+    g_object_set(object, name, value, NULL);
+}
+static inline GstMessageType cairplay_message_type(GstMessage *message) {
+    return GST_MESSAGE_TYPE(message);
+}
+static inline GstObject *cairplay_message_source(GstMessage *message) {
+    return GST_MESSAGE_SRC(message);
+}
+/// The factory name of an element ("souphttpsrc"), or NULL.
+static inline const char *cairplay_element_factory_name(GstElement *element) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    return factory ? GST_OBJECT_NAME(factory) : NULL;
+}
+/// Connects "deep-element-added" (bin, sub_bin, element, user_data).
+typedef void (*cairplay_deep_element_added_cb)(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer user_data);
+static inline gulong cairplay_connect_deep_element_added(gpointer bin, cairplay_deep_element_added_cb callback, gpointer data) {
+    return g_signal_connect_data(bin, "deep-element-added", G_CALLBACK(callback), data, NULL, (GConnectFlags)0);
+}
+/// Connects playbin's "source-setup" (playbin, source, user_data).
+typedef void (*cairplay_source_setup_cb)(GstElement *playbin, GstElement *source, gpointer user_data);
+static inline gulong cairplay_connect_source_setup(gpointer playbin, cairplay_source_setup_cb callback, gpointer data) {
+    return g_signal_connect_data(playbin, "source-setup", G_CALLBACK(callback), data, NULL, (GConnectFlags)0);
+}
+/// True when the element fetches from a URI (a GstURIHandler of type SRC: filesrc, souphttpsrc, …).
+static inline gboolean cairplay_is_uri_source(GstElement *element) {
+    return GST_IS_URI_HANDLER(element) && gst_uri_handler_get_uri_type(GST_URI_HANDLER(element)) == GST_URI_SRC;
+}
+/// True when the object has a property of this name.
+static inline gboolean cairplay_has_property(gpointer object, const char *name) {
+    return g_object_class_find_property(G_OBJECT_GET_CLASS(object), name) != NULL;
+}
 #endif

@@ -1,0 +1,122 @@
+/// Where a media player is in its life.
+public enum MediaState: String, Hashable, Sendable {
+    /// Nothing loaded.
+    case idle
+    /// Loading or buffering before the first frame.
+    case loading
+    /// Playing.
+    case playing
+    /// Paused by request (rate 0).
+    case paused
+    /// Reached the end of the media.
+    case ended
+    /// Failed; see `MediaStatus.error`.
+    case failed
+    /// Stopped by request.
+    case stopped
+}
+
+/// Why media could not be played, in the shape AirPlay's `/playback-info` error dictionary takes.
+public struct MediaError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A numeric code (negative, in the style of AVFoundation errors).
+    public var code: Int
+    /// The error domain (`GStreamer.resource`, `airplayd.timeout`, …).
+    public var domain: String
+    /// A human-readable message.
+    public var message: String
+
+    /// An error from its parts.
+    public init(code: Int, domain: String, message: String) {
+        self.code = code
+        self.domain = domain
+        self.message = message
+    }
+
+    /// `domain code: message`.
+    public var description: String { "\(domain) \(code): \(message)" }
+}
+
+/// A time range in seconds.
+public struct TimeRange: Hashable, Sendable {
+    /// Start, seconds.
+    public var start: Double
+    /// Duration, seconds.
+    public var duration: Double
+
+    /// A range from its parts.
+    public init(start: Double, duration: Double) {
+        self.start = start
+        self.duration = duration
+    }
+}
+
+/// A snapshot of a player, as `/playback-info` and `/scrub` report it.
+public struct MediaStatus: Hashable, Sendable {
+    /// The state.
+    public var state: MediaState
+    /// Position in seconds, clamped to the media.
+    public var position: Double
+    /// Duration in seconds; nil while unknown or when nothing is loaded; infinity for live streams.
+    public var duration: Double?
+    /// The playback rate (0 when paused).
+    public var rate: Double
+    /// Buffer fill, 0...100.
+    public var bufferPercent: Int
+    /// What has been downloaded.
+    public var loadedRanges: [TimeRange]
+    /// Where seeking is possible.
+    public var seekableRanges: [TimeRange]
+    /// The failure, when `state == .failed`.
+    public var error: MediaError?
+
+    /// A status from its parts.
+    public init(state: MediaState, position: Double = 0, duration: Double? = nil, rate: Double = 0,
+                bufferPercent: Int = 0, loadedRanges: [TimeRange] = [], seekableRanges: [TimeRange] = [],
+                error: MediaError? = nil) {
+        self.state = state
+        self.position = position
+        self.duration = duration
+        self.rate = rate
+        self.bufferPercent = bufferPercent
+        self.loadedRanges = loadedRanges
+        self.seekableRanges = seekableRanges
+        self.error = error
+    }
+
+    /// Nothing loaded.
+    public static let idle = MediaStatus(state: .idle)
+
+    /// True once the first frame is ready.
+    public var readyToPlay: Bool { [.playing, .paused, .ended].contains(state) }
+}
+
+/// Where playback of newly loaded media starts.
+public enum StartPosition: Hashable, Sendable {
+    /// Absolute seconds.
+    case seconds(Double)
+    /// A fraction of the duration, 0...1.
+    case fraction(Double)
+}
+
+/// Plays one media URL. The receiver talks to this protocol; the daemon always wires the
+/// GStreamer implementation, unit tests may use a scripted one.
+public protocol MediaPlayer: AnyObject, Sendable {
+    /// Starts loading `url`; playback starts at `start`, paused when `paused`.
+    func load(url: String, start: StartPosition, paused: Bool) throws(MediaError)
+    /// Plays at rate 1.
+    func play()
+    /// Pauses.
+    func pause()
+    /// Seeks to a position in seconds (clamped to the media).
+    func seek(to seconds: Double) throws(MediaError)
+    /// Plays at another rate; throws when the media cannot.
+    func setRate(_ rate: Double) throws(MediaError)
+    /// Sets the volume, 0...1.
+    func setVolume(_ volume: Double)
+    /// Stops and releases the media.
+    func stop()
+    /// The current status.
+    var status: MediaStatus { get }
+    /// Called on every state change (from any thread).
+    func onStateChange(_ handler: @escaping @Sendable (MediaStatus) -> Void)
+}

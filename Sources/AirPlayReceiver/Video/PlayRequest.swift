@@ -1,0 +1,153 @@
+import AirPlayMedia
+import AirPlayPlist
+import AirPlayWire
+import Foundation
+
+/// A decoded `POST /play`: the rules are written down in `Protocol/video.md`.
+public struct PlayRequest: Hashable, Sendable {
+    /// The media URL (`Content-Location`).
+    public var url: String
+    /// Where to start.
+    public var start: StartPosition
+    /// 0 starts paused; nil or anything else plays.
+    public var rate: Double?
+    /// The sender's session (`X-Apple-Session-ID` header, else body key).
+    public var sessionID: String?
+
+    /// A request from its parts.
+    public init(url: String, start: StartPosition = .seconds(0), rate: Double? = nil, sessionID: String? = nil) {
+        self.url = url
+        self.start = start
+        self.rate = rate
+        self.sessionID = sessionID
+    }
+
+    /// Why a `/play` was refused: status and reason.
+    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The HTTP status.
+        public var status: Int
+        /// The reason, sent as the body.
+        public var reason: String
+        /// The reason.
+        public var description: String { reason }
+    }
+
+    /// Decodes a `/play` request: a binary or XML plist body, or `text/parameters` lines
+    /// (`Key: value`, LF or CRLF, with or without a Content-Type).
+    public init(request: AirPlayRequest) throws(Problem) {
+        let bytes = Array(request.body.readableBytesView)
+        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
+        var fields: [String: String] = [:]
+        var plistFields: [String: PropertyList] = [:]
+        let looksLikePlist = bytes.starts(with: Array("bplist".utf8)) || bytes.starts(with: Array("<?xml".utf8))
+            || contentType.contains("plist")
+        if looksLikePlist {
+            guard case .dictionary(let dictionary)? = try? PropertyList(decoding: bytes) else {
+                throw Problem(status: 400, reason: "the /play body is not a valid property list dictionary")
+            }
+            plistFields = dictionary
+            for (key, value) in dictionary {
+                if let text = value.stringValue { fields[key.lowercased()] = text }
+                if let number = value.doubleValue { fields[key.lowercased()] = String(number) }
+            }
+        } else {
+            guard let text = String(bytes: bytes, encoding: .utf8) else {
+                throw Problem(status: 400, reason: "the /play body is not UTF-8 text/parameters")
+            }
+            for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+                let line = rawLine.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                fields[key] = value
+            }
+        }
+        _ = plistFields
+
+        guard let location = fields["content-location"], !location.isEmpty else {
+            throw Problem(status: 400, reason: "Content-Location is missing")
+        }
+        url = location
+        if let text = fields["start-position-seconds"] {
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
+                throw Problem(status: 400, reason: "Start-Position-Seconds must be a number of seconds >= 0")
+            }
+            start = .seconds(seconds)
+        } else if let text = fields["start-position"] {
+            guard let value = Double(text), value.isFinite, value >= 0 else {
+                throw Problem(status: 400, reason: "Start-Position must be a number >= 0")
+            }
+            // The classic value is a fraction of the duration; senders that put seconds here
+            // (pyatv does) send values above 1, which no fraction can have.
+            start = value <= 1 ? .fraction(value) : .seconds(value)
+        } else {
+            start = .seconds(0)
+        }
+        if let text = fields["rate"] {
+            guard let value = Double(text), value.isFinite else { throw Problem(status: 400, reason: "rate must be a number") }
+            rate = value
+        } else {
+            rate = nil
+        }
+        sessionID = request.headers["X-Apple-Session-ID"] ?? fields["x-apple-session-id"]
+    }
+}
+
+/// Checks a media URL before anything fetches it.
+public struct MediaURLPolicy: Hashable, Sendable {
+    /// Refuse hosts that resolve to loopback or link-local addresses.
+    public var refuseLocalTargets: Bool
+
+    /// A policy.
+    public init(refuseLocalTargets: Bool) { self.refuseLocalTargets = refuseLocalTargets }
+
+    /// Throws with a 400 reason for anything but an absolute http(s) URL with a host,
+    /// and, when configured, for loopback and link-local targets.
+    public func check(_ text: String) throws(PlayRequest.Problem) {
+        guard text.utf8.count <= 8192, let components = URLComponents(string: text),
+              let scheme = components.scheme?.lowercased() else {
+            throw PlayRequest.Problem(status: 400, reason: "Content-Location is not a valid URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw PlayRequest.Problem(status: 400, reason: "only http and https URLs are played, not \(scheme):")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw PlayRequest.Problem(status: 400, reason: "the URL has no host")
+        }
+        if refuseLocalTargets, let address = Self.firstLocalAddress(of: host) {
+            throw PlayRequest.Problem(status: 400, reason: "\(host) resolves to \(address), a loopback or link-local address; refused by configuration")
+        }
+    }
+
+    /// The first loopback or link-local address the host resolves to, if any.
+    static func firstLocalAddress(of host: String) -> String? {
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(bare, nil, &hints, &list) == 0, let list else { return nil }
+        defer { freeaddrinfo(list) }
+        var node: UnsafeMutablePointer<addrinfo>? = list
+        while let current = node {
+            if let address = current.pointee.ai_addr {
+                if current.pointee.ai_family == AF_INET {
+                    let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+                    if value >> 24 == 127 || value >> 16 == 0xA9FE || value == 0 {
+                        return "\(value >> 24).\((value >> 16) & 0xFF).\((value >> 8) & 0xFF).\(value & 0xFF)"
+                    }
+                } else if current.pointee.ai_family == AF_INET6 {
+                    let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
+                    }
+                    let loopback = bytes == [UInt8](repeating: 0, count: 15) + [1]
+                    let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
+                    let mappedLocal = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+                        && (bytes[12] == 127 || (bytes[12] == 169 && bytes[13] == 254))
+                    if loopback || linkLocal || mappedLocal { return bare }
+                }
+            }
+            node = current.pointee.ai_next
+        }
+        return nil
+    }
+}

@@ -1,0 +1,309 @@
+import AirPlayMedia
+import AirPlayPlist
+import AirPlayWire
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Policy for a `/play` from a sender while another sender's video plays.
+public enum VideoTakeover: String, Hashable, Sendable {
+    /// The new sender replaces the current one, which gets a `stopped` event (Apple TV behaviour).
+    case replace
+    /// The new sender is refused with 409 while the current video plays.
+    case refuse
+}
+
+/// The video half of the control port: one video session at a time, played by a `MediaPlayer`.
+///
+/// Endpoints: `/play`, `/scrub`, `/rate`, `/stop`, `/volume`, `/playback-info`,
+/// `/setProperty`, `/getProperty`; state changes go to the session's `/reverse` channel.
+public final class VideoSessions: Sendable {
+    /// Makes a fresh player for each `/play`.
+    public typealias PlayerFactory = @Sendable () throws(MediaError) -> any MediaPlayer
+
+    private struct Session {
+        var id: String
+        var player: any MediaPlayer
+        var url: String
+        var lastEventState: String?
+    }
+
+    private let makePlayer: PlayerFactory
+    private let policy: MediaURLPolicy
+    private let takeover: VideoTakeover
+    private let events: EventChannels
+    private let logger: Logger
+    private let current = NIOLockedValueBox<Session?>(nil)
+    private let volume = NIOLockedValueBox<Double>(1)
+
+    /// Sessions with a player factory and policies.
+    public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
+                events: EventChannels, logger: Logger) {
+        self.makePlayer = makePlayer
+        self.policy = policy
+        self.takeover = takeover
+        self.events = events
+        self.logger = logger
+    }
+
+    /// The paths this type serves, with their methods.
+    public static let routes: [String: [String]] = [
+        "/play": ["POST"], "/scrub": ["GET", "POST"], "/rate": ["POST"], "/stop": ["POST"],
+        "/volume": ["POST"], "/playback-info": ["GET"], "/setProperty": ["PUT", "POST"], "/getProperty": ["GET", "POST"],
+    ]
+
+    /// Answers one video request.
+    public func respond(to request: AirPlayRequest) -> AirPlayResponse {
+        switch request.path {
+        case "/play": return play(request)
+        case "/playback-info": return playbackInfo(request)
+        case "/scrub": return request.method == "GET" ? scrubStatus(request) : scrub(request)
+        case "/rate": return rate(request)
+        case "/stop": return stop(request)
+        case "/volume": return setVolume(request)
+        case "/setProperty": return setProperty(request)
+        case "/getProperty": return getProperty(request)
+        default: return Self.text(404, "no resource at \(request.path)")
+        }
+    }
+
+    /// Stops the current session (shutdown).
+    public func stopAll() {
+        if let session = current.withLockedValue({ value -> Session? in defer { value = nil }; return value }) {
+            session.player.stop()
+            sendEvent(sessionID: session.id, state: "stopped")
+        }
+    }
+
+    // MARK: Endpoints
+
+    private func play(_ request: AirPlayRequest) -> AirPlayResponse {
+        let play: PlayRequest
+        do {
+            play = try PlayRequest(request: request)
+            try policy.check(play.url)
+        } catch {
+            return Self.text(error.status, error.reason)
+        }
+        let sessionID = play.sessionID ?? "anonymous"
+        if takeover == .refuse, let active = current.withLockedValue({ $0 }), active.id != sessionID,
+           [.loading, .playing, .paused].contains(active.player.status.state) {
+            return Self.text(409, "another sender's video is playing; this receiver refuses takeovers")
+        }
+        let player: any MediaPlayer
+        do {
+            player = try makePlayer()
+        } catch {
+            return Self.text(500, "cannot create a player: \(error.message)")
+        }
+        player.setVolume(volume.withLockedValue { $0 })
+        let previous = current.withLockedValue { value -> Session? in
+            defer { value = Session(id: sessionID, player: player, url: play.url) }
+            return value
+        }
+        if let previous {
+            previous.player.stop()
+            logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
+            sendEvent(sessionID: previous.id, state: "stopped", force: previous.id != sessionID)
+        }
+        player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
+        do {
+            try player.load(url: play.url, start: play.start, paused: play.rate == 0)
+        } catch {
+            return Self.text(400, error.message)
+        }
+        logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
+        return AirPlayResponse(status: 200)
+    }
+
+    private func playbackInfo(_ request: AirPlayRequest) -> AirPlayResponse {
+        let format = ControlRouter.negotiatePlistFormat(request)
+        guard let session = current.withLockedValue({ $0 }) else {
+            return ControlRouter.plistResponse(Self.idleInfo(error: nil), format: format)
+        }
+        let status = session.player.status
+        switch status.state {
+        case .loading, .playing, .paused:
+            return ControlRouter.plistResponse(Self.info(status), format: format)
+        default:
+            return ControlRouter.plistResponse(Self.idleInfo(error: status.error), format: format)
+        }
+    }
+
+    private func scrubStatus(_ request: AirPlayRequest) -> AirPlayResponse {
+        let status = current.withLockedValue { $0 }?.player.status ?? .idle
+        let duration = status.duration.flatMap { $0.isFinite ? $0 : nil } ?? 0
+        let text = String(format: "duration: %.6f\r\nposition: %.6f\r\n", duration, status.position)
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text))
+    }
+
+    private func scrub(_ request: AirPlayRequest) -> AirPlayResponse {
+        guard let text = request.queryItems.first(where: { $0.name == "position" })?.value,
+              let position = Double(text), position.isFinite, position >= 0 else {
+            return Self.text(400, "POST /scrub needs ?position=SECONDS (a number >= 0)")
+        }
+        return withCurrentSession(request) { session in
+            do {
+                try session.player.seek(to: position)
+                return AirPlayResponse(status: 200)
+            } catch {
+                return Self.text(422, (error as? MediaError)?.message ?? "\(error)")
+            }
+        }
+    }
+
+    private func rate(_ request: AirPlayRequest) -> AirPlayResponse {
+        guard let text = request.queryItems.first(where: { $0.name == "value" })?.value,
+              let rate = Double(text), rate.isFinite else {
+            return Self.text(400, "POST /rate needs ?value=RATE (0 pauses, 1 plays)")
+        }
+        return withCurrentSession(request) { session in
+            do {
+                if rate == 0 {
+                    session.player.pause()
+                } else if rate == 1 {
+                    session.player.play()
+                } else {
+                    try session.player.setRate(rate)
+                }
+                return AirPlayResponse(status: 200)
+            } catch {
+                return Self.text(422, (error as? MediaError)?.message ?? "\(error)")
+            }
+        }
+    }
+
+    private func stop(_ request: AirPlayRequest) -> AirPlayResponse {
+        let requested = request.headers["X-Apple-Session-ID"]
+        let session = current.withLockedValue { value -> Session? in
+            guard let active = value else { return nil }
+            if let requested, requested != active.id { return nil }
+            value = nil
+            return active
+        }
+        guard let session else {
+            if let requested, current.withLockedValue({ $0 }) != nil {
+                return Self.text(409, "session \(requested) is not the current video session")
+            }
+            return AirPlayResponse(status: 200)  // Nothing plays: stopping is already done.
+        }
+        session.player.stop()
+        sendEvent(sessionID: session.id, state: "stopped")
+        logger.info("video stopped", metadata: ["session": "\(session.id)"])
+        return AirPlayResponse(status: 200)
+    }
+
+    private func setVolume(_ request: AirPlayRequest) -> AirPlayResponse {
+        guard let text = request.queryItems.first(where: { $0.name == "volume" })?.value,
+              let value = Double(text), value.isFinite, (0...1).contains(value) else {
+            return Self.text(400, "POST /volume needs ?volume=0..1")
+        }
+        volume.withLockedValue { $0 = value }
+        current.withLockedValue { $0 }?.player.setVolume(value)
+        return AirPlayResponse(status: 200)
+    }
+
+    /// Properties senders set; accepted and acknowledged (their effects arrive with HLS renditions).
+    static let settableProperties: Set<String> = [
+        "forwardEndTime", "reverseEndTime", "selectedMediaArray", "actionAtItemEnd", "isInterestedInDateRange",
+    ]
+    /// Properties senders read.
+    static let readableProperties: Set<String> = ["playbackAccessLog", "playbackErrorLog"]
+
+    private func setProperty(_ request: AirPlayRequest) -> AirPlayResponse {
+        guard let key = request.queryItems.first?.name, Self.settableProperties.contains(key) else {
+            return Self.text(404, "unknown property \(request.queryItems.first?.name ?? "(none)")")
+        }
+        return ControlRouter.plistResponse(.dictionary(["errorCode": .integer(0)]), format: ControlRouter.negotiatePlistFormat(request))
+    }
+
+    private func getProperty(_ request: AirPlayRequest) -> AirPlayResponse {
+        guard let key = request.queryItems.first?.name, Self.readableProperties.contains(key) else {
+            return Self.text(404, "unknown property \(request.queryItems.first?.name ?? "(none)")")
+        }
+        var value: [PropertyList] = []
+        if key == "playbackErrorLog", let error = current.withLockedValue({ $0 })?.player.status.error {
+            value = [.dictionary(["errorStatusCode": .integer(Int64(error.code)), "errorDomain": .string(error.domain),
+                                  "errorComment": .string(error.message)])]
+        }
+        return ControlRouter.plistResponse(.dictionary(["errorCode": .integer(0), "value": .array(value)]),
+                                           format: ControlRouter.negotiatePlistFormat(request))
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` on the current session when the request addresses it (or names no session).
+    private func withCurrentSession(_ request: AirPlayRequest, _ body: (Session) -> AirPlayResponse) -> AirPlayResponse {
+        guard let session = current.withLockedValue({ $0 }) else { return Self.text(404, "no video is playing") }
+        if let requested = request.headers["X-Apple-Session-ID"], requested != session.id {
+            return Self.text(409, "session \(requested) is not the current video session")
+        }
+        return body(session)
+    }
+
+    private func playerChanged(sessionID: String, player: any MediaPlayer, status: MediaStatus) {
+        let state: String
+        switch status.state {
+        case .idle: return
+        case .loading: state = "loading"
+        case .playing: state = "playing"
+        case .paused: state = "paused"
+        case .ended, .failed, .stopped: state = "stopped"
+        }
+        if status.state == .failed {
+            logger.warning("video failed", metadata: ["session": "\(sessionID)", "error": "\(status.error.map { "\($0)" } ?? "?")"])
+        }
+        if status.state == .ended { logger.info("video reached its end", metadata: ["session": "\(sessionID)"]) }
+        sendEvent(sessionID: sessionID, state: state, from: player)
+    }
+
+    /// Sends a state event unless it repeats the last one sent to that session.
+    private func sendEvent(sessionID: String, state: String, force: Bool = false, from player: (any MediaPlayer)? = nil) {
+        let send = current.withLockedValue { value -> Bool in
+            guard var session = value, session.id == sessionID else { return force || player == nil }
+            if let player, session.player !== player { return false }
+            if session.lastEventState == state { return false }
+            session.lastEventState = state
+            value = session
+            return true
+        }
+        guard send || force else { return }
+        // Events carry the session as a number; a stable hash of the id keeps it the same across events.
+        let sessionNumber = Int64(sessionID.utf8.reduce(UInt32(5381)) { ($0 &* 33) ^ UInt32($1) } & 0x7FFF_FFFF)
+        events.send(sessionID: sessionID, event: .dictionary([
+            "category": .string("video"), "sessionID": .integer(sessionNumber), "state": .string(state),
+        ]))
+    }
+
+    static func info(_ status: MediaStatus) -> PropertyList {
+        let duration = status.duration.map { $0.isFinite ? $0 : 0 } ?? 0
+        let ranges = { (ranges: [TimeRange]) -> PropertyList in
+            .array(ranges.map { .dictionary(["start": .real($0.start), "duration": .real($0.duration)]) })
+        }
+        return .dictionary([
+            "duration": .real(duration),
+            "position": .real(status.position),
+            "rate": .real(status.rate),
+            "readyToPlay": .bool(status.readyToPlay),
+            "playbackBufferEmpty": .bool(status.bufferPercent == 0 && status.state == .loading),
+            "playbackBufferFull": .bool(status.bufferPercent >= 100),
+            "playbackLikelyToKeepUp": .bool(status.bufferPercent >= 100 || status.state == .playing),
+            "loadedTimeRanges": ranges(status.loadedRanges),
+            "seekableTimeRanges": ranges(status.seekableRanges),
+        ])
+    }
+
+    static func idleInfo(error: MediaError?) -> PropertyList {
+        var dictionary: [String: PropertyList] = ["readyToPlay": .bool(false)]
+        if let error {
+            dictionary["error"] = .dictionary(["code": .integer(Int64(error.code)), "domain": .string(error.domain),
+                                               "description": .string(error.message)])
+        }
+        return .dictionary(dictionary)
+    }
+
+    static func text(_ status: Int, _ reason: String) -> AirPlayResponse {
+        ControlRouter.textResponse(status: status, reason)
+    }
+}

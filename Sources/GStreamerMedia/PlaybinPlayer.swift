@@ -1,0 +1,451 @@
+import AirPlayMedia
+import CGStreamer
+import Foundation
+import Synchronization
+
+/// Plays one URL through GStreamer's playbin3 (playbin when 3 is missing), headless or on a display.
+///
+/// A bus thread per player turns pipeline messages into `MediaStatus` changes; control calls
+/// come from any thread. Only http and https sources are ever created: a playlist that points
+/// a segment at `file:` or another scheme fails with an error instead of reading the box's files.
+/// A load that does not preroll within `loadTimeout` ends in `failed`, never in a hung pipeline.
+public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
+    /// How a player is set up.
+    public struct Configuration: Sendable {
+        /// A GStreamer sink description for video (`autovideosink`, `kmssink`, `fakesink sync=true`).
+        public var videoSink: String
+        /// A sink description for audio, or `raw:PATH` for S16LE 44.1 kHz stereo PCM.
+        public var audioOutput: String
+        /// Seconds a load may take before it fails.
+        public var loadTimeout: Double
+        /// Seconds of network inactivity before an HTTP source gives up.
+        public var networkTimeout: UInt32
+
+        /// A configuration from its parts.
+        public init(videoSink: String, audioOutput: String, loadTimeout: Double = 20, networkTimeout: UInt32 = 10) {
+            self.videoSink = videoSink
+            self.audioOutput = audioOutput
+            self.loadTimeout = loadTimeout
+            self.networkTimeout = networkTimeout
+        }
+    }
+
+    /// Source elements allowed to run: HTTP(S) only.
+    static let allowedSources: Set<String> = ["souphttpsrc", "curlhttpsrc"]
+
+    private struct Inner {
+        var state: MediaState = .idle
+        var wantPaused = false
+        var pendingSeek: Double?
+        var pendingFraction: Double?
+        var prerolled = false
+        var buffering = false
+        var bufferPercent = 100
+        var rate: Double = 1
+        var error: MediaError?
+        var loadDeadline: Double?
+        var handlers: [@Sendable (MediaStatus) -> Void] = []
+        var running = false
+    }
+
+    private let configuration: Configuration
+    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let inner = Mutex(Inner())
+    private var busThread: Thread?
+    private let busDone = DispatchSemaphore(value: 0)
+
+    /// Builds the pipeline with its sinks; throws when a sink description does not parse.
+    public init(configuration: Configuration) throws(MediaError) {
+        GStreamerRuntime.initialize()
+        self.configuration = configuration
+        guard let element = gst_element_factory_make("playbin3", "airplay-player")
+                ?? gst_element_factory_make("playbin", "airplay-player") else {
+            throw MediaError(code: -1, domain: "airplayd.gstreamer", message: "no playbin element: install gstreamer1.0-plugins-base")
+        }
+        pipeline = element
+        gst_object_ref_sink(UnsafeMutableRawPointer(element))
+        do {
+            let video = try Self.makeSink(configuration.videoSink)
+            cairplay_set_object(UnsafeMutableRawPointer(pipeline), "video-sink", UnsafeMutableRawPointer(video))
+            let audio = try Self.makeSink(Self.audioDescription(configuration.audioOutput))
+            cairplay_set_object(UnsafeMutableRawPointer(pipeline), "audio-sink", UnsafeMutableRawPointer(audio))
+        } catch {
+            gst_object_unref(UnsafeMutableRawPointer(pipeline))
+            throw error
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = cairplay_connect_deep_element_added(UnsafeMutableRawPointer(pipeline), { _, _, element, data in
+            guard let element, let data else { return }
+            Unmanaged<PlaybinPlayer>.fromOpaque(data).takeUnretainedValue().elementAdded(element)
+        }, me)
+        _ = cairplay_connect_source_setup(UnsafeMutableRawPointer(pipeline), { _, source, data in
+            guard let source, let data else { return }
+            Unmanaged<PlaybinPlayer>.fromOpaque(data).takeUnretainedValue().sourceSetup(source)
+        }, me)
+    }
+
+    deinit {
+        stopBusThread()
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(UnsafeMutableRawPointer(pipeline))
+    }
+
+    /// The audio sink description for an `audio_output` setting (`raw:PATH` becomes a paced PCM file sink).
+    public static func audioDescription(_ output: String) -> String {
+        guard output.hasPrefix("raw:") else { return output }
+        let path = String(output.dropFirst(4)).replacingOccurrences(of: "\"", with: "\\\"")
+        return "audioconvert ! audioresample ! audio/x-raw,format=S16LE,rate=44100,channels=2 ! filesink location=\"\(path)\" sync=true"
+    }
+
+    /// Parses a sink description into a bin; the error names the description.
+    public static func makeSink(_ description: String) throws(MediaError) -> UnsafeMutablePointer<GstElement> {
+        GStreamerRuntime.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        let bin = gst_parse_bin_from_description(description, 1, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let bin { gst_object_unref(UnsafeMutableRawPointer(bin)) }
+            throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "sink \"\(description)\": \(message)")
+        }
+        guard let bin else { throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "sink \"\(description)\" is empty") }
+        return bin
+    }
+
+    // MARK: MediaPlayer
+
+    /// Starts loading; the bus thread takes it from there.
+    public func load(url: String, start: StartPosition, paused: Bool) throws(MediaError) {
+        guard let scheme = URL(string: url)?.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
+            throw MediaError(code: -3, domain: "airplayd.url", message: "only http and https URLs are played")
+        }
+        inner.withLock {
+            $0.state = .loading
+            $0.wantPaused = paused
+            switch start {
+            case .seconds(let seconds):
+                $0.pendingSeek = seconds > 0 ? seconds : nil
+                $0.pendingFraction = nil
+            case .fraction(let fraction):
+                $0.pendingSeek = nil
+                $0.pendingFraction = fraction > 0 ? min(fraction, 1) : nil
+            }
+            $0.prerolled = false
+            $0.error = nil
+            $0.rate = 1
+            $0.loadDeadline = Self.now() + configuration.loadTimeout
+        }
+        cairplay_set_string(UnsafeMutableRawPointer(pipeline), "uri", url)
+        startBusThread()
+        // Preroll first; the bus thread seeks and starts playing once the first frame is ready.
+        if gst_element_set_state(pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
+            fail(MediaError(code: -4, domain: "airplayd.gstreamer", message: "the pipeline refused to start"))
+        }
+        notify()
+    }
+
+    /// Plays at rate 1.
+    public func play() {
+        let prerolled = inner.withLock { inner -> Bool in
+            inner.wantPaused = false
+            return inner.prerolled
+        }
+        if prerolled, status.rate != 1 { try? setRate(1) }
+        if prerolled { gst_element_set_state(pipeline, GST_STATE_PLAYING) }
+    }
+
+    /// Pauses.
+    public func pause() {
+        inner.withLock { $0.wantPaused = true }
+        gst_element_set_state(pipeline, GST_STATE_PAUSED)
+    }
+
+    /// Seeks accurately (decoding from the previous keyframe up to the target).
+    public func seek(to seconds: Double) throws(MediaError) {
+        let ready = inner.withLock { inner -> Bool in
+            if !inner.prerolled { inner.pendingSeek = max(0, seconds) }
+            return inner.prerolled
+        }
+        guard ready else { return }
+        var target = max(0, seconds)
+        if let duration = currentDuration(), duration.isFinite { target = min(target, duration) }
+        let rate = inner.withLock { $0.rate }
+        let ok = gst_element_seek(pipeline, rate, GST_FORMAT_TIME,
+                                  GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue),
+                                  GST_SEEK_TYPE_SET, gint64(target * 1e9), GST_SEEK_TYPE_NONE, -1)
+        guard ok != 0 else {
+            throw MediaError(code: -5, domain: "airplayd.seek", message: "the media cannot seek to \(target) s")
+        }
+    }
+
+    /// Changes the rate with a flushing seek at the current position; 0 pauses, 1 plays.
+    public func setRate(_ rate: Double) throws(MediaError) {
+        if rate == 0 { pause(); return }
+        guard rate.isFinite, abs(rate) <= 32 else {
+            throw MediaError(code: -6, domain: "airplayd.rate", message: "rate \(rate) is out of range")
+        }
+        let (ready, oldRate) = inner.withLock { ($0.prerolled, $0.rate) }
+        if !ready {
+            inner.withLock { $0.wantPaused = false }
+            guard rate == 1 else { throw MediaError(code: -6, domain: "airplayd.rate", message: "rate \(rate) before the media loaded") }
+            return
+        }
+        if rate != oldRate {
+            var position: gint64 = 0
+            gst_element_query_position(pipeline, GST_FORMAT_TIME, &position)
+            let flags = GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+            let ok = rate > 0
+                ? gst_element_seek(pipeline, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, position, GST_SEEK_TYPE_NONE, -1)
+                : gst_element_seek(pipeline, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, position)
+            guard ok != 0 else {
+                throw MediaError(code: -6, domain: "airplayd.rate", message: "this media cannot play at rate \(rate)")
+            }
+            inner.withLock { $0.rate = rate }
+        }
+        inner.withLock { $0.wantPaused = false }
+        gst_element_set_state(pipeline, GST_STATE_PLAYING)
+    }
+
+    /// Sets playbin's linear volume.
+    public func setVolume(_ volume: Double) {
+        cairplay_set_double(UnsafeMutableRawPointer(pipeline), "volume", min(1, max(0, volume)))
+    }
+
+    /// Stops and releases the media; the player can load again afterwards.
+    public func stop() {
+        stopBusThread()
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        let changed = inner.withLock { inner -> Bool in
+            defer { inner.state = inner.state == .failed ? .failed : .stopped }
+            return inner.state != .stopped && inner.state != .failed
+        }
+        if changed { notify() }
+    }
+
+    /// Registers a state-change handler.
+    public func onStateChange(_ handler: @escaping @Sendable (MediaStatus) -> Void) {
+        inner.withLock { $0.handlers.append(handler) }
+    }
+
+    /// A snapshot from the pipeline: position and duration clamped, ranges from a seeking query.
+    public var status: MediaStatus {
+        let snapshot = inner.withLock { $0 }
+        guard [.loading, .playing, .paused, .ended].contains(snapshot.state) else {
+            return MediaStatus(state: snapshot.state, error: snapshot.error)
+        }
+        let duration = currentDuration()
+        var position: gint64 = 0
+        var seconds = 0.0
+        if gst_element_query_position(pipeline, GST_FORMAT_TIME, &position) != 0, position >= 0 {
+            seconds = Double(position) / 1e9
+        }
+        if let duration, duration.isFinite { seconds = min(seconds, duration) }
+        if snapshot.state == .ended, let duration, duration.isFinite { seconds = duration }
+        var seekable: [TimeRange] = []
+        if let query = gst_query_new_seeking(GST_FORMAT_TIME) {
+            if gst_element_query(pipeline, query) != 0 {
+                var canSeek: gboolean = 0
+                var start: gint64 = 0
+                var end: gint64 = 0
+                gst_query_parse_seeking(query, nil, &canSeek, &start, &end)
+                if canSeek != 0, start >= 0 {
+                    let endSeconds = end > 0 ? Double(end) / 1e9 : (duration ?? 0)
+                    seekable = [TimeRange(start: Double(start) / 1e9, duration: max(0, endSeconds - Double(start) / 1e9))]
+                }
+            }
+            gst_query_unref(query)
+        }
+        let loaded: [TimeRange] = duration.map { [TimeRange(start: 0, duration: $0.isFinite ? $0 : seconds)] } ?? []
+        let rate: Double = snapshot.state == .playing && !snapshot.buffering ? snapshot.rate : 0
+        return MediaStatus(state: snapshot.state, position: seconds, duration: duration, rate: rate,
+                           bufferPercent: snapshot.bufferPercent, loadedRanges: loaded, seekableRanges: seekable,
+                           error: snapshot.error)
+    }
+
+    // MARK: Bus thread
+
+    private func currentDuration() -> Double? {
+        var duration: gint64 = 0
+        guard gst_element_query_duration(pipeline, GST_FORMAT_TIME, &duration) != 0 else { return nil }
+        return duration > 0 ? Double(duration) / 1e9 : nil
+    }
+
+    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+
+    private func startBusThread() {
+        let alreadyRunning = inner.withLock { inner -> Bool in
+            defer { inner.running = true }
+            return inner.running
+        }
+        guard !alreadyRunning else { return }
+        let thread = Thread { [self] in
+            runBus()
+            busDone.signal()
+        }
+        thread.name = "gst-bus"
+        busThread = thread
+        thread.start()
+    }
+
+    private func stopBusThread() {
+        let wasRunning = inner.withLock { inner -> Bool in
+            defer { inner.running = false }
+            return inner.running
+        }
+        if wasRunning { busDone.wait() }
+        busThread = nil
+    }
+
+    private func runBus() {
+        guard let bus = gst_element_get_bus(pipeline) else { return }
+        defer { gst_object_unref(UnsafeMutableRawPointer(bus)) }
+        let wanted = GstMessageType(rawValue: GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue
+            | GST_MESSAGE_STATE_CHANGED.rawValue | GST_MESSAGE_BUFFERING.rawValue | GST_MESSAGE_ASYNC_DONE.rawValue
+            | GST_MESSAGE_DURATION_CHANGED.rawValue)
+        while inner.withLock({ $0.running }) {
+            if let message = gst_bus_timed_pop_filtered(bus, 50_000_000, wanted) {
+                handle(message)
+                gst_message_unref(message)
+            }
+            let timedOut = inner.withLock { inner -> Bool in
+                guard !inner.prerolled, inner.state == .loading, let deadline = inner.loadDeadline else { return false }
+                return Self.now() > deadline
+            }
+            if timedOut {
+                fail(MediaError(code: -1001, domain: "airplayd.timeout",
+                                message: "the media did not load within \(Int(configuration.loadTimeout)) s"))
+            }
+        }
+    }
+
+    private func handle(_ message: UnsafeMutablePointer<GstMessage>) {
+        switch cairplay_message_type(message) {
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+            let domain = error.map { String(cString: g_quark_to_string($0.pointee.domain)) } ?? "gstreamer"
+            let code = Int(error?.pointee.code ?? 0)
+            if let error { g_error_free(error) }
+            g_free(debug)
+            fail(MediaError(code: -(1000 + code), domain: domain, message: text))
+        case GST_MESSAGE_EOS:
+            inner.withLock { $0.state = .ended }
+            notify()
+        case GST_MESSAGE_ASYNC_DONE:
+            asyncDone()
+        case GST_MESSAGE_BUFFERING:
+            var percent: gint = 0
+            gst_message_parse_buffering(message, &percent)
+            buffering(Int(percent))
+        case GST_MESSAGE_STATE_CHANGED:
+            guard cairplay_message_source(message) == UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstObject.self) else { return }
+            var old = GST_STATE_NULL
+            var new = GST_STATE_NULL
+            var pending = GST_STATE_NULL
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            pipelineStateChanged(new)
+        default:
+            break
+        }
+    }
+
+    private func asyncDone() {
+        let (firstPreroll, seek, paused) = inner.withLock { inner -> (Bool, Double?, Bool) in
+            let first = !inner.prerolled
+            inner.prerolled = true
+            var seek = inner.pendingSeek
+            if seek == nil, let fraction = inner.pendingFraction, let duration = currentDuration(), duration.isFinite {
+                seek = fraction * duration
+            }
+            inner.pendingSeek = nil
+            inner.pendingFraction = nil
+            return (first, seek, inner.wantPaused)
+        }
+        if let seek { try? self.seek(to: seek) }
+        if firstPreroll {
+            if paused {
+                inner.withLock { $0.state = .paused }
+                notify()
+            } else {
+                gst_element_set_state(pipeline, GST_STATE_PLAYING)
+            }
+        }
+    }
+
+    private func buffering(_ percent: Int) {
+        let action = inner.withLock { inner -> GstState? in
+            inner.bufferPercent = percent
+            guard inner.prerolled, !inner.wantPaused, inner.state != .ended else { return nil }
+            if percent < 100, !inner.buffering {
+                inner.buffering = true
+                return GST_STATE_PAUSED
+            }
+            if percent >= 100, inner.buffering {
+                inner.buffering = false
+                return GST_STATE_PLAYING
+            }
+            return nil
+        }
+        if let action { gst_element_set_state(pipeline, action) }
+    }
+
+    private func pipelineStateChanged(_ new: GstState) {
+        let changed = inner.withLock { inner -> Bool in
+            let old = inner.state
+            switch new {
+            case GST_STATE_PLAYING:
+                inner.state = .playing
+            case GST_STATE_PAUSED where inner.prerolled && inner.state != .ended:
+                inner.state = inner.wantPaused ? .paused : (inner.buffering ? .loading : inner.state)
+            default:
+                break
+            }
+            return old != inner.state
+        }
+        if changed { notify() }
+    }
+
+    private func fail(_ error: MediaError) {
+        let first = inner.withLock { inner -> Bool in
+            guard inner.state != .failed else { return false }
+            inner.state = .failed
+            inner.error = error
+            inner.running = false
+            return true
+        }
+        guard first else { return }
+        // Leave the bus thread first (it is the caller or will stop within 50 ms), then tear down.
+        DispatchQueue.global().async { [self] in
+            gst_element_set_state(pipeline, GST_STATE_NULL)
+        }
+        notify()
+    }
+
+    private func notify() {
+        let handlers = inner.withLock { $0.handlers }
+        guard !handlers.isEmpty else { return }
+        let snapshot = status
+        for handler in handlers { handler(snapshot) }
+    }
+
+    // MARK: Signals (streaming threads)
+
+    private func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
+        // Only elements that fetch a URI matter; bins such as urisourcebin merely wrap them.
+        guard cairplay_is_uri_source(element) != 0,
+              let factory = cairplay_element_factory_name(element).map({ String(cString: $0) }),
+              !Self.allowedSources.contains(factory) else { return }
+        if cairplay_has_property(UnsafeMutableRawPointer(element), "location") != 0 {
+            cairplay_set_string(UnsafeMutableRawPointer(element), "location", "/nonexistent/airplayd-refused")
+        }
+        fail(MediaError(code: -3, domain: "airplayd.url", message: "refused a \(factory) source: only http and https are fetched"))
+    }
+
+    private func sourceSetup(_ source: UnsafeMutablePointer<GstElement>) {
+        let object = UnsafeMutableRawPointer(source)
+        if cairplay_has_property(object, "timeout") != 0 { cairplay_set_uint(object, "timeout", configuration.networkTimeout) }
+        if cairplay_has_property(object, "user-agent") != 0 { cairplay_set_string(object, "user-agent", "airplayd/1.0 AppleCoreMedia/1.0") }
+    }
+}
