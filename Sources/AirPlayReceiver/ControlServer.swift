@@ -47,7 +47,7 @@ public final class ControlServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        MessageToByteHandler(AirPlayResponseEncoder()), name: ControlConnectionHandler.encoderName)
+                        ResponseWriter(), name: ControlConnectionHandler.encoderName)
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)), name: ControlConnectionHandler.decoderName)
                     try channel.pipeline.syncOperations.addHandler(
@@ -165,6 +165,19 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.
         logger.info("control connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
+    }
+}
+
+/// Serialises responses; removable, unlike NIO's MessageToByteHandler, for the /reverse upgrade.
+final class ResponseWriter: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = AirPlayResponse
+    typealias OutboundOut = ByteBuffer
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let response = unwrapOutboundIn(data)
+        var buffer = context.channel.allocator.buffer(capacity: 256 + response.body.readableBytes)
+        AirPlayResponseEncoder.write(response, into: &buffer)
+        context.write(wrapOutboundOut(buffer), promise: promise)
     }
 }
 

@@ -39,6 +39,8 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         var pendingSeek: Double?
         var pendingFraction: Double?
         var prerolled = false
+        /// A start position was sought after the first preroll; the state waits for that seek.
+        var awaitingStartSeek = false
         var buffering = false
         var bufferPercent = 100
         var rate: Double = 1
@@ -353,7 +355,9 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     private func asyncDone() {
         let (firstPreroll, seek, paused) = inner.withLock { inner -> (Bool, Double?, Bool) in
-            let first = !inner.prerolled
+            // The preroll after the start seek is the one that counts as "ready".
+            let first = !inner.prerolled || inner.awaitingStartSeek
+            inner.awaitingStartSeek = false
             inner.prerolled = true
             var seek = inner.pendingSeek
             if seek == nil, let fraction = inner.pendingFraction, let duration = currentDuration(), duration.isFinite {
@@ -362,6 +366,10 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             inner.pendingSeek = nil
             inner.pendingFraction = nil
             return (first, seek, inner.wantPaused)
+        }
+        if let seek, firstPreroll, (try? self.seek(to: seek)) != nil {
+            inner.withLock { $0.awaitingStartSeek = true }
+            return
         }
         if let seek { try? self.seek(to: seek) }
         if firstPreroll {
@@ -395,9 +403,9 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         let changed = inner.withLock { inner -> Bool in
             let old = inner.state
             switch new {
-            case GST_STATE_PLAYING:
+            case GST_STATE_PLAYING where !inner.awaitingStartSeek:
                 inner.state = .playing
-            case GST_STATE_PAUSED where inner.prerolled && inner.state != .ended:
+            case GST_STATE_PAUSED where inner.prerolled && !inner.awaitingStartSeek && inner.state != .ended:
                 inner.state = inner.wantPaused ? .paused : (inner.buffering ? .loading : inner.state)
             default:
                 break

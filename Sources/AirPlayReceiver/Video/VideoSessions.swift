@@ -104,8 +104,11 @@ public final class VideoSessions: Sendable {
         }
         if let previous {
             previous.player.stop()
-            logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
-            sendEvent(sessionID: previous.id, state: "stopped", force: previous.id != sessionID)
+            // A sender that replaces its own video expects no "stopped" for the old item.
+            if previous.id != sessionID {
+                logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
+                sendEvent(sessionID: previous.id, state: "stopped", force: true)
+            }
         }
         player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
         do {

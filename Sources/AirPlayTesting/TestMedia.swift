@@ -1,0 +1,124 @@
+import Foundation
+
+/// Media made at test time with ffmpeg and served over loopback by a small HTTP server.
+///
+/// Encoded as DESIGN.md prescribes: H.264 yuv420p with a keyframe every 2 s (so HLS segments are
+/// really 2 s), AAC audio.
+public final class TestMedia: @unchecked Sendable {
+    /// The folder served.
+    public let directory: String
+    /// The port of the HTTP server on 127.0.0.1.
+    public let port: Int
+    private let server: ManagedProcess
+
+    /// Makes `seconds`-long media (`hls/index.m3u8`, `clip.mp4`, `tone.m4a`, `notmedia.txt`) and serves it.
+    public init(seconds: Int = 8) throws {
+        try TestHost.require(["ffmpeg", "python3"])
+        directory = Products.scratchDirectory("media")
+        let ffmpeg = TestHost.which("ffmpeg")!
+        let video = ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
+                     "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+                     "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k"]
+        try FileManager.default.createDirectory(atPath: directory + "/hls", withIntermediateDirectories: true)
+        let jobs: [[String]] = [
+            ["-loglevel", "error", "-y"] + video + ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", directory + "/hls/index.m3u8"],
+            ["-loglevel", "error", "-y"] + video + ["-movflags", "+faststart", directory + "/clip.mp4"],
+            ["-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-t", String(seconds),
+             "-c:a", "aac", "-b:a", "64k", directory + "/tone.m4a"],
+        ]
+        for job in jobs {
+            let result = try runCommand(ffmpeg, job, timeout: 120)
+            guard result.status == 0 else { throw TestHostError("ffmpeg failed: \(result.stderr)") }
+        }
+        try "this is not media\n".write(toFile: directory + "/notmedia.txt", atomically: true, encoding: .utf8)
+        // A threaded static server with byte ranges, as real media servers have (seeking in a
+        // progressive MP4 needs them).
+        let script = """
+            import http.server, os, re, socketserver, sys
+            root = sys.argv[1]
+            class Handler(http.server.SimpleHTTPRequestHandler):
+                def __init__(self, *a, **k):
+                    super().__init__(*a, directory=root, **k)
+                def log_message(self, *a):
+                    pass
+                def send_head(self):
+                    path = self.translate_path(self.path)
+                    match = re.match(r"bytes=(\\d*)-(\\d*)$", self.headers.get("Range", ""))
+                    if not match or not os.path.isfile(path):
+                        return super().send_head()
+                    size = os.path.getsize(path)
+                    start = int(match.group(1) or 0)
+                    end = min(int(match.group(2)) if match.group(2) else size - 1, size - 1)
+                    if start >= size:
+                        self.send_error(416)
+                        return None
+                    f = open(path, "rb")
+                    f.seek(start)
+                    self.send_response(206)
+                    self.send_header("Content-Type", self.guess_type(path))
+                    self.send_header("Accept-Ranges", "bytes")
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+                    self.send_header("Content-Length", str(end - start + 1))
+                    self.end_headers()
+                    self.range_left = end - start + 1
+                    return f
+                def copyfile(self, source, output):
+                    left = getattr(self, "range_left", None)
+                    if left is None:
+                        return super().copyfile(source, output)
+                    while left > 0:
+                        chunk = source.read(min(65536, left))
+                        if not chunk:
+                            break
+                        output.write(chunk)
+                        left -= len(chunk)
+            class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+                daemon_threads = True
+            server = Server(("127.0.0.1", 0), Handler)
+            print(server.server_address[1], flush=True)
+            server.serve_forever()
+            """
+        let httpServer = try ManagedProcess(TestHost.which("python3")!, ["-c", script, directory], directory: directory, label: "media-http")
+        var found: Int?
+        poll(timeout: 10) {
+            found = Int(httpServer.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            return found != nil
+        }
+        guard let found else { throw TestHostError("media HTTP server did not start: \(httpServer.stderr)") }
+        server = httpServer
+        port = found
+    }
+
+    /// The URL of a file under the served folder.
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    deinit {
+        server.stop(grace: 1)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// airplayd started on the root namespace's loopback without mDNS (no bus), on a free port.
+public final class LocalDaemon: @unchecked Sendable {
+    /// The process.
+    public let process: ManagedProcess
+    /// Its control port.
+    public let port: Int
+
+    /// Starts airplayd with headless sinks and extra flags; waits for the port.
+    public init(extra: [String] = []) throws {
+        let directory = Products.scratchDirectory("daemon")
+        process = try ManagedProcess(try Products.executable("airplayd"), [
+            "--port", "0", "--state-dir", directory + "/state", "--log-level", "debug",
+            "--video-sink", "fakesink sync=true", "--audio-output", "fakesink sync=true", "--name", "Video Box",
+        ] + extra, environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory, label: "airplayd")
+        guard process.waitForOutput("airplayd: ready", timeout: 20),
+              let line = process.stderr.split(separator: "\n").first(where: { $0.contains("control port listening") }),
+              let text = line.split(separator: "port=").last, let port = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            throw TestHostError("airplayd did not start: \(process.stderr)")
+        }
+        self.port = port
+    }
+
+    deinit { process.stop(grace: 2) }
+}
