@@ -56,7 +56,10 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayWire", "AirPlayDiscovery",
+            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -68,7 +71,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "airplay", dependencies: [
-            "AirPlaySender", "AirPlayDiscovery",
+            "AirPlaySender", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist",
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

@@ -20,7 +20,7 @@ public enum MediaState: String, Hashable, Sendable {
 public struct MediaError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A numeric code (negative, in the style of AVFoundation errors).
     public var code: Int
-    /// The error domain (`GStreamer.resource`, `airplayd.timeout`, …).
+    /// The error domain: GStreamer's GLib quark (`gst-resource-error-quark`, …) or ours (`airplayd.timeout`, `airplayd.url`).
     public var domain: String
     /// A human-readable message.
     public var message: String

@@ -14,19 +14,25 @@ public struct ControlReply: Sendable {
 public struct ControlRouter: Sendable {
     /// Supplies the current server info (the name can change after an mDNS collision).
     public var serverInfo: @Sendable () -> ServerInfo
-    /// Video playback, when the receiver offers it.
+    /// Video playback, when the media stack can offer it.
     public var video: VideoSessions?
+    /// Whether video is offered right now (a reload can turn it off and on).
+    public var videoEnabled: @Sendable () -> Bool
 
     /// A router reading server info from a closure.
-    public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil) {
+    public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
+                videoEnabled: @escaping @Sendable () -> Bool = { true }) {
         self.serverInfo = serverInfo
         self.video = video
+        self.videoEnabled = videoEnabled
     }
+
+    private var activeVideo: VideoSessions? { videoEnabled() ? video : nil }
 
     /// The paths served and the methods each allows.
     var routes: [String: [String]] {
         var routes: [String: [String]] = ["/server-info": ["GET"], "/info": ["GET"]]
-        if video != nil {
+        if activeVideo != nil {
             routes.merge(VideoSessions.routes) { old, _ in old }
             routes["/reverse"] = ["POST"]
         }
@@ -42,7 +48,7 @@ public struct ControlRouter: Sendable {
     public func reply(to request: AirPlayRequest) -> ControlReply {
         var upgrade: String?
         var response: AirPlayResponse
-        if request.path == "/reverse", request.method == "POST", video != nil {
+        if request.path == "/reverse", request.method == "POST", activeVideo != nil {
             (response, upgrade) = Self.reverse(request)
         } else {
             response = route(request)
@@ -84,7 +90,7 @@ public struct ControlRouter: Sendable {
         case "/server-info", "/info":
             return Self.plistResponse(serverInfo().propertyList, format: Self.negotiatePlistFormat(request))
         default:
-            if let video, VideoSessions.routes[path] != nil { return video.respond(to: request) }
+            if let video = activeVideo, VideoSessions.routes[path] != nil { return video.respond(to: request) }
             return Self.textResponse(status: 404, "no resource at \(path)")
         }
     }

@@ -65,6 +65,8 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.videoSink != new.videoSink { keys.append("video_sink") }
         if old.stateDirectory != new.stateDirectory { keys.append("state_dir") }
         if old.logLevel != new.logLevel { keys.append("log_level") }
+        if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
+        if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
         return keys
     }
 
@@ -84,6 +86,7 @@ public final class ReceiverDaemon: Service, Sendable {
 
         let currentName = NIOLockedValueBox(configuration.name)
         let currentCapabilities = NIOLockedValueBox(capabilities)
+        let playbackPossible = GStreamerRuntime.hasElement("playbin")
         if capabilities.video {
             // A sink description that does not parse is a configuration error, caught at start.
             do {
@@ -98,11 +101,11 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
         let events = EventChannels(logger: logger)
-        let video = capabilities.video ? makeVideoSessions(events: events) : nil
+        let video = playbackPossible ? makeVideoSessions(events: events) : nil
         let router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })
-        }, video: video)
+        }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let server = ControlServer(group: group, router: router, events: events, logger: logger)
         let port: Int
@@ -159,6 +162,7 @@ public final class ReceiverDaemon: Service, Sendable {
                         logger.warning("configuration change needs a restart to take effect", metadata: ["config.key": "\(key)"])
                     }
                     currentCapabilities.withLockedValue { $0 = newCapabilities }
+                    if !newCapabilities.video { video?.stopAll() }
                     publisher.update(advertisement: ReceiverAdvertisement(
                         deviceID: identity.id, port: UInt16(port), capabilities: newCapabilities))
                     logger.info("configuration reloaded", metadata: ["features": "\(newCapabilities.features.txtValue)"])

@@ -41,6 +41,8 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         var prerolled = false
         /// A start position was sought after the first preroll; the state waits for that seek.
         var awaitingStartSeek = false
+        /// The target of a flushing seek until it settles: positions read meanwhile are meaningless.
+        var seekTarget: Double?
         var buffering = false
         var bufferPercent = 100
         var rate: Double = 1
@@ -135,6 +137,9 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             $0.prerolled = false
             $0.error = nil
             $0.rate = 1
+            $0.bufferPercent = 0
+            $0.seekTarget = nil
+            $0.awaitingStartSeek = false
             $0.loadDeadline = Self.now() + configuration.loadTimeout
         }
         cairplay_set_string(UnsafeMutableRawPointer(pipeline), "uri", url)
@@ -171,11 +176,15 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         guard ready else { return }
         var target = max(0, seconds)
         if let duration = currentDuration(), duration.isFinite { target = min(target, duration) }
-        let rate = inner.withLock { $0.rate }
+        let rate = inner.withLock { inner -> Double in
+            inner.seekTarget = target
+            return inner.rate
+        }
         let ok = gst_element_seek(pipeline, rate, GST_FORMAT_TIME,
                                   GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue),
                                   GST_SEEK_TYPE_SET, gint64(target * 1e9), GST_SEEK_TYPE_NONE, -1)
         guard ok != 0 else {
+            inner.withLock { $0.seekTarget = nil }
             throw MediaError(code: -5, domain: "airplayd.seek", message: "the media cannot seek to \(target) s")
         }
     }
@@ -193,8 +202,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             return
         }
         if rate != oldRate {
-            var position: gint64 = 0
-            gst_element_query_position(pipeline, GST_FORMAT_TIME, &position)
+            let position = gint64(currentPosition() * 1e9)
             let flags = GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
             let ok = rate > 0
                 ? gst_element_seek(pipeline, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, position, GST_SEEK_TYPE_NONE, -1)
@@ -236,11 +244,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             return MediaStatus(state: snapshot.state, error: snapshot.error)
         }
         let duration = currentDuration()
-        var position: gint64 = 0
-        var seconds = 0.0
-        if gst_element_query_position(pipeline, GST_FORMAT_TIME, &position) != 0, position >= 0 {
-            seconds = Double(position) / 1e9
-        }
+        var seconds = currentPosition()
         if let duration, duration.isFinite { seconds = min(seconds, duration) }
         if snapshot.state == .ended, let duration, duration.isFinite { seconds = duration }
         var seekable: [TimeRange] = []
@@ -265,6 +269,14 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     }
 
     // MARK: Bus thread
+
+    /// The position in seconds; while a seek settles, its target (the pipeline reports nothing useful then).
+    private func currentPosition() -> Double {
+        if let target = inner.withLock({ $0.seekTarget }) { return target }
+        var position: gint64 = 0
+        guard gst_element_query_position(pipeline, GST_FORMAT_TIME, &position) != 0, position >= 0 else { return 0 }
+        return Double(position) / 1e9
+    }
 
     private func currentDuration() -> Double? {
         var duration: gint64 = 0
@@ -331,7 +343,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             let code = Int(error?.pointee.code ?? 0)
             if let error { g_error_free(error) }
             g_free(debug)
-            fail(MediaError(code: -(1000 + code), domain: domain, message: text))
+            fail(MediaError(code: -(2000 + code), domain: domain, message: text))
         case GST_MESSAGE_EOS:
             inner.withLock { $0.state = .ended }
             notify()
@@ -358,6 +370,9 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             // The preroll after the start seek is the one that counts as "ready".
             let first = !inner.prerolled || inner.awaitingStartSeek
             inner.awaitingStartSeek = false
+            inner.seekTarget = nil
+            // Prerolled media has what it needs to start, whether or not the source reports buffering.
+            if !inner.buffering { inner.bufferPercent = 100 }
             inner.prerolled = true
             var seek = inner.pendingSeek
             if seek == nil, let fraction = inner.pendingFraction, let duration = currentDuration(), duration.isFinite {

@@ -5,11 +5,13 @@ import Foundation
 
 /// `airplay`: the sender command line.
 @main
-struct AirPlayCommand: ParsableCommand {
+struct AirPlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "airplay",
         abstract: "Find AirPlay receivers and send them video and audio.",
-        subcommands: [ListCommand.self])
+        subcommands: [ListCommand.self, PlayCommand.self, PauseCommand.self, ResumeCommand.self, SeekCommand.self,
+                      SkipCommand.self, RateCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self,
+                      VolumeCommand.self])
 }
 
 /// `airplay list`: receivers on the network, video-capable first.
@@ -33,6 +35,7 @@ struct ListCommand: ParsableCommand {
         do {
             receivers = try ReceiverBrowser.discover(timeoutSeconds: timeout)
         } catch let error as AvahiError where error.isDaemonUnavailable {
+            if json { print(jsonLine(["ok": false, "error": "cannot reach avahi-daemon", "kind": "notFound"])) }
             FileHandle.standardError.write(Data("""
                 airplay: cannot reach avahi-daemon (\(error)).
                 Start it (systemctl start avahi-daemon) or check that the system D-Bus is running.

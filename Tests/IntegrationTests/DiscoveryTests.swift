@@ -182,6 +182,9 @@ import Testing
         let updated = try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x838200" }
         #expect(updated?.name == "Integration Box")
         #expect(try host.waitForService("_raop._tcp") { $0.txtValue("ft") == "0x838200" } != nil)
+        // What is advertised is what is served: video is off, so /play is gone.
+        let play = try host.exchange(port: 7000, ["POST /play HTTP/1.1\r\nContent-Length: 0\r\n\r\n"])
+        #expect(play.hasPrefix("HTTP/1.1 404"), "\(play)")
         // One registration only: the update call changed the records without a re-register.
         #expect(daemon.process.stderr.components(separatedBy: "mDNS services registering").count == 2)
         #expect(daemon.process.isRunning)

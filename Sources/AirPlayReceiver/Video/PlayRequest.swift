@@ -38,14 +38,12 @@ public struct PlayRequest: Hashable, Sendable {
         let bytes = Array(request.body.readableBytesView)
         let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
         var fields: [String: String] = [:]
-        var plistFields: [String: PropertyList] = [:]
         let looksLikePlist = bytes.starts(with: Array("bplist".utf8)) || bytes.starts(with: Array("<?xml".utf8))
             || contentType.contains("plist")
         if looksLikePlist {
             guard case .dictionary(let dictionary)? = try? PropertyList(decoding: bytes) else {
                 throw Problem(status: 400, reason: "the /play body is not a valid property list dictionary")
             }
-            plistFields = dictionary
             for (key, value) in dictionary {
                 if let text = value.stringValue { fields[key.lowercased()] = text }
                 if let number = value.doubleValue { fields[key.lowercased()] = String(number) }
@@ -62,7 +60,6 @@ public struct PlayRequest: Hashable, Sendable {
                 fields[key] = value
             }
         }
-        _ = plistFields
 
         guard let location = fields["content-location"], !location.isEmpty else {
             throw Problem(status: 400, reason: "Content-Location is missing")

@@ -72,7 +72,7 @@ public final class VideoSessions: Sendable {
     public func stopAll() {
         if let session = current.withLockedValue({ value -> Session? in defer { value = nil }; return value }) {
             session.player.stop()
-            sendEvent(sessionID: session.id, state: "stopped")
+            if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
         }
     }
 
@@ -86,11 +86,7 @@ public final class VideoSessions: Sendable {
         } catch {
             return Self.text(error.status, error.reason)
         }
-        let sessionID = play.sessionID ?? "anonymous"
-        if takeover == .refuse, let active = current.withLockedValue({ $0 }), active.id != sessionID,
-           [.loading, .playing, .paused].contains(active.player.status.state) {
-            return Self.text(409, "another sender's video is playing; this receiver refuses takeovers")
-        }
+        let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
         let player: any MediaPlayer
         do {
             player = try makePlayer()
@@ -98,14 +94,22 @@ public final class VideoSessions: Sendable {
             return Self.text(500, "cannot create a player: \(error.message)")
         }
         player.setVolume(volume.withLockedValue { $0 })
-        let previous = current.withLockedValue { value -> Session? in
+        // Check and swap under one lock, so two concurrent /play cannot both pass a refusal.
+        let swap = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
+            if takeover == .refuse, let active = value, active.id != sessionID,
+               [.loading, .playing, .paused].contains(active.player.status.state) {
+                return (true, nil)
+            }
             defer { value = Session(id: sessionID, player: player, url: play.url) }
-            return value
+            return (false, value)
         }
-        if let previous {
+        if swap.refused {
+            return Self.text(409, "another sender's video is playing; this receiver refuses takeovers")
+        }
+        if let previous = swap.previous {
             previous.player.stop()
             // A sender that replaces its own video expects no "stopped" for the old item.
-            if previous.id != sessionID {
+            if previous.id != sessionID, previous.lastEventState != "stopped" {
                 logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
                 sendEvent(sessionID: previous.id, state: "stopped", force: true)
             }
@@ -114,6 +118,7 @@ public final class VideoSessions: Sendable {
         do {
             try player.load(url: play.url, start: play.start, paused: play.rate == 0)
         } catch {
+            current.withLockedValue { if $0?.player === player { $0 = nil } }
             return Self.text(400, error.message)
         }
         logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
@@ -192,7 +197,7 @@ public final class VideoSessions: Sendable {
             return AirPlayResponse(status: 200)  // Nothing plays: stopping is already done.
         }
         session.player.stop()
-        sendEvent(sessionID: session.id, state: "stopped")
+        if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
         logger.info("video stopped", metadata: ["session": "\(session.id)"])
         return AirPlayResponse(status: 200)
     }

@@ -1,0 +1,143 @@
+import AirPlayWire
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Why a call to a receiver failed; the CLI maps each kind to an exit code.
+public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kinds of failure.
+    public enum Kind: Hashable, Sendable {
+        /// No receiver matched, or none could be reached.
+        case notFound
+        /// The receiver answered with an error status.
+        case refused(status: Int)
+        /// The connection broke or timed out.
+        case connectionLost
+        /// The user's input (file, URL, arguments) is unusable.
+        case badInput
+    }
+
+    /// What happened.
+    public var kind: Kind
+    /// A message for the user.
+    public var message: String
+
+    /// An error from its parts.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// One HTTP connection to a receiver's control port: requests go out one at a time, in order.
+public final class ReceiverConnection: Sendable {
+    private let channel: any Channel
+    /// The receiver's address as given.
+    public let host: String
+    /// The receiver's port.
+    public let port: Int
+
+    private init(channel: any Channel, host: String, port: Int) {
+        self.channel = channel
+        self.host = host
+        self.port = port
+    }
+
+    /// Connects within `timeout` seconds.
+    public static func connect(host: String, port: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                               timeout: Double = 5) async throws(SenderError) -> ReceiverConnection {
+        do {
+            let channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.milliseconds(Int64(timeout * 1000)))
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ResponseMatcher()) }
+                }
+                .connect(host: host, port: port).get()
+            return ReceiverConnection(channel: channel, host: host, port: port)
+        } catch {
+            throw SenderError(.notFound, "cannot connect to \(host):\(port): \(error)")
+        }
+    }
+
+    /// The local address of this connection: the address the receiver can reach us at.
+    public var localAddress: SocketAddress? { channel.localAddress }
+
+    /// Sends a request and waits (at most `timeout` seconds) for its response.
+    public func send(_ request: AirPlayRequest, timeout: Double = 15) async throws(SenderError) -> AirPlayResponse {
+        let promise = channel.eventLoop.makePromise(of: AirPlayResponse.self)
+        channel.writeAndFlush(PendingRequest(request: request, promise: promise), promise: nil)
+        let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) {
+            promise.fail(SenderError(.connectionLost, "no answer from \(self.host):\(self.port) within \(Int(timeout)) s"))
+        }
+        defer { deadline.cancel() }
+        do {
+            return try await promise.futureResult.get()
+        } catch let error as SenderError {
+            throw error
+        } catch {
+            throw SenderError(.connectionLost, "connection to \(host):\(port) lost: \(error)")
+        }
+    }
+
+    /// Closes the connection.
+    public func close() async { try? await channel.close() }
+}
+
+struct PendingRequest {
+    var request: AirPlayRequest
+    var promise: EventLoopPromise<AirPlayResponse>
+}
+
+/// Matches responses to requests in order (HTTP/1.1 without pipelining surprises).
+final class ResponseMatcher: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = PendingRequest
+    typealias OutboundOut = ByteBuffer
+
+    private var waiting: [EventLoopPromise<AirPlayResponse>] = []
+    private var buffer = ByteBuffer()
+    private let decoder = AirPlayResponseDecoder()
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let pending = unwrapOutboundIn(data)
+        waiting.append(pending.promise)
+        var out = context.channel.allocator.buffer(capacity: 256 + pending.request.body.readableBytes)
+        AirPlayRequestEncoder.write(pending.request, into: &out)
+        context.write(wrapOutboundOut(out), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var incoming = unwrapInboundIn(data)
+        buffer.writeBuffer(&incoming)
+        do {
+            while let response = try decoder.next(from: &buffer) {
+                guard !waiting.isEmpty else { continue }
+                waiting.removeFirst().succeed(response)
+            }
+        } catch {
+            failAll(SenderError(.connectionLost, "bad response from the receiver: \(error)"))
+            context.close(promise: nil)
+        }
+        buffer.discardReadBytes()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(SenderError(.connectionLost, "the receiver closed the connection"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failAll(SenderError(.connectionLost, "connection error: \(error)"))
+        context.close(promise: nil)
+    }
+
+    private func failAll(_ error: SenderError) {
+        let all = waiting
+        waiting = []
+        for promise in all { promise.fail(error) }
+    }
+}

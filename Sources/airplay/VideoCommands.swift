@@ -1,0 +1,348 @@
+import AirPlayPlist
+import AirPlaySender
+import ArgumentParser
+import Foundation
+import NIOCore
+
+/// Options every receiver command shares.
+struct ReceiverOptions: ParsableArguments {
+    @Option(name: .long, help: "Receiver: a name, a device id, or HOST:PORT. Default: the best video receiver found.")
+    var to: String?
+
+    @Flag(name: .long, help: "Print JSON instead of text.")
+    var json = false
+}
+
+/// Exit codes (sysexits.h) that tell failures apart.
+enum ExitStatus {
+    static let notFound: Int32 = 69       // EX_UNAVAILABLE: no such receiver / none reachable
+    static let badInput: Int32 = 65       // EX_DATAERR: unusable file, URL or argument
+    static let connectionLost: Int32 = 74 // EX_IOERR: the connection broke
+    static let refused: Int32 = 77        // EX_NOPERM: the receiver refused (4xx/5xx, authentication)
+
+    static func code(for error: SenderError) -> Int32 {
+        switch error.kind {
+        case .notFound: notFound
+        case .badInput: badInput
+        case .connectionLost: connectionLost
+        case .refused: refused
+        }
+    }
+}
+
+/// Runs a receiver command: resolves the target, connects, reports errors with the right exit code.
+func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true,
+                  _ body: (ReceiverAddress, ReceiverConnection, SessionStore) async throws(SenderError) -> Void) async throws {
+    let store = SessionStore()
+    do {
+        let address = try ReceiverResolver.resolve(options.to, needVideo: needVideo, choose: askOnTerminal)
+        let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+        defer { Task { await connection.close() } }
+        try await body(address, connection, store)
+    } catch {
+        if options.json {
+            print(jsonLine(["ok": false, "error": error.message, "kind": "\(error.kind)"]))
+        }
+        FileHandle.standardError.write(Data("airplay: \(error.message)\n".utf8))
+        throw ExitCode(ExitStatus.code(for: error))
+    }
+}
+
+/// Asks which receiver to use when stdin is a terminal.
+func askOnTerminal(_ receivers: [DiscoveredReceiver]) -> DiscoveredReceiver? {
+    guard isatty(0) == 1, isatty(2) == 1 else { return nil }
+    FileHandle.standardError.write(Data("Several receivers fit:\n".utf8))
+    for (index, receiver) in receivers.enumerated() {
+        FileHandle.standardError.write(Data("  \(index + 1)) \(receiver.name)  \(receiver.address ?? "?"):\(receiver.port)\n".utf8))
+    }
+    FileHandle.standardError.write(Data("Which one? ".utf8))
+    guard let line = readLine(), let choice = Int(line.trimmingCharacters(in: .whitespaces)),
+          (1...receivers.count).contains(choice) else { return nil }
+    return receivers[choice - 1]
+}
+
+func jsonLine(_ object: [String: Any]) -> String {
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// The remote for the last session played on this receiver (or a fresh id when there is none).
+func remote(_ address: ReceiverAddress, _ connection: ReceiverConnection, _ store: SessionStore) -> VideoRemote {
+    VideoRemote(connection: connection, sessionID: store.session(for: address.key) ?? UUID().uuidString)
+}
+
+func done(_ options: ReceiverOptions, _ text: String, _ extra: [String: Any] = [:]) {
+    if options.json {
+        var object = extra
+        object["ok"] = true
+        print(jsonLine(object))
+    } else {
+        print(text)
+    }
+}
+
+/// `airplay play URL|FILE`: plays a URL, or serves a local file or folder and plays it.
+struct PlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "play",
+        abstract: "Play a URL, or a local file or HLS folder (served from this machine), on a receiver.")
+
+    @Argument(help: "An http(s) URL, a media file, or a folder with an .m3u8 playlist.")
+    var media: String
+
+    @Option(name: .long, help: "Start at this many seconds.")
+    var start: Double = 0
+
+    @Flag(name: .long, help: "Wait until playback ends, printing events (always on for local files).")
+    var wait = false
+
+    @OptionGroup var options: ReceiverOptions
+
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            let sessionID = UUID().uuidString
+            let remote = VideoRemote(connection: connection, sessionID: sessionID)
+            var server: MediaFileServer?
+            let url: String
+            if let components = URLComponents(string: media), let scheme = components.scheme?.lowercased(),
+               scheme == "http" || scheme == "https" {
+                url = media
+            } else {
+                let (file, root) = try localMedia(media)
+                guard let local = connection.localAddress?.ipAddress else {
+                    throw SenderError(.connectionLost, "cannot tell which local address reaches the receiver")
+                }
+                do {
+                    server = try await MediaFileServer.start(root: root, host: local)
+                } catch {
+                    throw SenderError(.badInput, "cannot serve \(media): \(error)")
+                }
+                url = server!.url(for: file, host: local)
+            }
+            let waiting = wait || server != nil
+            let ended = EndSignal()
+            let listener: EventListener? = waiting ? try await EventListener.open(
+                host: address.host, port: address.port, sessionID: sessionID) { event in
+                let state = event["state"]?.stringValue ?? "?"
+                if options.json { print(jsonLine(["event": state])) } else { print("event: \(state)") }
+                fflush(nil)
+                if state == "stopped" { ended.fire() }
+            } : nil
+            try await remote.play(url: url, startSeconds: start)
+            store.save(session: sessionID, for: address.key)
+            done(options, "playing \(url) on \(address.name) (session \(sessionID))",
+                 ["url": url, "receiver": address.name, "session": sessionID])
+            fflush(nil)
+            guard let listener else { return }
+            await ended.wait()
+            await listener.close()
+            let info = try? await remote.playbackInfo()
+            await server?.close()
+            if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+        }
+    }
+
+    /// The file to play and the folder to serve.
+    private func localMedia(_ path: String) throws(SenderError) -> (file: URL, root: URL) {
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw SenderError(.badInput, "\(path) is neither an http(s) URL nor an existing file")
+        }
+        if isDirectory.boolValue {
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+            let playlist = names.first { ["master.m3u8", "index.m3u8", "playlist.m3u8"].contains($0) }
+                ?? names.first { $0.hasSuffix(".m3u8") }
+            guard let playlist else { throw SenderError(.badInput, "\(path) is a folder without an .m3u8 playlist") }
+            return (url.appendingPathComponent(playlist), url)
+        }
+        guard MediaFileServer.mimeTypes[url.pathExtension.lowercased()] != nil else {
+            throw SenderError(.badInput, "\(path): .\(url.pathExtension) is not a media type AirPlay plays")
+        }
+        return (url, url.deletingLastPathComponent())
+    }
+}
+
+/// A one-shot signal between an event callback and the waiting command.
+final class EndSignal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+    private var fired = false
+
+    func fire() {
+        lock.lock()
+        fired = true
+        let waiting = continuation
+        continuation = nil
+        lock.unlock()
+        waiting?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if fired {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                self.continuation = continuation
+                lock.unlock()
+            }
+        }
+    }
+}
+
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause the video.")
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).setRate(0)
+            done(options, "paused")
+        }
+    }
+}
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume the video.")
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).setRate(1)
+            done(options, "playing")
+        }
+    }
+}
+
+struct SeekCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "seek", abstract: "Jump to a position in seconds.")
+    @Argument(help: "Position in seconds.") var seconds: Double
+    @OptionGroup var options: ReceiverOptions
+    func validate() throws { guard seconds >= 0, seconds.isFinite else { throw ValidationError("SECONDS must be >= 0") } }
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).seek(to: seconds)
+            done(options, "at \(formatTime(seconds))", ["position": seconds])
+        }
+    }
+}
+
+struct SkipCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "skip",
+        abstract: "Skip forward or back by an interval (+15 / -15, the preferred interval).")
+    // Captured raw so that "-15" is read as a number, not as short options.
+    @Argument(parsing: .allUnrecognized, help: "Seconds to skip, signed: +15 (default) or -15.") var interval: [String] = []
+    @OptionGroup var options: ReceiverOptions
+    func validate() throws {
+        guard interval.count <= 1, interval.allSatisfy({ Double($0) != nil }) else {
+            throw ValidationError("INTERVAL must be one signed number like +15 or -15")
+        }
+    }
+    func run() async throws {
+        let delta = interval.first.flatMap(Double.init) ?? 15
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            let remote = remote(address, connection, store)
+            let now = try await remote.scrub()
+            let target = min(max(0, now.position + delta), now.duration > 0 ? now.duration : .infinity)
+            try await remote.seek(to: target)
+            done(options, "at \(formatTime(target))", ["position": target])
+        }
+    }
+}
+
+struct RateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rate", abstract: "Set the playback rate (0 pauses, 1 plays).")
+    @Argument(help: "The rate.") var rate: Double
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).setRate(rate)
+            done(options, "rate \(rate)", ["rate": rate])
+        }
+    }
+}
+
+struct StopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the video.")
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).stop()
+            done(options, "stopped")
+        }
+    }
+}
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what the receiver plays.")
+    @Flag(name: .long, help: "Keep showing a live progress line until playback stops.") var watch = false
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            let remote = remote(address, connection, store)
+            let live = watch && isatty(1) == 1 && !options.json
+            while true {
+                let info = try await remote.playbackInfo()
+                let object: [String: Any] = ["state": info.state, "position": info.position, "duration": info.duration ?? NSNull(),
+                                             "rate": info.rate, "error": info.error ?? NSNull()]
+                if options.json {
+                    print(jsonLine(object))
+                } else {
+                    let line = progressLine(info)
+                    if live { FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8)) } else { print(line) }
+                }
+                guard watch, info.state != "stopped", info.state != "failed" else { break }
+                try? await Task.sleep(for: .seconds(1))
+            }
+            if live { print("") }
+        }
+    }
+}
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "events",
+        abstract: "Print the receiver's events for the last session as they come.")
+    @OptionGroup var options: ReceiverOptions
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            let session = store.session(for: address.key) ?? UUID().uuidString
+            let listener = try await EventListener.open(host: address.host, port: address.port, sessionID: session) { event in
+                var object: [String: Any] = [:]
+                if case .dictionary(let dictionary) = event {
+                    for (key, value) in dictionary { object[key] = value.stringValue ?? value.integerValue.map { Int($0) } ?? "\(value)" }
+                }
+                if options.json { print(jsonLine(object)) } else { print("\(object["category"] ?? "?") \(object["state"] ?? "?")") }
+                fflush(nil)
+            }
+            await listener.waitUntilClosed()
+        }
+    }
+}
+
+struct VolumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "volume", abstract: "Set the video volume, 0 to 100.")
+    @Argument(help: "Volume 0-100.") var volume: Double
+    @OptionGroup var options: ReceiverOptions
+    func validate() throws { guard (0...100).contains(volume) else { throw ValidationError("VOLUME must be 0 to 100") } }
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).setVolume(volume / 100)
+            done(options, "volume \(Int(volume))", ["volume": volume])
+        }
+    }
+}
+
+func formatTime(_ seconds: Double) -> String {
+    guard seconds.isFinite else { return "--:--" }
+    let total = Int(seconds.rounded(.down))
+    return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+        : String(format: "%02d:%02d", total / 60, total % 60)
+}
+
+/// `[=======>      ] 00:12 / 01:30  playing`.
+func progressLine(_ info: PlaybackInfo) -> String {
+    guard let duration = info.duration, duration > 0 else { return info.error.map { "failed: \($0)" } ?? info.state }
+    let width = 30
+    let filled = min(width, Int(Double(width) * info.position / duration))
+    let bar = String(repeating: "=", count: filled) + (filled < width ? ">" : "") + String(repeating: " ", count: max(0, width - filled - 1))
+    return "[\(bar)] \(formatTime(info.position)) / \(formatTime(duration))  \(info.state)"
+}

@@ -1,0 +1,95 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// The `airplay` sender CLI driving airplayd, and the old PyPI `airplay` client against airplayd.
+@Suite(.serialized) struct SenderVideoTests {
+    private func airplay(_ arguments: [String], state: String, timeout: Double = 40) throws -> CommandResult {
+        try runCommand(try Products.executable("airplay"), arguments,
+                       environment: ["XDG_STATE_HOME": state, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],
+                       timeout: timeout)
+    }
+
+    @Test func playALocalFileServedByTheSenderToTheEnd() throws {
+        let media = try #require(VideoPlaybackTests.media)
+        let daemon = try LocalDaemon()
+        let state = Products.scratchDirectory("xdg")
+        let started = monotonicSeconds()
+        let result = try airplay(["play", media.directory + "/clip.mp4", "--to", "127.0.0.1:\(daemon.port)", "--json"], state: state)
+        let took = monotonicSeconds() - started
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("{\"event\":\"playing\"}"))
+        #expect(lines.last == "{\"event\":\"stopped\"}", "\(lines)")
+        #expect(took > 7, "the file was served for the whole 8 s (\(took) s)")
+        #expect(daemon.process.stderr.contains("video reached its end"))
+    }
+
+    @Test func playAnHLSFolderFromDisk() throws {
+        let media = try #require(VideoPlaybackTests.media)
+        let daemon = try LocalDaemon()
+        let state = Products.scratchDirectory("xdg")
+        let result = try airplay(["play", media.directory + "/hls", "--to", "127.0.0.1:\(daemon.port)", "--start", "5"], state: state)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("index.m3u8"))
+        #expect(result.stdout.contains("event: stopped"))
+    }
+
+    @Test func controlCommandsAddressTheLastSession() throws {
+        let media = try #require(VideoPlaybackTests.media)
+        let daemon = try LocalDaemon()
+        let state = Products.scratchDirectory("xdg")
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        let play = try airplay(["play", media.url("clip.mp4")] + to + ["--json"], state: state)
+        #expect(play.status == 0, "\(play.stderr)")
+        let session = try #require(try JSONSerialization.jsonObject(with: Data(play.stdout.utf8)) as? [String: Any])["session"] as? String
+        let stored = try String(contentsOfFile: state + "/airplay/sessions.json", encoding: .utf8)
+        #expect(stored.contains(try #require(session)))
+        Thread.sleep(forTimeInterval: 1.5)
+
+        #expect(try airplay(["pause"] + to, state: state).status == 0)
+        let paused = try airplay(["status"] + to + ["--json"], state: state)
+        #expect(paused.stdout.contains("\"state\":\"paused\""), "\(paused.stdout)")
+        #expect(try airplay(["seek", "4"] + to, state: state).status == 0)
+        let status = try airplay(["status"] + to + ["--json"], state: state)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(abs((object["position"] as? Double ?? 0) - 4) < 0.5)
+        let back = try airplay(["skip", "-2"] + to + ["--json"], state: state)
+        #expect(back.stdout.contains("\"position\":2"), "\(back.stdout)\(back.stderr)")
+        #expect(try airplay(["resume"] + to, state: state).status == 0)
+        #expect(try airplay(["rate", "1"] + to, state: state).status == 0)
+        #expect(try airplay(["volume", "40"] + to, state: state).status == 0)
+        let text = try airplay(["status"] + to, state: state)
+        #expect(text.stdout.contains("/ 00:08  playing"), "\(text.stdout)")
+        #expect(try airplay(["stop"] + to, state: state).status == 0)
+        #expect(try airplay(["status"] + to + ["--json"], state: state).stdout.contains("\"state\":\"stopped\""))
+    }
+
+    @Test func failuresHaveDistinctExitCodes() throws {
+        let daemon = try LocalDaemon()
+        let state = Products.scratchDirectory("xdg")
+        let unreachable = try airplay(["stop", "--to", "127.0.0.1:9"], state: state)
+        #expect(unreachable.status == 69)
+        let noAvahi = try airplay(["pause"], state: state)
+        #expect(noAvahi.status == 69)
+        #expect(noAvahi.stderr.contains("avahi-daemon"))
+        let badFile = try airplay(["play", "/nonexistent/movie.mp4", "--to", "127.0.0.1:\(daemon.port)"], state: state)
+        #expect(badFile.status == 65)
+        let refused = try airplay(["seek", "3", "--to", "127.0.0.1:\(daemon.port)", "--json"], state: state)
+        #expect(refused.status == 77, "nothing plays: the receiver answers 404")
+        #expect(refused.stdout.contains("\"ok\":false"))
+        let badURL = try airplay(["play", "http://127.0.0.1:1/missing.mp4", "--to", "127.0.0.1:\(daemon.port)", "--wait"], state: state)
+        #expect(badURL.status == 77, "playback failed is reported: \(badURL.stderr)")
+        #expect(badURL.stderr.contains("playback failed"))
+    }
+
+    @Test func thePyPIAirplayClientPlaysScrubsPausesAndStops() throws {
+        let python = try Products.peerTool("python")
+        let media = try #require(VideoPlaybackTests.media)
+        let daemon = try LocalDaemon()
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/airplay_pypi_client.py"
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), media.url("clip.mp4")], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").last?.hasPrefix("OK ") == true, "\(result.stdout)")
+    }
+}
