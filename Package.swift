@@ -28,6 +28,7 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
                        providers: [.apt(["libgstreamer1.0-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
@@ -56,7 +57,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist",
+            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "CZlib",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -116,6 +116,17 @@ final class FileRequestHandler: ChannelInboundHandler {
         }
         let size = Int((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0)
         let type = MediaFileServer.mimeTypes[file.pathExtension.lowercased()] ?? "application/octet-stream"
+        // Playlists go gzip-compressed to clients that accept it (they are small and read often).
+        if file.pathExtension.lowercased() == "m3u8", request.headers["Range"] == nil, size <= 4 * 1024 * 1024,
+           request.headers["Accept-Encoding"]?.lowercased().contains("gzip") == true,
+           let data = FileManager.default.contents(atPath: file.path), let compressed = Gzip.compress(Array(data)) {
+            try? handle.close()
+            var body = context.channel.allocator.buffer(capacity: compressed.count)
+            body.writeBytes(compressed)
+            respondBuffer(context, headers: ["Content-Type": type, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"],
+                          body: request.method == "GET" ? body : nil, size: compressed.count)
+            return
+        }
         var headers: [String: String] = ["Content-Type": type, "Accept-Ranges": "bytes"]
         var range = 0...(max(size, 1) - 1)
         var status = 200
@@ -133,6 +144,16 @@ final class FileRequestHandler: ChannelInboundHandler {
         if request.method != "GET" { try? handle.close() }
         respond(context, status: status, headers: headers, body: request.method == "GET" ? handle : nil,
                 size: length, offset: range.lowerBound)
+    }
+
+    private func respondBuffer(_ context: ChannelHandlerContext, headers: [String: String], body: ByteBuffer?, size: Int) {
+        var head = context.channel.allocator.buffer(capacity: 256)
+        head.writeString("HTTP/1.1 200 OK\r\n")
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head.writeString("\(name): \(value)\r\n") }
+        head.writeString("Content-Length: \(size)\r\n\r\n")
+        context.write(wrapOutboundOut(.byteBuffer(head)), promise: nil)
+        if let body { context.write(wrapOutboundOut(.byteBuffer(body)), promise: nil) }
+        context.flush()
     }
 
     private func respond(_ context: ChannelHandlerContext, status: Int, headers: [String: String], body: NIOFileHandle?,

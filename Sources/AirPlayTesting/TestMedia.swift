@@ -31,6 +31,11 @@ public final class TestMedia: @unchecked Sendable {
             guard result.status == 0 else { throw TestHostError("ffmpeg failed: \(result.stderr)") }
         }
         try "this is not media\n".write(toFile: directory + "/notmedia.txt", atomically: true, encoding: .utf8)
+        // A live variant of the same stream: no ENDLIST, no playlist type, a sliding window.
+        let vod = try String(contentsOfFile: directory + "/hls/index.m3u8", encoding: .utf8)
+        let live = vod.split(separator: "\n").filter { !$0.hasPrefix("#EXT-X-ENDLIST") && !$0.hasPrefix("#EXT-X-PLAYLIST-TYPE") }
+            .joined(separator: "\n") + "\n"
+        try live.write(toFile: directory + "/hls/live.m3u8", atomically: true, encoding: .utf8)
         // A threaded static server with byte ranges, as real media servers have (seeking in a
         // progressive MP4 needs them).
         let script = """

@@ -27,6 +27,23 @@ import Testing
         #expect(MediaFileServer.resolve(path: "/nope.ts", root: base) == nil)
     }
 
+    @Test func gzipRoundTripsThroughPython() throws {
+        let playlist = Array(String(repeating: "#EXTINF:2.0,\nsegment.ts\n", count: 50).utf8)
+        let compressed = try #require(Gzip.compress(playlist))
+        #expect(compressed.starts(with: [0x1F, 0x8B]), "gzip magic")
+        #expect(compressed.count < playlist.count / 4)
+        let path = NSTemporaryDirectory() + "gz-\(UUID().uuidString.prefix(6)).gz"
+        try Data(compressed).write(to: URL(fileURLWithPath: path))
+        try Data(playlist).write(to: URL(fileURLWithPath: path + ".plain"))
+        // The system's gzip must read back exactly the playlist.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "gzip -dc '\(path)' | cmp -s - '\(path).plain'"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test func mimeTypesFollowTheOverviewTable() {
         #expect(MediaFileServer.mimeTypes["m3u8"] == "application/vnd.apple.mpegurl")
         #expect(MediaFileServer.mimeTypes["ts"] == "video/MP2T")

@@ -88,6 +88,31 @@ import Testing
         print("measure: airplay list took \(String(format: "%.2f", elapsed)) s")
     }
 
+    @Test func senderCommandsFindTheOnlyVideoReceiverThroughAvahi() throws {
+        let host = try TestHost(label: "pick")
+        defer { host.close() }
+        try host.startAvahi()
+        _ = try host.publish(name: "0A1B2C3D4E5F@Aardvark Speaker", type: "_raop._tcp", port: 5000, txt: ["am=ShairportSync", "cn=0,1"])
+        _ = try RunningDaemon.start(in: host, name: "Integration Box")
+        _ = try host.waitForService("_raop._tcp") { $0.name.hasSuffix("@Integration Box") }
+        let airplay = try Products.executable("airplay")
+        let state = ["XDG_STATE_HOME": host.directory + "/xdg"]
+        let status = try host.run(airplay, ["status", "--json"], environment: state)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("\"state\":\"stopped\""))
+        let byName = try host.run(airplay, ["status", "--to", "integration box"], environment: state)
+        #expect(byName.status == 0, "\(byName.stderr)")
+        let unknown = try host.run(airplay, ["status", "--to", "Kitchen"], environment: state)
+        #expect(unknown.status == 69)
+        #expect(unknown.stderr.contains("Integration Box"), "the error lists what was found")
+        // A second video receiver makes the choice ambiguous: without a terminal the command fails with the list.
+        _ = try RunningDaemon.start(in: host, name: "Other Box", port: 7001)
+        _ = try host.waitForService("_airplay._tcp") { $0.name == "Other Box" }
+        let ambiguous = try host.run(airplay, ["status"], environment: state)
+        #expect(ambiguous.status == 69)
+        #expect(ambiguous.stderr.contains("Integration Box") && ambiguous.stderr.contains("Other Box"))
+    }
+
     @Test func listWithoutAvahiFailsWithExitCode69() throws {
         let result = try runCommand(try Products.executable("airplay"), ["list", "--timeout", "2"],
                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], timeout: 20)

@@ -192,6 +192,21 @@ import Testing
         #expect(try second.send("POST", "/stop").status == 200)
     }
 
+    @Test(arguments: ["tone.m4a", "hls/live.m3u8"])
+    func audioFilesAndLiveStreamsPlay(path: String) throws {
+        let media = try media()
+        let daemon = try LocalDaemon()
+        let sender = try Sender(port: daemon.port)
+        #expect(try sender.play(media.url(path)).status == 200)
+        #expect(try sender.waitFor("playing").last == "playing")
+        Thread.sleep(forTimeInterval: 1)
+        let info = try sender.playbackInfo()
+        #expect(info["readyToPlay"]?.boolValue == true)
+        #expect((info["position"]?.doubleValue ?? 0) > 0.5)
+        #expect(try sender.send("POST", "/stop").status == 200)
+        #expect(try sender.waitFor("stopped").last == "stopped")
+    }
+
     @Test func takeoverCanBeRefusedByConfiguration() throws {
         let media = try media()
         let config = Products.scratchDirectory("refuse") + "/airplayd.toml"
