@@ -36,54 +36,9 @@ public final class TestMedia: @unchecked Sendable {
         let live = vod.split(separator: "\n").filter { !$0.hasPrefix("#EXT-X-ENDLIST") && !$0.hasPrefix("#EXT-X-PLAYLIST-TYPE") }
             .joined(separator: "\n") + "\n"
         try live.write(toFile: directory + "/hls/live.m3u8", atomically: true, encoding: .utf8)
-        // A threaded static server with byte ranges, as real media servers have (seeking in a
-        // progressive MP4 needs them).
-        let script = """
-            import http.server, os, re, socketserver, sys
-            root = sys.argv[1]
-            class Handler(http.server.SimpleHTTPRequestHandler):
-                def __init__(self, *a, **k):
-                    super().__init__(*a, directory=root, **k)
-                def log_message(self, *a):
-                    pass
-                def send_head(self):
-                    path = self.translate_path(self.path)
-                    match = re.match(r"bytes=(\\d*)-(\\d*)$", self.headers.get("Range", ""))
-                    if not match or not os.path.isfile(path):
-                        return super().send_head()
-                    size = os.path.getsize(path)
-                    start = int(match.group(1) or 0)
-                    end = min(int(match.group(2)) if match.group(2) else size - 1, size - 1)
-                    if start >= size:
-                        self.send_error(416)
-                        return None
-                    f = open(path, "rb")
-                    f.seek(start)
-                    self.send_response(206)
-                    self.send_header("Content-Type", self.guess_type(path))
-                    self.send_header("Accept-Ranges", "bytes")
-                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
-                    self.send_header("Content-Length", str(end - start + 1))
-                    self.end_headers()
-                    self.range_left = end - start + 1
-                    return f
-                def copyfile(self, source, output):
-                    left = getattr(self, "range_left", None)
-                    if left is None:
-                        return super().copyfile(source, output)
-                    while left > 0:
-                        chunk = source.read(min(65536, left))
-                        if not chunk:
-                            break
-                        output.write(chunk)
-                        left -= len(chunk)
-            class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-                daemon_threads = True
-            server = Server(("127.0.0.1", 0), Handler)
-            print(server.server_address[1], flush=True)
-            server.serve_forever()
-            """
-        let httpServer = try ManagedProcess(TestHost.which("python3")!, ["-c", script, directory], directory: directory, label: "media-http")
+        // Byte ranges, as real media servers have: seeking in a progressive MP4 needs them.
+        let script = Products.repositoryRoot + "/tools/lib/range_server.py"
+        let httpServer = try ManagedProcess(TestHost.which("python3")!, [script, directory], directory: directory, label: "media-http")
         var found: Int?
         poll(timeout: 10) {
             found = Int(httpServer.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
