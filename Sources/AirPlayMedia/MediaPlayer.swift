@@ -120,3 +120,11 @@ public protocol MediaPlayer: AnyObject, Sendable {
     /// Called on every state change (from any thread).
     func onStateChange(_ handler: @escaping @Sendable (MediaStatus) -> Void)
 }
+
+/// Where received audio goes: interleaved signed 16-bit stereo PCM at 44.1 kHz, written when due.
+public protocol PCMOutput: AnyObject, Sendable {
+    /// Writes samples (interleaved, host byte order), called by the playout clock when they are due.
+    func write(_ samples: [Int16])
+    /// Releases the device or file.
+    func close()
+}

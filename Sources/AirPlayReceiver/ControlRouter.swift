@@ -18,14 +18,23 @@ public struct ControlRouter: Sendable {
     public var video: VideoSessions?
     /// Whether video is offered right now (a reload can turn it off and on).
     public var videoEnabled: @Sendable () -> Bool
+    /// RAOP audio, when offered.
+    public var audio: AudioSessions?
+    /// Whether audio is offered right now.
+    public var audioEnabled: @Sendable () -> Bool
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
-                videoEnabled: @escaping @Sendable () -> Bool = { true }) {
+                videoEnabled: @escaping @Sendable () -> Bool = { true }, audio: AudioSessions? = nil,
+                audioEnabled: @escaping @Sendable () -> Bool = { true }) {
         self.serverInfo = serverInfo
         self.video = video
         self.videoEnabled = videoEnabled
+        self.audio = audio
+        self.audioEnabled = audioEnabled
     }
+
+    private var activeAudio: AudioSessions? { audioEnabled() ? audio : nil }
 
     private var activeVideo: VideoSessions? { videoEnabled() ? video : nil }
 
@@ -45,10 +54,19 @@ public struct ControlRouter: Sendable {
     }
 
     /// The reply to one request, with what the connection must do after sending it.
-    public func reply(to request: AirPlayRequest) -> ControlReply {
+    public func reply(to request: AirPlayRequest, connection: ConnectionContext? = nil) -> ControlReply {
         var upgrade: String?
         var response: AirPlayResponse
-        if request.path == "/reverse", request.method == "POST", activeVideo != nil {
+        if let audio = activeAudio, let connection, Self.isRAOP(request) {
+            response = audio.respond(to: request, connection: connection)
+        } else if request.path == "/now-playing", request.method == "GET", let audio = activeAudio {
+            response = Self.nowPlaying(audio, connection: connection)
+        } else if request.version.isRTSP, AudioSessions.methods.contains(request.method) {
+            response = Self.textResponse(status: activeAudio == nil ? 405 : 454,
+                                         activeAudio == nil ? "audio is turned off on this receiver" : "no connection context")
+        } else if request.version.isRTSP, !["GET", "POST"].contains(request.method) {
+            response = Self.textResponse(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")
+        } else if request.path == "/reverse", request.method == "POST", activeVideo != nil {
             (response, upgrade) = Self.reverse(request)
         } else {
             response = route(request)
@@ -56,6 +74,22 @@ public struct ControlRouter: Sendable {
         response.version = request.version
         Self.addCommonHeaders(&response, cseq: request.cseq)
         return ControlReply(response: response, upgradeToEventChannel: upgrade)
+    }
+
+    /// RTSP methods of RAOP, and the `/feedback` keep-alive senders post during a stream.
+    static func isRAOP(_ request: AirPlayRequest) -> Bool {
+        if request.method == "POST", request.path == "/feedback" { return true }
+        return request.version.isRTSP && AudioSessions.methods.contains(request.method)
+    }
+
+    /// `GET /now-playing`: JSON, for programs on the box only (loopback peers).
+    static func nowPlaying(_ audio: AudioSessions, connection: ConnectionContext?) -> AirPlayResponse {
+        let peer = connection?.remote?.ipAddress ?? ""
+        let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+        guard loopback else { return textResponse(status: 403, "/now-playing is served to programs on this box only") }
+        var body = ByteBuffer()
+        body.writeBytes(audio.nowPlaying.json())
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
 
     /// `POST /reverse` with `Upgrade: PTTH/1.0`: 101, and the connection carries the session's events.

@@ -43,6 +43,7 @@ public final class ControlServer: Sendable {
                 let sessionLogger = connectionLogger
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)
+                    router.audio?.connectionClosed(ObjectIdentifier(channel))
                     sessionLogger.info("control connection closed")
                 }
                 return channel.eventLoop.makeCompletedFuture {
@@ -110,7 +111,10 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         guard !upgraded else { return }
         switch unwrapInboundIn(data) {
         case .request(let request):
-            let reply = router.reply(to: request)
+            let channel = context.channel
+            let connection = ConnectionContext(id: ObjectIdentifier(channel), local: channel.localAddress,
+                                               remote: channel.remoteAddress, close: { channel.close(promise: nil) })
+            let reply = router.reply(to: request, connection: connection)
             let response = reply.response
             logger.debug("request", metadata: [
                 "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",

@@ -30,7 +30,8 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         if video { features.formUnion([.video, .videoVolumeControl]) }
         if hls { features.insert(.videoHTTPLiveStreams) }
         if audio {
-            features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
+            // No RSA bit (23) until Apple-Challenge is answered with a real Apple-Response.
+            features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress])
         }
         return features
     }
@@ -100,8 +101,10 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         [
             "txtvers": "1",
             "ch": "2",
-            "cn": "0,1,2,3",
-            "et": "0,1",
+            // What the receiver decodes today: L16 PCM, unencrypted. ALAC/AAC and RSA/AES join
+            // these lists when they are implemented, never before.
+            "cn": "0",
+            "et": "0",
             "md": "0,1,2",
             "pw": capabilities.passwordRequired ? "true" : "false",
             "sr": "44100",

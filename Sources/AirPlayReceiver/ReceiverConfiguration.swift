@@ -29,6 +29,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var videoTakeover: String = "replace"
     /// Refuse media URLs whose host is a loopback or link-local address (`video_refuse_local_urls`).
     public var videoRefuseLocalURLs: Bool = false
+    /// Whether an ANNOUNCE from another sender takes over the audio or gets 453 (`audio_takeover`).
+    public var audioTakeover: String = "replace"
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -118,6 +120,8 @@ public struct ConfigurationKey: Sendable {
               summary: "A /play from another sender replaces the current video (default, as Apple TV does) or is refused with 409."),
         .init(name: "video_refuse_local_urls", allowed: "true or false",
               summary: "Refuse media URLs whose host resolves to a loopback or link-local address; default false."),
+        .init(name: "audio_takeover", allowed: "\"replace\" or \"refuse\"",
+              summary: "An audio sender arriving while another streams takes over (default) or is refused with 453."),
     ]
 }
 
@@ -208,6 +212,12 @@ extension ReceiverConfiguration {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             videoTakeover = text
+        case "audio_takeover":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard text == "replace" || text == "refuse" else {
+                throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
+            }
+            audioTakeover = text
         case "video_refuse_local_urls":
             guard value.type == .bool, let flag = value.bool else { throw wrongType() }
             videoRefuseLocalURLs = flag

@@ -55,6 +55,19 @@ public final class ReceiverDaemon: Service, Sendable {
             events: events, logger: logger)
     }
 
+    /// RAOP sessions playing to the configured audio output.
+    private func makeAudioSessions(group: any EventLoopGroup) -> AudioSessions {
+        let output = configuration.audioOutput
+        return AudioSessions(
+            group: group,
+            makeOutput: { () throws -> any PCMOutput in
+                if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
+                return try GStreamerPCMOutput(sink: output)
+            },
+            takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
+            nowPlaying: NowPlaying(), logger: logger)
+    }
+
     /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
     static func keysNeedingRestart(old: ReceiverConfiguration, new: ReceiverConfiguration) -> [String] {
         var keys: [String] = []
@@ -67,6 +80,7 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.logLevel != new.logLevel { keys.append("log_level") }
         if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
         if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
+        if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
         return keys
     }
 
@@ -94,6 +108,8 @@ public final class ReceiverDaemon: Service, Sendable {
             } catch {
                 throw ConfigurationError(key: "video_sink", message: error.message)
             }
+        }
+        if capabilities.video || capabilities.audio {
             do {
                 _ = try PlaybinPlayer.makeSink(PlaybinPlayer.audioDescription(configuration.audioOutput))
             } catch {
@@ -102,11 +118,14 @@ public final class ReceiverDaemon: Service, Sendable {
         }
         let events = EventChannels(logger: logger)
         let video = playbackPossible ? makeVideoSessions(events: events) : nil
-        let router = ControlRouter(serverInfo: {
+        var router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })
         }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let audio = makeAudioSessions(group: group)
+        router.audio = audio
+        router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         let server = ControlServer(group: group, router: router, events: events, logger: logger)
         let port: Int
         do {
@@ -163,6 +182,7 @@ public final class ReceiverDaemon: Service, Sendable {
                     }
                     currentCapabilities.withLockedValue { $0 = newCapabilities }
                     if !newCapabilities.video { video?.stopAll() }
+                    if !newCapabilities.audio { audio.stopAll() }
                     publisher.update(advertisement: ReceiverAdvertisement(
                         deviceID: identity.id, port: UInt16(port), capabilities: newCapabilities))
                     logger.info("configuration reloaded", metadata: ["features": "\(newCapabilities.features.txtValue)"])
@@ -181,6 +201,7 @@ public final class ReceiverDaemon: Service, Sendable {
         watchdog?.cancel()
         publisher.stop()
         video?.stopAll()
+        audio.stopAll()
         events.closeAll()
         await server.shutdown()
         try? await group.shutdownGracefully()

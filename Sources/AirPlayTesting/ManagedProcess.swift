@@ -126,6 +126,13 @@ public struct CommandResult: Sendable {
     public var stdout: String
     /// Its stderr.
     public var stderr: String
+
+    /// A result from its parts.
+    public init(status: Int32, stdout: String, stderr: String) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+    }
 }
 
 /// Runs `executable` and waits at most `timeout` seconds.

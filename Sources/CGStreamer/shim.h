@@ -1,6 +1,7 @@
 #ifndef CGSTREAMER_SHIM_H
 #define CGSTREAMER_SHIM_H
 #include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
 
 // Swift cannot call C variadic functions: typed setters around g_object_set.
 static inline void cairplay_set_string(gpointer object, const char *name, const char *value) {
@@ -49,5 +50,11 @@ static inline gboolean cairplay_is_uri_source(GstElement *element) {
 /// True when the object has a property of this name.
 static inline gboolean cairplay_has_property(gpointer object, const char *name) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(object), name) != NULL;
+}
+/// Copies interleaved samples into a new buffer and pushes it (the app source takes the buffer).
+static inline GstFlowReturn cairplay_push_samples(GstElement *appsrc, const void *data, gsize size) {
+    GstBuffer *buffer = gst_buffer_new_allocate(NULL, size, NULL);
+    gst_buffer_fill(buffer, 0, data, size);
+    return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
 #endif

@@ -1,0 +1,462 @@
+import AirPlayMedia
+import AirPlayWire
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Who sent a request: the control connection it came on.
+public struct ConnectionContext: Sendable {
+    /// Identifies the connection while it is open.
+    public var id: ObjectIdentifier
+    /// Our address on it (UDP ports for RAOP are bound on the same address).
+    public var local: SocketAddress?
+    /// The peer's address.
+    public var remote: SocketAddress?
+    /// Closes the connection (a sender that is taken over loses its RTSP session too).
+    public var close: @Sendable () -> Void
+
+    /// A context from its parts.
+    public init(id: ObjectIdentifier, local: SocketAddress?, remote: SocketAddress?, close: @escaping @Sendable () -> Void) {
+        self.id = id
+        self.local = local
+        self.remote = remote
+        self.close = close
+    }
+}
+
+/// Policy for an `ANNOUNCE` from a sender while another sender streams.
+public enum AudioTakeover: String, Hashable, Sendable {
+    /// The new sender takes over; the old one's sockets and connection are closed.
+    case replace
+    /// The new sender gets 453 while the current one streams.
+    case refuse
+}
+
+/// RAOP over RTSP on the control port: one audio session at a time, its UDP ports, its playout
+/// and its now-playing state. The exchanges are written down in `Protocol/raop.md`.
+public final class AudioSessions: Sendable {
+    /// Makes the output a new session plays to.
+    public typealias OutputFactory = @Sendable () throws -> any PCMOutput
+
+    /// RTSP methods handled here.
+    public static let methods: Set<String> = [
+        "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE",
+    ]
+
+    final class Session: @unchecked Sendable {
+        let connection: ConnectionContext
+        let number: Int
+        let stream: RAOPStreamDescription
+        var playout: AudioPlayout?
+        /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
+        let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
+        var senderControl: SocketAddress?
+        var senderTiming: SocketAddress?
+        var expectedSequence: UInt16?
+        var lastActivity = ProcessInfo.processInfo.systemUptime
+        var volume: Double = 0
+        var recording = false
+
+        init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription) {
+            self.connection = connection
+            self.number = number
+            self.stream = stream
+        }
+    }
+
+    private let group: any EventLoopGroup
+    private let makeOutput: OutputFactory
+    private let takeover: AudioTakeover
+    private let sessionTimeout: Double
+    private let logger: Logger
+    /// The now-playing state of the box.
+    public let nowPlaying: NowPlaying
+    private let current = NIOLockedValueBox<Session?>(nil)
+    private let counter = NIOLockedValueBox(Int.random(in: 1...1_000_000))
+
+    /// Audio sessions playing to outputs made by `makeOutput`.
+    public init(group: any EventLoopGroup, makeOutput: @escaping OutputFactory, takeover: AudioTakeover,
+                sessionTimeout: Double = 30, nowPlaying: NowPlaying, logger: Logger) {
+        self.group = group
+        self.makeOutput = makeOutput
+        self.takeover = takeover
+        self.sessionTimeout = sessionTimeout
+        self.nowPlaying = nowPlaying
+        self.logger = logger
+        startWatchdog()
+    }
+
+    /// Answers one RTSP request (or `POST /feedback`).
+    public func respond(to request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
+        let session = current.withLockedValue { $0 }
+        if let session, session.connection.id == connection.id { session.lastActivity = ProcessInfo.processInfo.systemUptime }
+        switch request.method {
+        case "OPTIONS":
+            return AirPlayResponse(status: 200, headers: ["Public": (Self.methods.sorted() + ["POST", "GET"]).joined(separator: ", ")])
+        case "ANNOUNCE": return announce(request, connection)
+        case "SETUP": return setup(request, connection)
+        case "RECORD":
+            guard let session = own(connection) else { return Self.noSession }
+            session.recording = true
+            nowPlaying.setRate(1)
+            return AirPlayResponse(status: 200, headers: ["Audio-Latency": "11025"])
+        case "PAUSE":
+            guard own(connection) != nil else { return Self.noSession }
+            nowPlaying.setRate(0)
+            return AirPlayResponse(status: 200)
+        case "FLUSH":
+            guard let session = own(connection) else { return Self.noSession }
+            session.playout?.flush()
+            session.expectedSequence = nil
+            return AirPlayResponse(status: 200)
+        case "TEARDOWN":
+            guard let session = own(connection) else { return AirPlayResponse(status: 200) }
+            end(session, reason: "TEARDOWN")
+            return AirPlayResponse(status: 200)
+        case "SET_PARAMETER": return setParameter(request, connection)
+        case "GET_PARAMETER": return getParameter(request, connection)
+        case "POST" where request.path == "/feedback":
+            return AirPlayResponse(status: 200)
+        default:
+            return ControlRouter.textResponse(status: 405, "\(request.method) is not an RTSP method of RAOP")
+        }
+    }
+
+    /// The control connection closed: its session, if any, ends.
+    public func connectionClosed(_ id: ObjectIdentifier) {
+        if let session = current.withLockedValue({ $0 }), session.connection.id == id {
+            end(session, reason: "the sender closed its connection")
+        }
+    }
+
+    /// Ends the session (shutdown).
+    public func stopAll() {
+        if let session = current.withLockedValue({ $0 }) { end(session, reason: "shutdown") }
+    }
+
+    /// The statistics of the current session's playout.
+    public var statistics: AudioPlayout.Statistics? { current.withLockedValue { $0 }?.playout?.statistics }
+
+    // MARK: RTSP
+
+    private static let noSession = ControlRouter.textResponse(status: 454, "no RAOP session on this connection; ANNOUNCE and SETUP first")
+
+    private func own(_ connection: ConnectionContext) -> Session? {
+        current.withLockedValue { $0?.connection.id == connection.id ? $0 : nil }
+    }
+
+    private func announce(_ request: AirPlayRequest, _ connection: ConnectionContext) -> AirPlayResponse {
+        guard request.headers["Content-Type"]?.lowercased().hasPrefix("application/sdp") == true else {
+            return ControlRouter.textResponse(status: 415, "ANNOUNCE needs an application/sdp body")
+        }
+        let stream: RAOPStreamDescription
+        do {
+            stream = try RAOPStreamDescription(sdp: String(buffer: request.body))
+        } catch {
+            return ControlRouter.textResponse(status: 400, "SDP: \(error)")
+        }
+        guard stream.codec == .pcm else {
+            return ControlRouter.textResponse(status: 415, "this receiver decodes L16 PCM only (cn=0); ALAC and AAC are not implemented yet")
+        }
+        guard !stream.isEncrypted else {
+            return ControlRouter.textResponse(status: 415, "this receiver takes unencrypted streams only (et=0)")
+        }
+        guard stream.sampleRate == 44100, stream.channels == 2 else {
+            return ControlRouter.textResponse(status: 415, "only 44100 Hz stereo is played")
+        }
+        let session = Session(connection: connection, number: counter.withLockedValue { $0 += 1; return $0 }, stream: stream)
+        let outcome = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
+            if let active = value, active.connection.id != connection.id, takeover == .refuse {
+                return (true, nil)
+            }
+            defer { value = session }
+            return (false, value)
+        }
+        if outcome.refused {
+            return ControlRouter.textResponse(status: 453, "another sender is streaming to this receiver")
+        }
+        if let previous = outcome.previous {
+            logger.info("audio session taken over", metadata: ["session": "\(previous.number)"])
+            teardown(previous)
+            if previous.connection.id != connection.id { previous.connection.close() }
+        }
+        nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
+        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "L16", "rate": "\(stream.sampleRate)"])
+        return AirPlayResponse(status: 200)
+    }
+
+    private func setup(_ request: AirPlayRequest, _ connection: ConnectionContext) -> AirPlayResponse {
+        guard let session = own(connection) else { return Self.noSession }
+        let first = session.udp.withLockedValue { value -> Bool in
+            defer { value.setUp = true }
+            return !value.setUp
+        }
+        guard first else { return ControlRouter.textResponse(status: 455, "SETUP was already done") }
+        let transport = RTSPTransport(parsing: request.headers["Transport"] ?? "")
+        let output: any PCMOutput
+        do {
+            output = try makeOutput()
+        } catch {
+            return ControlRouter.textResponse(status: 500, "audio output unavailable: \(error)")
+        }
+        let playout = AudioPlayout(output: output, sampleRate: session.stream.sampleRate, channels: session.stream.channels,
+                                   framesPerPacket: session.stream.framesPerPacket)
+        playout.setVolume(decibels: session.volume)
+        session.playout = playout
+        if let remote = connection.remote {
+            session.senderControl = transport.port("control_port").flatMap { try? Self.address(remote, port: Int($0)) }
+            session.senderTiming = transport.port("timing_port").flatMap { try? Self.address(remote, port: Int($0)) }
+        }
+        let host = connection.local?.ipAddress ?? "0.0.0.0"
+        var ports: [Int] = []
+        do {
+            for role in [UDPRole.audio, .control, .timing] {
+                let (descriptor, port) = try Self.bindUDP(host: host)
+                ports.append(port)
+                let handler = RAOPDatagramHandler(role: role, session: session, owner: self)
+                // The socket is bound, so its port can go in the reply now; NIO adopts it meanwhile,
+                // and datagrams that arrive first wait in the socket.
+                DatagramBootstrap(group: group)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+                    }
+                    .withBoundSocket(descriptor)
+                    .whenComplete { result in
+                        guard case .success(let channel) = result else { return }
+                        let keep = session.udp.withLockedValue { value -> Bool in
+                            if value.ended { return false }
+                            value.channels[role] = channel
+                            return true
+                        }
+                        if !keep { channel.close(promise: nil) }
+                    }
+            }
+        } catch {
+            teardown(session)
+            return ControlRouter.textResponse(status: 500, "cannot open UDP ports: \(error)")
+        }
+        let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
+            ("unicast", ""), ("mode", "record"), ("server_port", "\(ports[0])"), ("control_port", "\(ports[1])"),
+            ("timing_port", "\(ports[2])"),
+        ])
+        logger.info("audio setup", metadata: ["session": "\(session.number)", "ports": "\(ports.map(String.init).joined(separator: ","))"])
+        return AirPlayResponse(status: 200, headers: [
+            "Transport": reply.headerValue, "Session": "\(session.number)", "Audio-Jack-Status": "connected; type=analog",
+        ])
+    }
+
+    private func setParameter(_ request: AirPlayRequest, _ connection: ConnectionContext) -> AirPlayResponse {
+        guard let session = own(connection) else { return Self.noSession }
+        let type = request.headers["Content-Type"]?.lowercased() ?? "text/parameters"
+        let body = Array(request.body.readableBytesView)
+        if type.hasPrefix("text/parameters") {
+            for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2 else { continue }
+                switch parts[0].lowercased() {
+                case "volume":
+                    guard let decibels = Double(parts[1]), decibels.isFinite, decibels <= 0,
+                          decibels >= -30 || decibels == -144 else {
+                        return ControlRouter.textResponse(status: 400, "volume must be -30...0 dB or -144 (mute)")
+                    }
+                    session.volume = decibels
+                    session.playout?.setVolume(decibels: decibels)
+                    nowPlaying.setVolume(decibels: decibels)
+                    logger.info("audio volume", metadata: ["session": "\(session.number)", "volume.dB": "\(decibels)"])
+                case "progress":
+                    let times = parts[1].split(separator: "/").compactMap { UInt32($0) }
+                    guard times.count == 3 else { return ControlRouter.textResponse(status: 400, "progress must be start/current/end") }
+                    nowPlaying.setProgress(start: times[0], current: times[1], end: times[2], sampleRate: Double(session.stream.sampleRate))
+                default:
+                    return ControlRouter.textResponse(status: 451, "unknown parameter \(parts[0].prefix(40))")
+                }
+            }
+            return AirPlayResponse(status: 200)
+        }
+        if type.hasPrefix("application/x-dmap-tagged") {
+            do {
+                let item = try DMAP.parseItem(body)
+                nowPlaying.setText(title: item.title, artist: item.artist, album: item.album, genre: item.genre)
+                logger.info("audio metadata", metadata: ["session": "\(session.number)", "title": "\(item.title ?? "")",
+                                                         "artist": "\(item.artist ?? "")"])
+                return AirPlayResponse(status: 200)
+            } catch {
+                return ControlRouter.textResponse(status: 400, "DMAP: \(error.description)")
+            }
+        }
+        if type.hasPrefix("image/jpeg") || type.hasPrefix("image/png") {
+            nowPlaying.setArtwork(type: type.hasPrefix("image/png") ? "image/png" : "image/jpeg", bytes: body)
+            return AirPlayResponse(status: 200)
+        }
+        if type.hasPrefix("image/none") {
+            nowPlaying.setArtwork(type: nil, bytes: [])
+            return AirPlayResponse(status: 200)
+        }
+        return ControlRouter.textResponse(status: 415, "SET_PARAMETER does not take \(type)")
+    }
+
+    private func getParameter(_ request: AirPlayRequest, _ connection: ConnectionContext) -> AirPlayResponse {
+        let volume = own(connection)?.volume ?? 0
+        var text = ""
+        for name in String(buffer: request.body).split(whereSeparator: \.isNewline) {
+            let key = name.trimmingCharacters(in: .whitespaces)
+            guard key == "volume" else { return ControlRouter.textResponse(status: 451, "unknown parameter \(key.prefix(40))") }
+            text += String(format: "volume: %.6f\r\n", volume)
+        }
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text))
+    }
+
+    // MARK: Session life
+
+    private func end(_ session: Session, reason: String) {
+        let removed = current.withLockedValue { value -> Bool in
+            guard value === session else { return false }
+            value = nil
+            return true
+        }
+        teardown(session)
+        if removed {
+            nowPlaying.end()
+            logger.info("audio session ended", metadata: ["session": "\(session.number)", "reason": "\(reason)",
+                                                          "received": "\(session.playout?.statistics.received ?? 0)",
+                                                          "lost": "\(session.playout?.statistics.lost ?? 0)"])
+        }
+    }
+
+    private func teardown(_ session: Session) {
+        let channels = session.udp.withLockedValue { value -> [any Channel] in
+            defer { value.channels = [:]; value.ended = true }
+            return Array(value.channels.values)
+        }
+        for channel in channels { channel.close(promise: nil) }
+        session.playout?.stop()
+    }
+
+    /// Ends a session that neither RTSP nor RTP has touched for `sessionTimeout` seconds.
+    private func startWatchdog() {
+        group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
+            guard let self else { task.cancel(); return }
+            guard let session = self.current.withLockedValue({ $0 }) else { return }
+            if ProcessInfo.processInfo.systemUptime - session.lastActivity > self.sessionTimeout {
+                self.end(session, reason: "no RTSP or RTP for \(Int(self.sessionTimeout)) s")
+                session.connection.close()
+            }
+        }
+    }
+
+    // MARK: UDP
+
+    enum UDPRole: Hashable { case audio, control, timing }
+
+    /// Binds a UDP socket on `host`, port 0, synchronously (the port goes into the SETUP reply).
+    static func bindUDP(host: String) throws -> (NIOBSDSocket.Handle, Int) {
+        let address = try SocketAddress(ipAddress: host, port: 0)
+        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
+        let status = address.withSockAddr { bind(descriptor, $0, socklen_t($1)) }
+        guard status == 0 else {
+            Glibc.close(descriptor)
+            throw IOError(errnoCode: errno, reason: "bind")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        let port = withUnsafePointer(to: &storage) { pointer -> Int in
+            family == AF_INET6
+                ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+        return (descriptor, port)
+    }
+
+    static func address(_ remote: SocketAddress, port: Int) throws -> SocketAddress {
+        var address = remote
+        address.port = port
+        return address
+    }
+
+    /// An audio packet arrived: decode, ask for what is missing, hand to the playout.
+    fileprivate func audioPacket(_ packet: RAOPAudioPacket, session: Session, channel: any Channel, retransmitted: Bool) {
+        session.lastActivity = ProcessInfo.processInfo.systemUptime
+        guard let playout = session.playout else { return }
+        // L16 is big-endian on the wire.
+        let payload = packet.payload
+        var samples = [Int16](repeating: 0, count: payload.count / 2)
+        for index in samples.indices {
+            samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+        }
+        if !retransmitted {
+            if let expected = session.expectedSequence, packet.sequence != expected, !packet.marker {
+                let gap = packet.sequence &- expected
+                if gap < 512 { requestResend(first: expected, count: gap, session: session, channel: channel) }
+            }
+            if session.expectedSequence == nil || Int16(bitPattern: packet.sequence &- (session.expectedSequence ?? 0)) >= 0 {
+                session.expectedSequence = packet.sequence &+ 1
+            }
+        }
+        playout.receive(timestamp: packet.timestamp, samples: samples)
+    }
+
+    /// Sends a resend request (0x55) for `count` packets from `first` to the sender's control port.
+    private func requestResend(first: UInt16, count: UInt16, session: Session, channel: any Channel) {
+        guard let destination = session.senderControl,
+              let control = session.udp.withLockedValue({ $0.channels[.control] }) else { return }
+        let bytes: [UInt8] = [0x80, 0xD5, 0x00, 0x01, UInt8(first >> 8), UInt8(first & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)]
+        var buffer = control.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        control.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+    }
+}
+
+/// Receives one UDP port's datagrams for a session.
+final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    private let role: AudioSessions.UDPRole
+    private weak var session: AudioSessions.Session?
+    private weak var owner: AudioSessions?
+
+    init(role: AudioSessions.UDPRole, session: AudioSessions.Session, owner: AudioSessions) {
+        self.role = role
+        self.session = session
+        self.owner = owner
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let session, let owner, envelope.data.readableBytes <= 16 * 1024,
+              let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }
+        switch (role, packet) {
+        case (.audio, .audio(let audio)):
+            owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: false)
+        case (.control, .retransmitted(let audio)):
+            owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: true)
+        case (.control, .sync):
+            session.lastActivity = ProcessInfo.processInfo.systemUptime
+        case (.timing, .timingRequest(let request)):
+            // Answer a sender's timing request with our clock.
+            let now = NTPClock.now()
+            let reply = RAOPTiming(origin: request.transmit, receive: now, transmit: NTPClock.now()).bytes(reply: true)
+            var buffer = context.channel.allocator.buffer(capacity: reply.count)
+            buffer.writeBytes(reply)
+            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
+        default:
+            break
+        }
+    }
+}
+
+/// The wall clock as NTP 32.32 fixed point (seconds since 1900).
+enum NTPClock {
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        let seconds = UInt64(time.tv_sec) + 2_208_988_800
+        let fraction = (UInt64(time.tv_nsec) << 32) / 1_000_000_000
+        return seconds << 32 | fraction
+    }
+}

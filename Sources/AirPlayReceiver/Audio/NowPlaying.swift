@@ -1,0 +1,131 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// The box's now-playing state for the current audio session, kept in two parts as the seeds'
+/// now-playing model does: item metadata (changes with the track) and playback state (changes
+/// with the rate or a jump in position). Readable as JSON at `GET /now-playing`.
+public final class NowPlaying: Sendable {
+    /// Track metadata.
+    public struct Item: Hashable, Sendable {
+        /// Title.
+        public var title: String?
+        /// Artist.
+        public var artist: String?
+        /// Album.
+        public var album: String?
+        /// Genre.
+        public var genre: String?
+        /// Artwork bytes and MIME type.
+        public var artwork: (type: String, bytes: [UInt8])?
+
+        /// An empty item.
+        public init() {}
+
+        /// Compares every field (artwork by type and bytes).
+        public static func == (lhs: Item, rhs: Item) -> Bool {
+            lhs.title == rhs.title && lhs.artist == rhs.artist && lhs.album == rhs.album && lhs.genre == rhs.genre
+                && lhs.artwork?.type == rhs.artwork?.type && lhs.artwork?.bytes == rhs.artwork?.bytes
+        }
+
+        /// Hashes the text fields.
+        public func hash(into hasher: inout Hasher) { hasher.combine([title, artist, album, genre]) }
+    }
+
+    /// Playback state from `progress:` (RTP times) and the stream's state.
+    public struct Playback: Hashable, Sendable {
+        /// Seconds.
+        public var duration: Double?
+        /// Seconds at `updatedAt`.
+        public var position: Double = 0
+        /// 1 playing, 0 paused or idle.
+        public var rate: Double = 0
+        /// Monotonic time of the last update.
+        public var updatedAt: Double = 0
+        /// Volume in dB (-30...0, -144 muted).
+        public var volumeDecibels: Double?
+    }
+
+    private let state = NIOLockedValueBox<(sender: String?, item: Item, playback: Playback)>((nil, Item(), Playback()))
+
+    /// An empty now-playing state.
+    public init() {}
+
+    /// A sender started a session: clear what the previous one left.
+    public func begin(sender: String) {
+        state.withLockedValue { $0 = (sender, Item(), Playback(updatedAt: Self.now())) }
+    }
+
+    /// The session ended: nothing plays.
+    public func end() { state.withLockedValue { $0 = (nil, Item(), Playback()) } }
+
+    /// Replaces the text metadata, keeping artwork only when the item did not change.
+    public func setText(title: String?, artist: String?, album: String?, genre: String?) {
+        state.withLockedValue { value in
+            let same = value.item.title == title && value.item.artist == artist && value.item.album == album
+            let artwork = same ? value.item.artwork : nil
+            value.item = Item()
+            value.item.title = title
+            value.item.artist = artist
+            value.item.album = album
+            value.item.genre = genre
+            value.item.artwork = artwork
+        }
+    }
+
+    /// Sets or clears the artwork.
+    public func setArtwork(type: String?, bytes: [UInt8]) {
+        state.withLockedValue { $0.item.artwork = type.map { (type: $0, bytes: bytes) } }
+    }
+
+    /// `progress: start/current/end` in RTP frames.
+    public func setProgress(start: UInt32, current: UInt32, end: UInt32, sampleRate: Double) {
+        state.withLockedValue { value in
+            value.playback.duration = Double(end &- start) / sampleRate
+            value.playback.position = Double(current &- start) / sampleRate
+            value.playback.updatedAt = Self.now()
+        }
+    }
+
+    /// Playing (1) or paused (0): the position advances only while playing.
+    public func setRate(_ rate: Double) {
+        state.withLockedValue { value in
+            value.playback.position = Self.position(value.playback)
+            value.playback.rate = rate
+            value.playback.updatedAt = Self.now()
+        }
+    }
+
+    /// The volume in dB.
+    public func setVolume(decibels: Double) { state.withLockedValue { $0.playback.volumeDecibels = decibels } }
+
+    /// The current item.
+    public var item: Item { state.withLockedValue { $0.item } }
+
+    /// The JSON document of `GET /now-playing`.
+    public func json() -> [UInt8] {
+        let (sender, item, playback) = state.withLockedValue { $0 }
+        var object: [String: Any] = ["state": sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused")]
+        object["sender"] = sender ?? NSNull()
+        object["title"] = item.title ?? NSNull()
+        object["artist"] = item.artist ?? NSNull()
+        object["album"] = item.album ?? NSNull()
+        object["genre"] = item.genre ?? NSNull()
+        object["duration"] = playback.duration ?? NSNull()
+        object["position"] = sender == nil ? 0 : min(Self.position(playback), playback.duration ?? .infinity)
+        object["rate"] = playback.rate
+        object["volume"] = playback.volumeDecibels ?? NSNull()
+        if let artwork = item.artwork {
+            object["artwork"] = ["type": artwork.type, "bytes": artwork.bytes.count, "base64": Data(artwork.bytes).base64EncodedString()]
+        } else {
+            object["artwork"] = NSNull()
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Array(data)
+    }
+
+    private static func position(_ playback: Playback) -> Double {
+        playback.position + (playback.rate > 0 ? (now() - playback.updatedAt) * playback.rate : 0)
+    }
+
+    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+}

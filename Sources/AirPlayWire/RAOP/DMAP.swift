@@ -1,0 +1,69 @@
+/// DMAP (DAAP) tagged data as RAOP senders send track metadata: 4-byte tag, 4-byte big-endian
+/// length, value; `mlit` is a container of item fields.
+public enum DMAP {
+    /// Track metadata from a DMAP body (an `mlit` container, or its fields directly).
+    public struct Item: Hashable, Sendable {
+        /// `minm`.
+        public var title: String?
+        /// `asar`.
+        public var artist: String?
+        /// `asal`.
+        public var album: String?
+        /// `asgn`.
+        public var genre: String?
+        /// `astm`, milliseconds.
+        public var durationMilliseconds: Int?
+
+        /// An empty item.
+        public init() {}
+    }
+
+    /// Why DMAP bytes could not be read.
+    public struct Problem: Error, Hashable, Sendable {
+        /// What is wrong.
+        public var description: String
+    }
+
+    /// Parses the fields of an item; bounded: nesting is one container deep, lengths are checked.
+    public static func parseItem(_ bytes: [UInt8]) throws(Problem) -> Item {
+        var item = Item()
+        var fields = try entries(bytes[...])
+        if let container = fields.first(where: { $0.tag == "mlit" }) {
+            fields = try entries(container.value)
+        }
+        for field in fields {
+            let text = String(decoding: field.value, as: UTF8.self)
+            switch field.tag {
+            case "minm": item.title = text
+            case "asar": item.artist = text
+            case "asal": item.album = text
+            case "asgn": item.genre = text
+            case "astm":
+                item.durationMilliseconds = field.value.count == 4 ? Int(field.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) : nil
+            default: continue
+            }
+        }
+        return item
+    }
+
+    /// The tag/value entries at one level.
+    public static func entries(_ bytes: ArraySlice<UInt8>) throws(Problem) -> [(tag: String, value: ArraySlice<UInt8>)] {
+        var result: [(tag: String, value: ArraySlice<UInt8>)] = []
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            guard bytes.endIndex - index >= 8 else { throw Problem(description: "truncated DMAP header") }
+            let tag = String(decoding: bytes[index..<index + 4], as: UTF8.self)
+            let length = Int(bytes[(index + 4)..<(index + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let start = index + 8
+            guard length <= bytes.endIndex - start else { throw Problem(description: "DMAP field \(tag) runs past the end") }
+            result.append((tag: tag, value: bytes[start..<start + length]))
+            index = start + length
+        }
+        return result
+    }
+
+    /// Encodes one field (for tests and the sender).
+    public static func field(_ tag: String, _ value: [UInt8]) -> [UInt8] {
+        Array(tag.utf8.prefix(4)) + withUnsafeBytes(of: UInt32(value.count).bigEndian, Array.init) + value
+    }
+}

@@ -1,0 +1,119 @@
+/// The UDP packets of a RAOP stream (RTP-like, payload types after masking the marker bit).
+///
+/// Audio goes to the server port; sync, resend requests and retransmissions use the control
+/// port; timing requests and replies use the timing port.
+public enum RAOPPacket: Hashable, Sendable {
+    /// Payload type 0x60: one packet of encoded audio.
+    case audio(RAOPAudioPacket)
+    /// Payload type 0x54: sync (the RTP time now playing at the sender, its NTP time, the next RTP time).
+    case sync(RAOPSync)
+    /// Payload type 0x53: a reply to our timing request.
+    case timingReply(RAOPTiming)
+    /// Payload type 0x52: a timing request (senders answer ours; we answer theirs).
+    case timingRequest(RAOPTiming)
+    /// Payload type 0x56: an audio packet we asked to be resent.
+    case retransmitted(RAOPAudioPacket)
+
+    /// Parses a datagram; nil for anything that is not a well-formed RAOP packet.
+    public static func parse(_ bytes: [UInt8]) -> RAOPPacket? {
+        guard bytes.count >= 4, bytes[0] & 0xC0 == 0x80 else { return nil }
+        let type = bytes[1] & 0x7F
+        switch type {
+        case 0x60:
+            return RAOPAudioPacket(bytes).map(RAOPPacket.audio)
+        case 0x56:
+            guard bytes.count > 4 else { return nil }
+            return RAOPAudioPacket(Array(bytes[4...])).map(RAOPPacket.retransmitted)
+        case 0x54:
+            guard bytes.count >= 20 else { return nil }
+            return .sync(RAOPSync(rtpTimeNowMinusLatency: be32(bytes, 4), ntpTime: be64(bytes, 8), rtpTimeNext: be32(bytes, 16),
+                                  isFirst: bytes[0] & 0x10 != 0))
+        case 0x52, 0x53:
+            guard bytes.count >= 32 else { return nil }
+            let timing = RAOPTiming(origin: be64(bytes, 8), receive: be64(bytes, 16), transmit: be64(bytes, 24))
+            return type == 0x53 ? .timingReply(timing) : .timingRequest(timing)
+        default:
+            return nil
+        }
+    }
+
+    static func be16(_ bytes: [UInt8], _ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
+    static func be32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+        (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[at + $1]) }
+    }
+    static func be64(_ bytes: [UInt8], _ at: Int) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[at + $1]) }
+    }
+}
+
+/// One audio packet: RTP header fields and the (possibly encrypted) payload.
+public struct RAOPAudioPacket: Hashable, Sendable {
+    /// The RTP sequence number (wraps at 65536).
+    public var sequence: UInt16
+    /// The RTP timestamp of the first frame (wraps at 2^32).
+    public var timestamp: UInt32
+    /// True on the first packet after RECORD or FLUSH.
+    public var marker: Bool
+    /// The payload after the 12-byte header.
+    public var payload: [UInt8]
+
+    /// A packet from its parts.
+    public init(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) {
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.marker = marker
+        self.payload = payload
+    }
+
+    init?(_ bytes: [UInt8]) {
+        guard bytes.count >= 12, bytes[0] & 0xC0 == 0x80, bytes[1] & 0x7F == 0x60 else { return nil }
+        sequence = RAOPPacket.be16(bytes, 2)
+        timestamp = RAOPPacket.be32(bytes, 4)
+        marker = bytes[1] & 0x80 != 0
+        payload = Array(bytes[12...])
+    }
+
+    /// The wire form (payload type 0x60, marker as given, SSRC 0).
+    public var bytes: [UInt8] {
+        var out: [UInt8] = [0x80, marker ? 0xE0 : 0x60, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
+        out += withUnsafeBytes(of: timestamp.bigEndian, Array.init)
+        out += [0, 0, 0, 0]
+        return out + payload
+    }
+}
+
+/// A sync packet: the sender plays `rtpTimeNowMinusLatency` at `ntpTime`; `rtpTimeNext` is the next frame it sends.
+public struct RAOPSync: Hashable, Sendable {
+    /// RTP time being played now at the sender (already minus the latency).
+    public var rtpTimeNowMinusLatency: UInt32
+    /// The sender's clock, NTP format (32.32 fixed point).
+    public var ntpTime: UInt64
+    /// RTP time of the next packet.
+    public var rtpTimeNext: UInt32
+    /// Set on the first sync after RECORD or FLUSH.
+    public var isFirst: Bool
+}
+
+/// The three NTP timestamps of a timing exchange.
+public struct RAOPTiming: Hashable, Sendable {
+    /// When the request left its sender (copied back in replies).
+    public var origin: UInt64
+    /// When the request arrived.
+    public var receive: UInt64
+    /// When the reply (or request) left.
+    public var transmit: UInt64
+
+    /// A timing triple.
+    public init(origin: UInt64, receive: UInt64, transmit: UInt64) {
+        self.origin = origin
+        self.receive = receive
+        self.transmit = transmit
+    }
+
+    /// A timing packet (0x52 request or 0x53 reply) in wire form.
+    public func bytes(reply: Bool) -> [UInt8] {
+        var out: [UInt8] = [0x80, reply ? 0xD3 : 0xD2, 0x00, 0x07, 0, 0, 0, 0]
+        for value in [origin, receive, transmit] { out += withUnsafeBytes(of: value.bigEndian, Array.init) }
+        return out
+    }
+}

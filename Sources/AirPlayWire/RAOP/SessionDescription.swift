@@ -1,0 +1,145 @@
+import Foundation
+
+/// The audio stream a RAOP sender announces in its SDP (`ANNOUNCE`, `application/sdp`).
+public struct RAOPStreamDescription: Hashable, Sendable {
+    /// The codecs RAOP senders use.
+    public enum Codec: Hashable, Sendable {
+        /// `L16/44100/2`: 16-bit big-endian PCM (`cn=0`). Any `fmtp` line is ignored.
+        case pcm
+        /// `AppleLossless` with its `fmtp` parameters (`cn=1`).
+        case alac(fmtp: [Int])
+        /// `mpeg4-generic` AAC-LC (`cn=2`).
+        case aacLC
+        /// AAC-ELD (`cn=3`).
+        case aacELD
+    }
+
+    /// The codec.
+    public var codec: Codec
+    /// Samples per second.
+    public var sampleRate: Int
+    /// Channels.
+    public var channels: Int
+    /// Frames in one RTP packet (352 for iTunes-style senders).
+    public var framesPerPacket: Int
+    /// The RSA-wrapped AES key (`a=rsaaeskey`), when the stream is encrypted.
+    public var rsaAESKey: [UInt8]?
+    /// The AES IV (`a=aesiv`).
+    public var aesIV: [UInt8]?
+
+    /// Why an SDP body was refused.
+    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What is wrong.
+        public var description: String
+    }
+
+    /// Parses an SDP body: the `m=audio` line, `a=rtpmap`, `a=fmtp`, `a=rsaaeskey`, `a=aesiv`.
+    public init(sdp text: String) throws(Problem) {
+        var rtpmap: String?
+        var fmtp: [String] = []
+        var key: [UInt8]?
+        var iv: [UInt8]?
+        var sawAudio = false
+        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("m=audio") { sawAudio = true }
+            guard line.hasPrefix("a=") else { continue }
+            let attribute = line.dropFirst(2)
+            let name = attribute.prefix { $0 != ":" }
+            let value = attribute.dropFirst(name.count + 1)
+            switch name {
+            case "rtpmap":
+                // "96 L16/44100/2": drop the payload type.
+                rtpmap = value.split(separator: " ", maxSplits: 1).last.map(String.init)
+            case "fmtp":
+                fmtp = value.split(separator: " ").dropFirst().map(String.init)
+            case "rsaaeskey":
+                key = Self.base64(String(value))
+                guard key != nil else { throw Problem(description: "rsaaeskey is not base64") }
+            case "aesiv":
+                iv = Self.base64(String(value))
+                guard iv?.count == 16 else { throw Problem(description: "aesiv must be 16 bytes of base64") }
+            default:
+                continue
+            }
+        }
+        guard sawAudio, let rtpmap else { throw Problem(description: "the SDP has no audio stream (m=audio and a=rtpmap)") }
+        let parts = rtpmap.split(separator: "/")
+        let encoding = parts.first.map(String.init) ?? ""
+        switch encoding.lowercased() {
+        case "l16":
+            codec = .pcm
+            sampleRate = parts.count > 1 ? Int(parts[1]) ?? 44100 : 44100
+            channels = parts.count > 2 ? Int(parts[2]) ?? 2 : 2
+            framesPerPacket = 352
+        case "applelossless":
+            let numbers = fmtp.compactMap { Int($0) }
+            guard numbers.count >= 11 else { throw Problem(description: "AppleLossless needs its 11 fmtp parameters") }
+            codec = .alac(fmtp: numbers)
+            framesPerPacket = numbers[0]
+            channels = numbers[6]
+            sampleRate = numbers[10]
+        case "mpeg4-generic":
+            codec = rtpmap.lowercased().contains("eld") || fmtp.joined().lowercased().contains("mode=aac-eld") ? .aacELD : .aacLC
+            sampleRate = parts.count > 1 ? Int(parts[1]) ?? 44100 : 44100
+            channels = parts.count > 2 ? Int(parts[2]) ?? 2 : 2
+            framesPerPacket = codec == .aacELD ? 480 : 1024
+        default:
+            throw Problem(description: "unsupported audio encoding \(encoding)")
+        }
+        guard (8000...192_000).contains(sampleRate), (1...8).contains(channels), (1...8192).contains(framesPerPacket) else {
+            throw Problem(description: "implausible stream parameters")
+        }
+        rsaAESKey = key
+        aesIV = iv
+    }
+
+    /// True when the sender encrypts the audio.
+    public var isEncrypted: Bool { rsaAESKey != nil }
+
+    private static func base64(_ text: String) -> [UInt8]? {
+        var padded = text.trimmingCharacters(in: .whitespaces)
+        while padded.count % 4 != 0 { padded += "=" }
+        return Data(base64Encoded: padded).map { Array($0) }
+    }
+}
+
+/// An RTSP `Transport` header: `RTP/AVP/UDP;unicast;mode=record;control_port=6001;timing_port=6002`.
+public struct RTSPTransport: Hashable, Sendable {
+    /// The protocol part (`RTP/AVP/UDP`).
+    public var spec: String
+    /// Parameters in order; flags have an empty value.
+    public var parameters: [(name: String, value: String)]
+
+    /// A header from its parts.
+    public init(spec: String, parameters: [(String, String)]) {
+        self.spec = spec
+        self.parameters = parameters.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// Parses a header value.
+    public init(parsing text: String) {
+        let fields = text.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        spec = fields.first ?? ""
+        parameters = fields.dropFirst().map { field in
+            guard let equals = field.firstIndex(of: "=") else { return (name: field, value: "") }
+            return (name: String(field[..<equals]), value: String(field[field.index(after: equals)...]))
+        }
+    }
+
+    /// A parameter's value.
+    public subscript(name: String) -> String? { parameters.first { $0.name == name }?.value }
+
+    /// A port parameter, when present and valid.
+    public func port(_ name: String) -> UInt16? { self[name].flatMap { UInt16($0) }.flatMap { $0 == 0 ? nil : $0 } }
+
+    /// The header value.
+    public var headerValue: String {
+        ([spec] + parameters.map { $0.value.isEmpty ? $0.name : "\($0.name)=\($0.value)" }).joined(separator: ";")
+    }
+
+    /// Compares spec and parameters in order.
+    public static func == (lhs: RTSPTransport, rhs: RTSPTransport) -> Bool { lhs.headerValue == rhs.headerValue }
+    /// Hashes the header value.
+    public func hash(into hasher: inout Hasher) { hasher.combine(headerValue) }
+}

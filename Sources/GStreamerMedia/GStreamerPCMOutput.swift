@@ -1,0 +1,52 @@
+import AirPlayMedia
+import CGStreamer
+
+/// Received audio played on a GStreamer sink (`autoaudiosink`, `alsasink device=hw:0`,
+/// `pulsesink`, `pipewiresink`): a live app source, converted and resampled for the sink.
+/// Buffers are stamped when pushed; the playout pushes them when due.
+public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
+    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let source: UnsafeMutablePointer<GstElement>
+
+    /// Builds and starts the pipeline; throws when the sink description does not parse.
+    public init(sink description: String, sampleRate: Int = 44100, channels: Int = 2) throws(MediaError) {
+        GStreamerRuntime.initialize()
+        let launch = "appsrc name=raop format=time is-live=true do-timestamp=true "
+            + "caps=audio/x-raw,format=S16LE,layout=interleaved,rate=\(sampleRate),channels=\(channels) "
+            + "! queue max-size-time=2000000000 ! audioconvert ! audioresample ! \(description)"
+        var error: UnsafeMutablePointer<GError>?
+        let element = gst_parse_launch(launch, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
+            throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "audio output \"\(description)\": \(message)")
+        }
+        guard let element, let found = gst_bin_get_by_name(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self), "raop") else {
+            throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "audio output pipeline has no source")
+        }
+        pipeline = element
+        source = found
+        if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
+            gst_object_unref(UnsafeMutableRawPointer(source))
+            gst_object_unref(UnsafeMutableRawPointer(pipeline))
+            throw MediaError(code: -4, domain: "airplayd.gstreamer", message: "audio output \"\(description)\" refused to start")
+        }
+    }
+
+    /// Pushes samples as one buffer.
+    public func write(_ samples: [Int16]) {
+        samples.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
+    }
+
+    /// Stops the pipeline.
+    public func close() {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(UnsafeMutableRawPointer(source))
+        gst_object_unref(UnsafeMutableRawPointer(pipeline))
+    }
+}

@@ -1,0 +1,302 @@
+import AirPlayTesting
+import AirPlayWire
+import Foundation
+import Testing
+
+/// A sweep made by ffmpeg (different tones left and right) as a WAV reference and as a tagged FLAC.
+final class SweepMedia: @unchecked Sendable {
+    let directory: String
+    let reference: [Int16]
+
+    init() throws {
+        directory = Products.scratchDirectory("sweep")
+        let ffmpeg = try #require(TestHost.which("ffmpeg"))
+        let wav = directory + "/sweep.wav"
+        for job in [
+            ["-loglevel", "error", "-y", "-f", "lavfi", "-i",
+             "aevalsrc=0.5*sin(2*PI*(100+400*t)*t)|0.4*sin(2*PI*(300+200*t)*t):s=44100:d=6", "-ac", "2", "-ar", "44100",
+             "-c:a", "pcm_s16le", wav],
+            ["-loglevel", "error", "-y", "-i", wav, "-metadata", "title=Sweep Song", "-metadata", "artist=Test Artist",
+             "-metadata", "album=Test Album", directory + "/sweep.flac"],
+        ] {
+            let result = try runCommand(ffmpeg, job, timeout: 60)
+            guard result.status == 0 else { throw TestHostError("ffmpeg: \(result.stderr)") }
+        }
+        // The samples after the 44-byte RIFF header ffmpeg writes for plain PCM.
+        let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+        let start = data.range(of: Data("data".utf8))!.upperBound + 4
+        reference = data[start...].withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Aligns `output` on the reference (frame 4410, 100 ms in) and returns the offset and the
+    /// share of frames after the first 100 ms that match `transform(reference)` exactly.
+    func compare(_ output: [Int16], transform: (Int16) -> Int16 = { $0 }, tolerance: Int = 0) -> (offset: Int?, exact: Double) {
+        let frames = reference.count / 2
+        let probe = Array(reference[8820..<8840]).map(transform)
+        guard output.count >= 40 else { return (nil, 0) }
+        var offset: Int?
+        for k in 0..<(output.count / 2 - 10) where Array(output[(2 * k)..<(2 * k + 20)]).elementsEqual(probe, by: { abs(Int($0) - Int($1)) <= tolerance }) {
+            offset = k - 4410
+            break
+        }
+        guard let offset else { return (nil, 0) }
+        var equal = 0
+        for frame in 4410..<frames {
+            let at = 2 * (frame + offset)
+            guard at >= 0, at + 1 < output.count else { continue }
+            if abs(Int(output[at]) - Int(transform(reference[2 * frame]))) <= tolerance,
+               abs(Int(output[at + 1]) - Int(transform(reference[2 * frame + 1]))) <= tolerance {
+                equal += 1
+            }
+        }
+        return (offset, Double(equal) / Double(frames - 4410))
+    }
+}
+
+/// RAOP audio against pyatv (PyPI), the sender nobody here wrote.
+@Suite(.serialized) struct RAOPInteropTests {
+    static let sweep: SweepMedia? = try? SweepMedia()
+
+    private func stream(_ daemon: LocalDaemon, volume: Int, during: (() throws -> Void)? = nil) throws -> CommandResult {
+        let atvremote = try Products.peerTool("atvremote")
+        let deviceID = try #require(daemon.process.stderr.split(separator: "\n")
+            .first { $0.contains("device.id=") }?.split(separator: "device.id=").last?.split(separator: " ").first)
+        let sweep = try #require(Self.sweep)
+        let process = try ManagedProcess(atvremote, [
+            "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
+            // What our _raop._tcp TXT record says; --manual skips discovery.
+            "--service-properties", "|cn=0|et=0|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+            "set_volume=\(volume)", "stream_file=\(sweep.directory)/sweep.flac",
+        ], directory: sweep.directory, label: "atvremote")
+        try during?()
+        let status = process.waitForExit(timeout: 60)
+        return CommandResult(status: status ?? -1, stdout: process.stdout, stderr: process.stderr)
+    }
+
+    private func output(_ path: String) throws -> [Int16] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    @Test func pyatvStreamComesOutBitExactWithItsMetadata() throws {
+        let sweep = try #require(Self.sweep)
+        let raw = sweep.directory + "/out-\(UUID().uuidString.prefix(6)).pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        var nowPlaying = ""
+        let result = try stream(daemon, volume: 100) {
+            Thread.sleep(forTimeInterval: 3)
+            let connection = try RawHTTPConnection(port: daemon.port)
+            nowPlaying = try connection.request("GET", "/now-playing").text
+        }
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let comparison = sweep.compare(try output(raw))
+        #expect(comparison.offset != nil, "the sweep is found in the output")
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        print("measure: pyatv L16 stream, bit-exact \(String(format: "%.4f", comparison.exact * 100)) % at offset \(comparison.offset ?? -1)")
+
+        let playing = try #require(try JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any], "\(nowPlaying)")
+        #expect(playing["title"] as? String == "Sweep Song")
+        #expect(playing["artist"] as? String == "Test Artist")
+        #expect(playing["album"] as? String == "Test Album")
+        #expect(playing["state"] as? String == "playing")
+        #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "progress gave the duration")
+        #expect((playing["position"] as? Double ?? 0) > 1)
+        #expect(playing["volume"] as? Double == 0)
+        #expect(daemon.process.stderr.contains("lost=0"), "no packet lost on loopback")
+
+        let after = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
+        #expect(after.contains("\"state\":\"idle\""), "now playing is cleared when the session ends")
+    }
+
+    @Test func theVolumePyatvSetsIsApplied() throws {
+        let sweep = try #require(Self.sweep)
+        let raw = sweep.directory + "/vol-\(UUID().uuidString.prefix(6)).pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let result = try stream(daemon, volume: 50)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(daemon.process.stderr.contains("volume.dB=-15.0"))
+        // pyatv maps 50 % to -15 dB: every sample is scaled by 10^(-15/20).
+        let gain = pow(10.0, -15.0 / 20.0)
+        let comparison = sweep.compare(try output(raw), transform: { Int16((Double($0) * gain).rounded()) }, tolerance: 1)
+        #expect(comparison.exact >= 0.999, "scaled share \(comparison.exact)")
+    }
+}
+
+/// RTSP on the control port, spoken byte by byte as senders do.
+@Suite struct RTSPConformanceTests {
+    static let sdp = """
+        v=0\r
+        o=iTunes 3413821438 0 IN IP4 127.0.0.1\r
+        s=iTunes\r
+        c=IN IP4 127.0.0.1\r
+        t=0 0\r
+        m=audio 0 RTP/AVP 96\r
+        a=rtpmap:96 L16/44100/2\r
+        a=fmtp:96 352 0 16 40 10 14 2 255 0 0 44100\r
+
+        """
+
+    private func rtsp(_ connection: RawHTTPConnection, _ method: String, _ cseq: Int, headers: [String: String] = [:],
+                      body: String = "") throws -> RawHTTPConnection.Message {
+        var all = headers
+        all["CSeq"] = String(cseq)
+        return try connection.request(method, "rtsp://127.0.0.1/3413821438", headers: all, body: Array(body.utf8), protocolName: "RTSP/1.0")
+    }
+
+    @Test func aSessionFromAnnounceToTeardown() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let c = try RawHTTPConnection(port: daemon.port)
+        let options = try rtsp(c, "OPTIONS", 1, headers: ["Apple-Challenge": "AAAAAAAAAAAAAAAAAAAAAA"])
+        #expect(options.startLine == "RTSP/1.0 200 OK")
+        #expect(options.headers["cseq"] == "1")
+        #expect(options.headers["public"]?.contains("ANNOUNCE") == true)
+        #expect(options.headers["server"] == "AirTunes/220.68")
+
+        #expect(try rtsp(c, "RECORD", 2).status == 454, "no session yet")
+        #expect(try rtsp(c, "ANNOUNCE", 3, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        let setup = try rtsp(c, "SETUP", 4, headers: ["Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=6001;timing_port=6002"])
+        #expect(setup.status == 200)
+        let transport = RTSPTransport(parsing: setup.headers["transport"] ?? "")
+        #expect(transport.port("server_port") != nil)
+        #expect(transport.port("control_port") != nil)
+        #expect(transport.port("timing_port") != nil)
+        #expect(Int(setup.headers["session"] ?? "") != nil, "Session is a decimal number")
+        #expect(try rtsp(c, "SETUP", 5).status == 455)
+        #expect(try rtsp(c, "SET_PARAMETER", 6, headers: ["Content-Type": "text/parameters"], body: "volume: -11.5\r\n").status == 200)
+        let volume = try rtsp(c, "GET_PARAMETER", 7, headers: ["Content-Type": "text/parameters"], body: "volume\r\n")
+        #expect(volume.text == "volume: -11.500000\r\n")
+        #expect(try rtsp(c, "SET_PARAMETER", 8, headers: ["Content-Type": "text/parameters"], body: "volume: 6\r\n").status == 400)
+        #expect(try rtsp(c, "SET_PARAMETER", 9, headers: ["Content-Type": "text/parameters"], body: "loudness: 3\r\n").status == 451)
+        #expect(try rtsp(c, "SET_PARAMETER", 10, headers: ["Content-Type": "text/parameters"], body: "progress: 1/2\r\n").status == 400)
+        let dmap = DMAP.field("mlit", DMAP.field("minm", Array("A Title".utf8)) + DMAP.field("asar", Array("An Artist".utf8)))
+        #expect(try c.request("SET_PARAMETER", "rtsp://127.0.0.1/1", headers: ["CSeq": "11", "Content-Type": "application/x-dmap-tagged"],
+                              body: dmap, protocolName: "RTSP/1.0").status == 200)
+        #expect(try c.request("SET_PARAMETER", "rtsp://127.0.0.1/1", headers: ["CSeq": "12", "Content-Type": "application/x-dmap-tagged"],
+                              body: [0x6D, 0x6C, 0x69, 0x74, 0, 0, 0, 99], protocolName: "RTSP/1.0").status == 400)
+        #expect(try rtsp(c, "RECORD", 13).headers["audio-latency"] != nil)
+        #expect(try c.request("POST", "/feedback", headers: ["CSeq": "14"], protocolName: "RTSP/1.0").status == 200)
+        #expect(try rtsp(c, "FLUSH", 15, headers: ["RTP-Info": "seq=1;rtptime=0"]).status == 200)
+        let info = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
+        #expect(info.contains("\"title\":\"A Title\""))
+        #expect(try rtsp(c, "TEARDOWN", 16).status == 200)
+        #expect(try rtsp(c, "RECORD", 17).status == 454)
+    }
+
+    @Test func unsupportedStreamsAreRefusedWithReasons() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let c = try RawHTTPConnection(port: daemon.port)
+        let alac = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "AppleLossless")
+        let refused = try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: alac)
+        #expect(refused.status == 415)
+        #expect(refused.text.contains("L16"))
+        let encrypted = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
+        #expect(try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: encrypted).status == 415)
+        #expect(try rtsp(c, "ANNOUNCE", 3, headers: ["Content-Type": "text/plain"], body: "hello").status == 415)
+        #expect(try rtsp(c, "ANNOUNCE", 4, headers: ["Content-Type": "application/sdp"], body: "v=0\r\n").status == 400)
+        #expect(try rtsp(c, "DESCRIBE", 5).status == 501, "RTSP methods RAOP does not use")
+    }
+
+    @Test func aSecondSenderTakesOverAndTheFirstIsDisconnected() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let first = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(first, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        let second = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(second, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        // The replaced sender's connection is closed by the receiver.
+        var closed = false
+        do {
+            _ = try first.readMessage(timeout: 5)
+        } catch {
+            closed = "\(error)".contains("closed")
+        }
+        #expect(closed)
+    }
+
+    @Test func takeoverCanBeRefused() throws {
+        let config = Products.scratchDirectory("audio-refuse") + "/airplayd.toml"
+        try "audio_takeover = \"refuse\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null", "--config", config])
+        let first = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(first, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        let second = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(second, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 453)
+        #expect(try rtsp(first, "TEARDOWN", 2).status == 200)
+        #expect(try rtsp(second, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+    }
+
+    /// Packets arrive out of order and one is missing: the receiver asks for it (0x55) on the
+    /// sender's control port, and the retransmission (0x56) fills the gap in the output.
+    @Test func aGapIsRequestedAndTheRetransmissionFillsIt() throws {
+        let raw = Products.scratchDirectory("gap") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let control = try UDPSocket()
+        let c = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        let setup = try rtsp(c, "SETUP", 2, headers: ["Transport": "RTP/AVP/UDP;unicast;mode=record;control_port=\(control.port);timing_port=\(control.port)"])
+        let transport = RTSPTransport(parsing: setup.headers["transport"] ?? "")
+        let serverPort = Int(try #require(transport.port("server_port")))
+        let controlPort = Int(try #require(transport.port("control_port")))
+        #expect(try rtsp(c, "RECORD", 3).status == 200)
+        let audio = try UDPSocket()
+        Thread.sleep(forTimeInterval: 0.1)
+        // Packet n carries the value n in every sample, big-endian.
+        func packet(_ n: UInt16, marker: Bool = false) -> RAOPAudioPacket {
+            let sample: [UInt8] = [UInt8(n >> 8), UInt8(n & 0xFF)]
+            return RAOPAudioPacket(sequence: 65533 &+ n, timestamp: 4_294_960_000 &+ UInt32(n) * 352, marker: marker,
+                                   payload: Array(repeating: sample, count: 704).flatMap { $0 })
+        }
+        // Sequence and timestamp both wrap inside this stream.
+        for n: UInt16 in [1, 2, 4, 5, 6] {
+            try audio.send(packet(n, marker: n == 1).bytes, to: serverPort)
+        }
+        let request = try #require(control.receive(timeout: 3), "a resend request arrives on our control port")
+        #expect(Array(request.prefix(2)) == [0x80, 0xD5])
+        #expect(UInt16(request[4]) << 8 | UInt16(request[5]) == 65533 &+ 3, "first missing sequence")
+        #expect(UInt16(request[6]) << 8 | UInt16(request[7]) == 1, "one packet missing")
+        try audio.send([0x80, 0xD6, 0x00, 0x01] + packet(3).bytes, to: controlPort)
+        Thread.sleep(forTimeInterval: 1.2)
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let values = stride(from: 0, to: samples.count, by: 704).map { samples[$0] }
+        #expect(values.prefix(6) == [1, 2, 3, 4, 5, 6], "played in order, gap filled: \(values.prefix(8))")
+        #expect(try rtsp(c, "TEARDOWN", 4).status == 200)
+    }
+}
+
+/// A UDP socket on 127.0.0.1 for tests.
+final class UDPSocket {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ bytes: [UInt8], to port: Int) throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let sent = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(descriptor, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard sent == bytes.count else { throw TestHostError("sendto failed") }
+    }
+
+    func receive(timeout: Double) -> [UInt8]? {
+        var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&pollDescriptor, 1, Int32(timeout * 1000)) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        let count = recv(descriptor, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer.prefix(count)) : nil
+    }
+}
