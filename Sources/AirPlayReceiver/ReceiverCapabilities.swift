@@ -115,7 +115,6 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
             "am": ReceiverIdentity.model,
             "sf": capabilities.statusFlags.txtValue,
             "ft": capabilities.features.txtValue,
-            "da": "true",
         ]
     }
 }

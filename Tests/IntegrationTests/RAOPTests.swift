@@ -18,6 +18,7 @@ final class SweepMedia: @unchecked Sendable {
              "-c:a", "pcm_s16le", wav],
             ["-loglevel", "error", "-y", "-i", wav, "-metadata", "title=Sweep Song", "-metadata", "artist=Test Artist",
              "-metadata", "album=Test Album", directory + "/sweep.flac"],
+            ["-loglevel", "error", "-y", "-i", wav, "-t", "2", "-metadata", "title=Café Müller", directory + "/cafe.flac"],
         ] {
             let result = try runCommand(ffmpeg, job, timeout: 60)
             guard result.status == 0 else { throw TestHostError("ffmpeg: \(result.stderr)") }
@@ -57,7 +58,8 @@ final class SweepMedia: @unchecked Sendable {
 @Suite(.serialized) struct RAOPInteropTests {
     static let sweep: SweepMedia? = try? SweepMedia()
 
-    private func stream(_ daemon: LocalDaemon, volume: Int, during: (() throws -> Void)? = nil) throws -> CommandResult {
+    private func stream(_ daemon: LocalDaemon, volume: Int, file: String = "sweep.flac",
+                        during: (() throws -> Void)? = nil) throws -> CommandResult {
         let atvremote = try Products.peerTool("atvremote")
         let deviceID = try #require(daemon.process.stderr.split(separator: "\n")
             .first { $0.contains("device.id=") }?.split(separator: "device.id=").last?.split(separator: " ").first)
@@ -66,7 +68,7 @@ final class SweepMedia: @unchecked Sendable {
             "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
             // What our _raop._tcp TXT record says; --manual skips discovery.
             "--service-properties", "|cn=0|et=0|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
-            "set_volume=\(volume)", "stream_file=\(sweep.directory)/sweep.flac",
+            "set_volume=\(volume)", "stream_file=\(sweep.directory)/\(file)",
         ], directory: sweep.directory, label: "atvremote")
         try during?()
         let status = process.waitForExit(timeout: 60)
@@ -106,6 +108,16 @@ final class SweepMedia: @unchecked Sendable {
 
         let after = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
         #expect(after.contains("\"state\":\"idle\""), "now playing is cleared when the session ends")
+    }
+
+    /// pyatv 0.18 writes DMAP string lengths in characters: non-ASCII tags arrive malformed.
+    /// The receiver ignores that metadata and keeps playing; an error would abort the stream.
+    @Test func malformedMetadataNeverStopsTheStream() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let result = try stream(daemon, volume: 100, file: "cafe.flac")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(daemon.process.stderr.contains("audio metadata ignored"))
+        #expect(daemon.process.stderr.contains("lost=0"))
     }
 
     @Test func theVolumePyatvSetsIsApplied() throws {
@@ -172,7 +184,8 @@ final class SweepMedia: @unchecked Sendable {
         #expect(try c.request("SET_PARAMETER", "rtsp://127.0.0.1/1", headers: ["CSeq": "11", "Content-Type": "application/x-dmap-tagged"],
                               body: dmap, protocolName: "RTSP/1.0").status == 200)
         #expect(try c.request("SET_PARAMETER", "rtsp://127.0.0.1/1", headers: ["CSeq": "12", "Content-Type": "application/x-dmap-tagged"],
-                              body: [0x6D, 0x6C, 0x69, 0x74, 0, 0, 0, 99], protocolName: "RTSP/1.0").status == 400)
+                              body: [0x6D, 0x6C, 0x69, 0x74, 0, 0, 0, 99], protocolName: "RTSP/1.0").status == 200,
+                "broken DMAP is ignored, never fatal to the stream")
         #expect(try rtsp(c, "RECORD", 13).headers["audio-latency"] != nil)
         #expect(try c.request("POST", "/feedback", headers: ["CSeq": "14"], protocolName: "RTSP/1.0").status == 200)
         #expect(try rtsp(c, "FLUSH", 15, headers: ["RTP-Info": "seq=1;rtptime=0"]).status == 200)

@@ -34,6 +34,7 @@ public final class AudioPlayout: @unchecked Sendable {
         var gain: Double = 1
         var stats = Statistics()
         var running = true
+        var flushedBefore: UInt32?
     }
 
     private let output: any PCMOutput
@@ -70,6 +71,13 @@ public final class AudioPlayout: @unchecked Sendable {
         state.withLock { state in
             state.stats.received += 1
             state.lastArrival = arrival
+            if let flushed = state.flushedBefore {
+                if Int32(bitPattern: timestamp &- flushed) < 0 {
+                    state.stats.dropped += 1
+                    return
+                }
+                state.flushedBefore = nil
+            }
             if state.anchorTimestamp == nil {
                 state.anchorTimestamp = timestamp
                 state.anchorTime = arrival + bufferDelay
@@ -90,10 +98,12 @@ public final class AudioPlayout: @unchecked Sendable {
     }
 
     /// Drops everything buffered; the next packet anchors the clock again (RTSP FLUSH).
-    public func flush() {
+    /// Packets older than `before` (the RTP-Info rtptime) that are still in flight are dropped too.
+    public func flush(before rtpTime: UInt32? = nil) {
         state.withLock { state in
             state.packets = [:]
             state.anchorTimestamp = nil
+            state.flushedBefore = rtpTime
         }
     }
 
@@ -150,11 +160,19 @@ public final class AudioPlayout: @unchecked Sendable {
                     state.stats.framesPlayed += samples.count / max(1, channels)
                     return (samples, state.gain)
                 }
-                // Missing when due: play silence for one packet and move on.
+                // Missing when due. With nothing newer buffered the stream has simply not gone on
+                // (its end, or a stall): wait instead of inventing silence.
+                let key32 = key
+                guard state.packets.keys.contains(where: { Int32(bitPattern: $0 &- key32) > 0 }) else { return ([], state.gain) }
+                // A real gap: play silence for one packet and move on.
                 state.stats.lost += 1
                 state.nextTimestamp = key &+ UInt32(framesPerPacket)
                 state.stats.framesPlayed += framesPerPacket
                 return ([Int16](repeating: 0, count: framesPerPacket * channels), state.gain)
+            }
+            if samples.isEmpty {
+                _ = wake.wait(timeout: .now() + .milliseconds(10))
+                continue
             }
             output.write(gain == 1 ? samples : samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) })
         }

@@ -49,15 +49,30 @@ public final class AudioSessions: Sendable {
         let connection: ConnectionContext
         let number: Int
         let stream: RAOPStreamDescription
-        var playout: AudioPlayout?
+        /// Touched from the RTSP connection, the UDP channels and the watchdog: all under one lock.
+        struct Mutable {
+            var playout: AudioPlayout?
+            var senderControl: SocketAddress?
+            var expectedSequence: UInt16?
+            var lastActivity = ProcessInfo.processInfo.systemUptime
+            var volume: Double = 0
+            /// Set by FLUSH (a pause); the next audio packet means playing again.
+            var paused = false
+        }
+        let state = NIOLockedValueBox(Mutable())
+        var playout: AudioPlayout? { state.withLockedValue { $0.playout } }
+        var lastActivity: Double {
+            get { state.withLockedValue { $0.lastActivity } }
+            set { state.withLockedValue { $0.lastActivity = newValue } }
+        }
+        var volume: Double {
+            get { state.withLockedValue { $0.volume } }
+            set { state.withLockedValue { $0.volume = newValue } }
+        }
+        /// The sender's address: UDP datagrams from anywhere else are ignored.
+        var senderIP: String? { connection.remote?.ipAddress.map(AudioSessions.plainIP) }
         /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
         let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
-        var senderControl: SocketAddress?
-        var senderTiming: SocketAddress?
-        var expectedSequence: UInt16?
-        var lastActivity = ProcessInfo.processInfo.systemUptime
-        var volume: Double = 0
-        var recording = false
 
         init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription) {
             self.connection = connection
@@ -98,18 +113,24 @@ public final class AudioSessions: Sendable {
         case "ANNOUNCE": return announce(request, connection)
         case "SETUP": return setup(request, connection)
         case "RECORD":
-            guard let session = own(connection) else { return Self.noSession }
-            session.recording = true
+            guard own(connection) != nil else { return Self.noSession }
             nowPlaying.setRate(1)
-            return AirPlayResponse(status: 200, headers: ["Audio-Latency": "11025"])
+            // The playout buffers 0.5 s (22050 frames at 44.1 kHz) before the first frame plays.
+            return AirPlayResponse(status: 200, headers: ["Audio-Latency": "22050"])
         case "PAUSE":
             guard own(connection) != nil else { return Self.noSession }
             nowPlaying.setRate(0)
             return AirPlayResponse(status: 200)
         case "FLUSH":
             guard let session = own(connection) else { return Self.noSession }
-            session.playout?.flush()
-            session.expectedSequence = nil
+            // RTP-Info names the first frame after the flush; anything older is stale.
+            let rtpTime = request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["rtptime"] }.flatMap { UInt32($0) }
+            session.playout?.flush(before: rtpTime)
+            session.state.withLockedValue {
+                $0.expectedSequence = nil
+                $0.paused = true
+            }
+            nowPlaying.setRate(0)
             return AirPlayResponse(status: 200)
         case "TEARDOWN":
             guard let session = own(connection) else { return AirPlayResponse(status: 200) }
@@ -199,15 +220,17 @@ public final class AudioSessions: Sendable {
         do {
             output = try makeOutput()
         } catch {
+            end(session, reason: "audio output unavailable")
             return ControlRouter.textResponse(status: 500, "audio output unavailable: \(error)")
         }
         let playout = AudioPlayout(output: output, sampleRate: session.stream.sampleRate, channels: session.stream.channels,
                                    framesPerPacket: session.stream.framesPerPacket)
-        playout.setVolume(decibels: session.volume)
-        session.playout = playout
-        if let remote = connection.remote {
-            session.senderControl = transport.port("control_port").flatMap { try? Self.address(remote, port: Int($0)) }
-            session.senderTiming = transport.port("timing_port").flatMap { try? Self.address(remote, port: Int($0)) }
+        session.state.withLockedValue { state in
+            playout.setVolume(decibels: state.volume)
+            state.playout = playout
+            if let remote = connection.remote {
+                state.senderControl = transport.port("control_port").flatMap { try? Self.address(remote, port: Int($0)) }
+            }
         }
         let host = connection.local?.ipAddress ?? "0.0.0.0"
         var ports: [Int] = []
@@ -234,7 +257,8 @@ public final class AudioSessions: Sendable {
                     }
             }
         } catch {
-            teardown(session)
+            // A failed SETUP ends the session, so neither a retry nor another sender is blocked.
+            end(session, reason: "UDP ports unavailable")
             return ControlRouter.textResponse(status: 500, "cannot open UDP ports: \(error)")
         }
         let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
@@ -281,10 +305,12 @@ public final class AudioSessions: Sendable {
                 nowPlaying.setText(title: item.title, artist: item.artist, album: item.album, genre: item.genre)
                 logger.info("audio metadata", metadata: ["session": "\(session.number)", "title": "\(item.title ?? "")",
                                                          "artist": "\(item.artist ?? "")"])
-                return AirPlayResponse(status: 200)
             } catch {
-                return ControlRouter.textResponse(status: 400, "DMAP: \(error.description)")
+                // Senders treat any error here as fatal to the stream (pyatv 0.18 even miscounts
+                // non-ASCII lengths): keep the audio going, keep the bad metadata out.
+                logger.notice("audio metadata ignored", metadata: ["session": "\(session.number)", "reason": "\(error.description)"])
             }
+            return AirPlayResponse(status: 200)
         }
         if type.hasPrefix("image/jpeg") || type.hasPrefix("image/png") {
             nowPlaying.setArtwork(type: type.hasPrefix("image/png") ? "image/png" : "image/jpeg", bytes: body)
@@ -298,7 +324,7 @@ public final class AudioSessions: Sendable {
     }
 
     private func getParameter(_ request: AirPlayRequest, _ connection: ConnectionContext) -> AirPlayResponse {
-        let volume = own(connection)?.volume ?? 0
+        guard let volume = own(connection)?.volume else { return Self.noSession }
         var text = ""
         for name in String(buffer: request.body).split(whereSeparator: \.isNewline) {
             let key = name.trimmingCharacters(in: .whitespaces)
@@ -331,7 +357,8 @@ public final class AudioSessions: Sendable {
             return Array(value.channels.values)
         }
         for channel in channels { channel.close(promise: nil) }
-        session.playout?.stop()
+        // Stopping joins the playout thread and may stop a GStreamer pipeline: not on an event loop.
+        if let playout = session.playout { DispatchQueue.global().async { playout.stop() } }
     }
 
     /// Ends a session that neither RTSP nor RTP has touched for `sessionTimeout` seconds.
@@ -372,6 +399,11 @@ public final class AudioSessions: Sendable {
         return (descriptor, port)
     }
 
+    /// `::ffff:a.b.c.d` as `a.b.c.d`, so IPv4 peers of dual-stack sockets compare equal.
+    static func plainIP(_ address: String) -> String {
+        address.hasPrefix("::ffff:") && address.contains(".") ? String(address.dropFirst(7)) : address
+    }
+
     static func address(_ remote: SocketAddress, port: Int) throws -> SocketAddress {
         var address = remote
         address.port = port
@@ -388,21 +420,32 @@ public final class AudioSessions: Sendable {
         for index in samples.indices {
             samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
         }
+        if session.state.withLockedValue({ state -> Bool in
+            defer { state.paused = false }
+            return state.paused
+        }) {
+            nowPlaying.setRate(1)
+        }
         if !retransmitted {
-            if let expected = session.expectedSequence, packet.sequence != expected, !packet.marker {
-                let gap = packet.sequence &- expected
-                if gap < 512 { requestResend(first: expected, count: gap, session: session, channel: channel) }
+            let gap = session.state.withLockedValue { state -> (first: UInt16, count: UInt16)? in
+                var missing: (first: UInt16, count: UInt16)?
+                if let expected = state.expectedSequence, packet.sequence != expected, !packet.marker {
+                    let count = packet.sequence &- expected
+                    if count < 512 { missing = (expected, count) }
+                }
+                if state.expectedSequence == nil || Int16(bitPattern: packet.sequence &- (state.expectedSequence ?? 0)) >= 0 {
+                    state.expectedSequence = packet.sequence &+ 1
+                }
+                return missing
             }
-            if session.expectedSequence == nil || Int16(bitPattern: packet.sequence &- (session.expectedSequence ?? 0)) >= 0 {
-                session.expectedSequence = packet.sequence &+ 1
-            }
+            if let gap { requestResend(first: gap.first, count: gap.count, session: session, channel: channel) }
         }
         playout.receive(timestamp: packet.timestamp, samples: samples)
     }
 
     /// Sends a resend request (0x55) for `count` packets from `first` to the sender's control port.
     private func requestResend(first: UInt16, count: UInt16, session: Session, channel: any Channel) {
-        guard let destination = session.senderControl,
+        guard let destination = session.state.withLockedValue({ $0.senderControl }),
               let control = session.udp.withLockedValue({ $0.channels[.control] }) else { return }
         let bytes: [UInt8] = [0x80, 0xD5, 0x00, 0x01, UInt8(first >> 8), UInt8(first & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)]
         var buffer = control.allocator.buffer(capacity: bytes.count)
@@ -429,6 +472,8 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         guard let session, let owner, envelope.data.readableBytes <= 16 * 1024,
+              // Only the sender whose RTSP session this is may feed it.
+              envelope.remoteAddress.ipAddress.map(AudioSessions.plainIP) == session.senderIP,
               let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }
         switch (role, packet) {
         case (.audio, .audio(let audio)):
