@@ -90,6 +90,7 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
+        .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist",
             .product(name: "Logging", package: "swift-log"),

@@ -30,8 +30,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         if video { features.formUnion([.video, .videoVolumeControl]) }
         if hls { features.insert(.videoHTTPLiveStreams) }
         if audio {
-            // No RSA bit (23) until Apple-Challenge is answered with a real Apple-Response.
-            features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress])
+            features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
         }
         return features
     }
@@ -101,10 +100,10 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         [
             "txtvers": "1",
             "ch": "2",
-            // What the receiver decodes today: L16 PCM, unencrypted. ALAC/AAC and RSA/AES join
-            // these lists when they are implemented, never before.
+            // What the receiver decodes today: L16 PCM, clear or RSA/AES-encrypted. ALAC and AAC
+            // join the codec list when they are implemented, never before.
             "cn": "0",
-            "et": "0",
+            "et": "0,1",
             "md": "0,1,2",
             "pw": capabilities.passwordRequired ? "true" : "false",
             "sr": "44100",

@@ -56,10 +56,10 @@ public final class ReceiverDaemon: Service, Sendable {
     }
 
     /// RAOP sessions playing to the configured audio output.
-    private func makeAudioSessions(group: any EventLoopGroup) -> AudioSessions {
+    private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID) -> AudioSessions {
         let output = configuration.audioOutput
         return AudioSessions(
-            group: group,
+            group: group, deviceID: deviceID,
             makeOutput: { () throws -> any PCMOutput in
                 if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
                 return try GStreamerPCMOutput(sink: output)
@@ -123,7 +123,7 @@ public final class ReceiverDaemon: Service, Sendable {
                        capabilities: currentCapabilities.withLockedValue { $0 })
         }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let audio = makeAudioSessions(group: group)
+        let audio = makeAudioSessions(group: group, deviceID: identity.id)
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         let server = ControlServer(group: group, router: router, events: events, logger: logger)

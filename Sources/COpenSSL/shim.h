@@ -5,6 +5,9 @@
 #include <openssl/evp.h>
 #include <openssl/opensslv.h>
 #include <openssl/crypto.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/bio.h>
 
 /// OpenSSL_version_num is a function; the version text macro is not importable as a value.
 static inline const char *cairplay_openssl_version(void) { return OpenSSL_version(OPENSSL_VERSION); }

@@ -10,7 +10,7 @@ import Testing
 
     @Test func videoAndAudioOn() {
         let capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
-        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 15, 16, 17])
+        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 15, 16, 17, 23])
         #expect(capabilities.statusFlags.txtValue == "0x4")
     }
 
@@ -53,7 +53,7 @@ import Testing
         #expect(airplay["model"] == raop["am"])
         #expect(airplay["srcvers"] == raop["vs"])
         #expect(raop["cn"] == "0")
-        #expect(raop["et"] == "0")
+        #expect(raop["et"] == "0,1")
         #expect(airplay["pk"] == nil, "no pairing key is published while pairing is not implemented")
         // What we publish decodes, with our own sender's decoder, to what we claim.
         let decoded = ReceiverRecord(serviceType: "_raop._tcp", instanceName: services[1].name, txt: raop)

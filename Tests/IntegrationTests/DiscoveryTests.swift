@@ -17,7 +17,7 @@ import Testing
         #expect(id.count == 17)
         #expect(airplay.port == 7000)
         #expect(airplay.txtValue("deviceid") == id)
-        #expect(airplay.txtValue("features") == "0x38219", "video + HLS + audio + metadata, nothing else")
+        #expect(airplay.txtValue("features") == "0x838219", "video + HLS + audio + metadata + RSA, nothing else")
         #expect(airplay.txtValue("flags") == "0x4")
         #expect(airplay.txtValue("model") == "airplayd1,1")
         #expect(airplay.txtValue("srcvers") == "220.68")
@@ -27,10 +27,10 @@ import Testing
         let prefix = id.replacingOccurrences(of: ":", with: "")
         let raop = try #require(try host.waitForService("_raop._tcp") { $0.name == "\(prefix)@Integration Box" })
         #expect(raop.port == 7000)
-        #expect(raop.txtValue("ft") == "0x38219")
+        #expect(raop.txtValue("ft") == "0x838219")
         #expect(raop.txtValue("sf") == "0x4")
         #expect(raop.txtValue("cn") == "0")
-        #expect(raop.txtValue("et") == "0")
+        #expect(raop.txtValue("et") == "0,1")
         #expect(raop.txtValue("tp") == "UDP")
         #expect(raop.txtValue("pw") == "false")
         print("measure: process start to _airplay._tcp resolving: \(String(format: "%.2f", resolvedAfter)) s")
@@ -200,13 +200,13 @@ import Testing
         let config = host.directory + "/airplayd.toml"
         try "video = true\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try RunningDaemon.start(in: host, extra: ["--config", config])
-        #expect(try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x38219" } != nil)
+        #expect(try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x838219" } != nil)
         try "video = false\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.process.signal(SIGHUP)
         #expect(daemon.process.waitForOutput("mDNS TXT updated", timeout: 10))
-        let updated = try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x38200" }
+        let updated = try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x838200" }
         #expect(updated?.name == "Integration Box")
-        #expect(try host.waitForService("_raop._tcp") { $0.txtValue("ft") == "0x38200" } != nil)
+        #expect(try host.waitForService("_raop._tcp") { $0.txtValue("ft") == "0x838200" } != nil)
         // What is advertised is what is served: video is off, so /play is gone.
         let play = try host.exchange(port: 7000, ["POST /play HTTP/1.1\r\nContent-Length: 0\r\n\r\n"])
         #expect(play.hasPrefix("HTTP/1.1 404"), "\(play)")

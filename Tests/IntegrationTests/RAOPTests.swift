@@ -134,6 +134,23 @@ final class SweepMedia: @unchecked Sendable {
     }
 }
 
+/// An encrypting sender written on Python's `cryptography` package: it checks our Apple-Response
+/// against the AirPort public key and streams RSA-OAEP/AES-CBC encrypted L16.
+@Suite struct RAOPEncryptionTests {
+    @Test func appleResponseVerifiesAndEncryptedAudioComesOutBitExact() throws {
+        let python = try Products.peerTool("python")
+        let raw = Products.scratchDirectory("enc") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_encrypted_sender.py"
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), raw], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let line = try #require(result.stdout.split(separator: "\n").last)
+        #expect(line.hasPrefix("OK "), "\(result.stdout)")
+        #expect(line.contains("\"offset_frames\": 0"))
+        #expect(daemon.process.stderr.contains("encrypted=true"))
+    }
+}
+
 /// RTSP on the control port, spoken byte by byte as senders do.
 @Suite struct RTSPConformanceTests {
     static let sdp = """
@@ -202,8 +219,10 @@ final class SweepMedia: @unchecked Sendable {
         let refused = try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: alac)
         #expect(refused.status == 415)
         #expect(refused.text.contains("L16"))
-        let encrypted = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
-        #expect(try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: encrypted).status == 415)
+        let badKey = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
+        let refusedKey = try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: badKey)
+        #expect(refusedKey.status == 400, "a key that does not unwrap with the AirPort key")
+        #expect(refusedKey.text.contains("rsaaeskey"))
         #expect(try rtsp(c, "ANNOUNCE", 3, headers: ["Content-Type": "text/plain"], body: "hello").status == 415)
         #expect(try rtsp(c, "ANNOUNCE", 4, headers: ["Content-Type": "application/sdp"], body: "v=0\r\n").status == 400)
         #expect(try rtsp(c, "DESCRIBE", 5).status == 501, "RTSP methods RAOP does not use")

@@ -1,3 +1,4 @@
+import AirPlayCrypto
 import AirPlayMedia
 import AirPlayWire
 import Foundation
@@ -49,6 +50,8 @@ public final class AudioSessions: Sendable {
         let connection: ConnectionContext
         let number: Int
         let stream: RAOPStreamDescription
+        /// Set for encrypted streams (`et=1`).
+        let decryptor: RAOPPacketDecryptor?
         /// Touched from the RTSP connection, the UDP channels and the watchdog: all under one lock.
         struct Mutable {
             var playout: AudioPlayout?
@@ -74,14 +77,17 @@ public final class AudioSessions: Sendable {
         /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
         let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
 
-        init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription) {
+        init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?) {
             self.connection = connection
             self.number = number
             self.stream = stream
+            self.decryptor = decryptor
         }
     }
 
     private let group: any EventLoopGroup
+    private let identity: RAOPIdentity?
+    private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
     private let takeover: AudioTakeover
     private let sessionTimeout: Double
@@ -92,9 +98,16 @@ public final class AudioSessions: Sendable {
     private let counter = NIOLockedValueBox(Int.random(in: 1...1_000_000))
 
     /// Audio sessions playing to outputs made by `makeOutput`.
-    public init(group: any EventLoopGroup, makeOutput: @escaping OutputFactory, takeover: AudioTakeover,
+    public init(group: any EventLoopGroup, deviceID: DeviceID, makeOutput: @escaping OutputFactory, takeover: AudioTakeover,
                 sessionTimeout: Double = 30, nowPlaying: NowPlaying, logger: Logger) {
         self.group = group
+        self.deviceID = deviceID.bytes
+        do {
+            identity = try RAOPIdentity()
+        } catch {
+            logger.error("RAOP RSA key unavailable: encrypted streams and Apple-Challenge cannot be answered", metadata: ["error": "\(error)"])
+            identity = nil
+        }
         self.makeOutput = makeOutput
         self.takeover = takeover
         self.sessionTimeout = sessionTimeout
@@ -103,8 +116,33 @@ public final class AudioSessions: Sendable {
         startWatchdog()
     }
 
-    /// Answers one RTSP request (or `POST /feedback`).
+    /// Answers one RTSP request (or `POST /feedback`); any request carrying `Apple-Challenge`
+    /// gets its `Apple-Response`.
     public func respond(to request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
+        var response = answer(request, connection: connection)
+        if let challenge = request.headers["Apple-Challenge"], let identity {
+            do {
+                let signed = try identity.appleResponse(challengeBase64: challenge,
+                                                        localAddress: Self.addressBytes(connection.local), deviceID: deviceID)
+                response.headers.add(name: "Apple-Response", value: signed)
+            } catch {
+                logger.notice("Apple-Challenge not answered", metadata: ["reason": "\(error)"])
+            }
+        }
+        return response
+    }
+
+    /// Our address on the connection as 4 (IPv4, also IPv4-mapped IPv6) or 16 bytes.
+    static func addressBytes(_ address: SocketAddress?) -> [UInt8] {
+        guard let text = address?.ipAddress.map(plainIP) else { return [] }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return []
+    }
+
+    private func answer(_ request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
         let session = current.withLockedValue { $0 }
         if let session, session.connection.id == connection.id { session.lastActivity = ProcessInfo.processInfo.systemUptime }
         switch request.method {
@@ -181,13 +219,22 @@ public final class AudioSessions: Sendable {
         guard stream.codec == .pcm else {
             return ControlRouter.textResponse(status: 415, "this receiver decodes L16 PCM only (cn=0); ALAC and AAC are not implemented yet")
         }
-        guard !stream.isEncrypted else {
-            return ControlRouter.textResponse(status: 415, "this receiver takes unencrypted streams only (et=0)")
+        var decryptor: RAOPPacketDecryptor?
+        if let wrapped = stream.rsaAESKey {
+            guard let identity, let iv = stream.aesIV else {
+                return ControlRouter.textResponse(status: 415, "encrypted stream without an aesiv, or no RSA key here")
+            }
+            do {
+                decryptor = try RAOPPacketDecryptor(key: try identity.unwrapStreamKey(wrapped), iv: iv)
+            } catch {
+                return ControlRouter.textResponse(status: 400, "rsaaeskey: \(error)")
+            }
         }
         guard stream.sampleRate == 44100, stream.channels == 2 else {
             return ControlRouter.textResponse(status: 415, "only 44100 Hz stereo is played")
         }
-        let session = Session(connection: connection, number: counter.withLockedValue { $0 += 1; return $0 }, stream: stream)
+        let session = Session(connection: connection, number: counter.withLockedValue { $0 += 1; return $0 }, stream: stream,
+                              decryptor: decryptor)
         let outcome = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
             if let active = value, active.connection.id != connection.id, takeover == .refuse {
                 return (true, nil)
@@ -204,7 +251,8 @@ public final class AudioSessions: Sendable {
             if previous.connection.id != connection.id { previous.connection.close() }
         }
         nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
-        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "L16", "rate": "\(stream.sampleRate)"])
+        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "L16", "rate": "\(stream.sampleRate)",
+                                                  "encrypted": "\(decryptor != nil)"])
         return AirPlayResponse(status: 200)
     }
 
@@ -415,7 +463,7 @@ public final class AudioSessions: Sendable {
         session.lastActivity = ProcessInfo.processInfo.systemUptime
         guard let playout = session.playout else { return }
         // L16 is big-endian on the wire.
-        let payload = packet.payload
+        let payload = session.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
         var samples = [Int16](repeating: 0, count: payload.count / 2)
         for index in samples.indices {
             samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
