@@ -67,7 +67,7 @@ final class SweepMedia: @unchecked Sendable {
         let process = try ManagedProcess(atvremote, [
             "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
             // What our _raop._tcp TXT record says; --manual skips discovery.
-            "--service-properties", "|cn=0|et=0|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+            "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
             "set_volume=\(volume)", "stream_file=\(sweep.directory)/\(file)",
         ], directory: sweep.directory, label: "atvremote")
         try during?()
