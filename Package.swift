@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist",
+            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire"]),

@@ -146,3 +146,18 @@ public enum Base64 {
         return out
     }
 }
+
+/// Hash helpers through OpenSSL.
+public enum Hash {
+    /// MD5 of UTF-8 text as lower-case hex (HTTP Digest authentication, RFC 2617).
+    public static func md5Hex(_ text: String) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let bytes = Array(text.utf8)
+        _ = EVP_Digest(bytes, bytes.count, &digest, &length, EVP_md5(), nil)
+        return digest.prefix(Int(length)).map { byte in
+            let hex = Array("0123456789abcdef")
+            return String([hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+        }.joined()
+    }
+}

@@ -114,6 +114,7 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
             "am": ReceiverIdentity.model,
             "sf": capabilities.statusFlags.txtValue,
             "ft": capabilities.features.txtValue,
+            "da": "true",
         ]
     }
 }

@@ -31,6 +31,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var videoRefuseLocalURLs: Bool = false
     /// Whether an ANNOUNCE from another sender takes over the audio or gets 453 (`audio_takeover`).
     public var audioTakeover: String = "replace"
+    /// The password audio senders must give (`password`); empty means none.
+    public var password: String = ""
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -120,6 +122,8 @@ public struct ConfigurationKey: Sendable {
               summary: "A /play from another sender replaces the current video (default, as Apple TV does) or is refused with 409."),
         .init(name: "video_refuse_local_urls", allowed: "true or false",
               summary: "Refuse media URLs whose host resolves to a loopback or link-local address; default false."),
+        .init(name: "password", allowed: "a string of at most 64 bytes (empty: no password)",
+              summary: "Password AirPlay audio senders must give (RFC 2617 Digest, realm raop); advertised as pw=true."),
         .init(name: "audio_takeover", allowed: "\"replace\" or \"refuse\"",
               summary: "An audio sender arriving while another streams takes over (default) or is refused with 453."),
     ]
@@ -212,6 +216,10 @@ extension ReceiverConfiguration {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             videoTakeover = text
+        case "password":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard text.utf8.count <= 64 else { throw ConfigurationError(key: key, message: "must be at most 64 bytes") }
+            password = text
         case "audio_takeover":
             guard value.type == .string, let text = value.string else { throw wrongType() }
             guard text == "replace" || text == "refuse" else {

@@ -41,7 +41,8 @@ public final class ReceiverDaemon: Service, Sendable {
         if video && !hls {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
-        return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled)
+        return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
+                                    passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty)
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.
@@ -59,7 +60,7 @@ public final class ReceiverDaemon: Service, Sendable {
     private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID) -> AudioSessions {
         let output = configuration.audioOutput
         return AudioSessions(
-            group: group, deviceID: deviceID,
+            group: group, deviceID: deviceID, password: configuration.password,
             makeOutput: { () throws -> any PCMOutput in
                 if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
                 return try GStreamerPCMOutput(sink: output)
@@ -81,6 +82,7 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
         if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
         if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
+        if old.password != new.password { keys.append("password") }
         return keys
     }
 
@@ -176,7 +178,9 @@ public final class ReceiverDaemon: Service, Sendable {
                 notifier.send("RELOADING=1\nSTATUS=Reloading configuration")
                 do {
                     let fresh = try reloadConfiguration()
-                    let newCapabilities = Self.detectCapabilities(fresh, logger: logger)
+                    var newCapabilities = Self.detectCapabilities(fresh, logger: logger)
+                    // The password itself only changes with a restart, so the pw flag stays as it is.
+                    newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
                     for key in Self.keysNeedingRestart(old: configuration, new: fresh) {
                         logger.warning("configuration change needs a restart to take effect", metadata: ["config.key": "\(key)"])
                     }

@@ -58,7 +58,7 @@ final class SweepMedia: @unchecked Sendable {
 @Suite(.serialized) struct RAOPInteropTests {
     static let sweep: SweepMedia? = try? SweepMedia()
 
-    private func stream(_ daemon: LocalDaemon, volume: Int, file: String = "sweep.flac",
+    private func stream(_ daemon: LocalDaemon, volume: Int, file: String = "sweep.flac", password: String? = nil,
                         during: (() throws -> Void)? = nil) throws -> CommandResult {
         let atvremote = try Products.peerTool("atvremote")
         let deviceID = try #require(daemon.process.stderr.split(separator: "\n")
@@ -68,6 +68,7 @@ final class SweepMedia: @unchecked Sendable {
             "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
             // What our _raop._tcp TXT record says; --manual skips discovery.
             "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+        ] + (password.map { ["--raop-password", $0] } ?? []) + [
             "set_volume=\(volume)", "stream_file=\(sweep.directory)/\(file)",
         ], directory: sweep.directory, label: "atvremote")
         try during?()
@@ -118,6 +119,22 @@ final class SweepMedia: @unchecked Sendable {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(daemon.process.stderr.contains("audio metadata ignored"))
         #expect(daemon.process.stderr.contains("lost=0"))
+    }
+
+    /// With a password configured, pyatv gets a 401 with a Digest challenge, answers it and streams;
+    /// with the wrong password nothing plays.
+    @Test func aPasswordProtectsTheAudio() throws {
+        let config = Products.scratchDirectory("pw") + "/airplayd.toml"
+        try "password = \"s3cret\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null", "--config", config])
+        let wrong = try stream(daemon, volume: 100, file: "cafe.flac", password: "guess")
+        #expect(wrong.status != 0)
+        #expect(!daemon.process.stderr.contains("audio announced"), "a refused sender changed nothing")
+        let right = try stream(daemon, volume: 100, file: "cafe.flac", password: "s3cret")
+        #expect(right.status == 0, "\(right.stderr)")
+        #expect(daemon.process.stderr.contains("audio announced"))
+        let info = try RawHTTPConnection(port: daemon.port).request("GET", "/info").text
+        #expect(info.contains("<key>pw</key>\n\t<true/>"), "\(info)")
     }
 
     @Test func theVolumePyatvSetsIsApplied() throws {

@@ -87,6 +87,7 @@ public final class AudioSessions: Sendable {
 
     private let group: any EventLoopGroup
     private let identity: RAOPIdentity?
+    private let authenticator: DigestAuthenticator?
     private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
     private let takeover: AudioTakeover
@@ -98,9 +99,10 @@ public final class AudioSessions: Sendable {
     private let counter = NIOLockedValueBox(Int.random(in: 1...1_000_000))
 
     /// Audio sessions playing to outputs made by `makeOutput`.
-    public init(group: any EventLoopGroup, deviceID: DeviceID, makeOutput: @escaping OutputFactory, takeover: AudioTakeover,
-                sessionTimeout: Double = 30, nowPlaying: NowPlaying, logger: Logger) {
+    public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
+                takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying, logger: Logger) {
         self.group = group
+        authenticator = password.flatMap { $0.isEmpty ? nil : DigestAuthenticator(password: $0) }
         self.deviceID = deviceID.bytes
         do {
             identity = try RAOPIdentity()
@@ -143,6 +145,13 @@ public final class AudioSessions: Sendable {
     }
 
     private func answer(_ request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
+        // OPTIONS stays open so senders can check the receiver and learn that a password is needed;
+        // everything that changes state needs the password. A refused request changes nothing.
+        if let authenticator, request.method != "OPTIONS",
+           let refusal = authenticator.check(request, connection: connection.id) {
+            logger.notice("audio request without the right password", metadata: ["request.method": "\(request.method)"])
+            return refusal
+        }
         let session = current.withLockedValue { $0 }
         if let session, session.connection.id == connection.id { session.lastActivity = ProcessInfo.processInfo.systemUptime }
         switch request.method {
@@ -185,6 +194,7 @@ public final class AudioSessions: Sendable {
 
     /// The control connection closed: its session, if any, ends.
     public func connectionClosed(_ id: ObjectIdentifier) {
+        authenticator?.connectionClosed(id)
         if let session = current.withLockedValue({ $0 }), session.connection.id == id {
             end(session, reason: "the sender closed its connection")
         }
