@@ -33,6 +33,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var audioTakeover: String = "replace"
     /// The password audio senders must give (`password`); empty means none.
     public var password: String = ""
+    /// Seconds without RTSP or RTP after which an audio session ends (`audio_session_timeout`).
+    public var audioSessionTimeout: Int = 30
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -124,6 +126,8 @@ public struct ConfigurationKey: Sendable {
               summary: "Refuse media URLs whose host resolves to a loopback or link-local address; default false."),
         .init(name: "password", allowed: "a string of at most 64 bytes (empty: no password)",
               summary: "Password AirPlay audio senders must give (RFC 2617 Digest, realm raop); advertised as pw=true."),
+        .init(name: "audio_session_timeout", allowed: "an integer from 2 to 3600 (seconds)",
+              summary: "An audio sender that sends neither RTSP nor RTP for this long is dropped and the output freed; default 30."),
         .init(name: "audio_takeover", allowed: "\"replace\" or \"refuse\"",
               summary: "An audio sender arriving while another streams takes over (default) or is refused with 453."),
     ]
@@ -216,6 +220,10 @@ extension ReceiverConfiguration {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             videoTakeover = text
+        case "audio_session_timeout":
+            guard value.type == .int, let number = value.int else { throw wrongType() }
+            guard (2...3600).contains(number) else { throw ConfigurationError(key: key, message: "must be \(rule), got \(number)") }
+            audioSessionTimeout = number
         case "password":
             guard value.type == .string, let text = value.string else { throw wrongType() }
             guard text.utf8.count <= 64 else { throw ConfigurationError(key: key, message: "must be at most 64 bytes") }

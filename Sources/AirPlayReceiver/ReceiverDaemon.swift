@@ -66,7 +66,7 @@ public final class ReceiverDaemon: Service, Sendable {
                 return try GStreamerPCMOutput(sink: output)
             },
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
-            nowPlaying: NowPlaying(), logger: logger)
+            sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(), logger: logger)
     }
 
     /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
@@ -83,6 +83,7 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
         if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
         if old.password != new.password { keys.append("password") }
+        if old.audioSessionTimeout != new.audioSessionTimeout { keys.append("audio_session_timeout") }
         return keys
     }
 

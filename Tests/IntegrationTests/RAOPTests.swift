@@ -105,6 +105,9 @@ final class SweepMedia: @unchecked Sendable {
         #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "progress gave the duration")
         #expect((playing["position"] as? Double ?? 0) > 1)
         #expect(playing["volume"] as? Double == 0)
+        let stream = try #require(playing["stream"] as? [String: Any], "playout figures for benchmarks")
+        #expect((stream["received"] as? Int ?? 0) > 100)
+        #expect(stream["lost"] as? Int == 0)
         #expect(daemon.process.stderr.contains("lost=0"), "no packet lost on loopback")
 
         let after = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
@@ -259,6 +262,25 @@ final class SweepMedia: @unchecked Sendable {
             closed = "\(error)".contains("closed")
         }
         #expect(closed)
+    }
+
+    /// A sender that vanishes (no RTSP, no RTP) loses its session after the timeout; the
+    /// connection is closed and the next sender is served.
+    @Test func aVanishedSenderTimesOut() throws {
+        let config = Products.scratchDirectory("timeout") + "/airplayd.toml"
+        try "audio_session_timeout = 2\naudio_takeover = \"refuse\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null", "--config", config])
+        let gone = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(gone, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
+        let started = monotonicSeconds()
+        var closed = false
+        do { _ = try gone.readMessage(timeout: 8) } catch { closed = "\(error)".contains("closed") }
+        #expect(closed)
+        let waited = monotonicSeconds() - started
+        #expect(waited > 1.5 && waited < 4.5, "ended after \(waited) s")
+        #expect(daemon.process.stderr.contains("no RTSP or RTP for 2 s"))
+        let next = try RawHTTPConnection(port: daemon.port)
+        #expect(try rtsp(next, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)
     }
 
     @Test func takeoverCanBeRefused() throws {

@@ -101,8 +101,8 @@ public final class NowPlaying: Sendable {
     /// The current item.
     public var item: Item { state.withLockedValue { $0.item } }
 
-    /// The JSON document of `GET /now-playing`.
-    public func json() -> [UInt8] {
+    /// The JSON document of `GET /now-playing`; `stream` adds the playout's figures (for benchmarks).
+    public func json(stream: AudioPlayout.Statistics? = nil) -> [UInt8] {
         let (sender, item, playback) = state.withLockedValue { $0 }
         var object: [String: Any] = ["state": sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused")]
         object["sender"] = sender ?? NSNull()
@@ -118,6 +118,13 @@ public final class NowPlaying: Sendable {
             object["artwork"] = ["type": artwork.type, "bytes": artwork.bytes.count, "base64": Data(artwork.bytes).base64EncodedString()]
         } else {
             object["artwork"] = NSNull()
+        }
+        if let stream {
+            object["stream"] = ["received": stream.received, "dropped": stream.dropped, "lost": stream.lost,
+                                "framesPlayed": stream.framesPlayed,
+                                "worstLatenessMs": (stream.worstLatenessMilliseconds * 100).rounded() / 100] as [String: Any]
+        } else {
+            object["stream"] = NSNull()
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return Array(data)
