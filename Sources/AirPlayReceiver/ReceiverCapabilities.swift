@@ -15,13 +15,16 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var audio: Bool
     /// A password protects the receiver.
     public var passwordRequired: Bool
+    /// ALAC can be decoded (an ALAC decoder is installed).
+    public var alac: Bool
 
     /// Capabilities from their parts.
-    public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false) {
+    public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false, alac: Bool = false) {
         self.video = video
         self.hls = hls && video
         self.audio = audio
         self.passwordRequired = passwordRequired
+        self.alac = alac
     }
 
     /// The features mask.
@@ -100,9 +103,9 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         [
             "txtvers": "1",
             "ch": "2",
-            // What the receiver decodes today: L16 PCM, clear or RSA/AES-encrypted. ALAC and AAC
-            // join the codec list when they are implemented, never before.
-            "cn": "0",
+            // What the receiver decodes: L16 PCM, and ALAC when a decoder is installed. AAC joins
+            // the list when it is implemented, never before.
+            "cn": capabilities.alac ? "0,1" : "0",
             "et": "0,1",
             "md": "0,1,2",
             "pw": capabilities.passwordRequired ? "true" : "false",

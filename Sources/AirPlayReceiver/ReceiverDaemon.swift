@@ -42,7 +42,8 @@ public final class ReceiverDaemon: Service, Sendable {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
-                                    passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty)
+                                    passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty,
+                                    alac: GStreamerRuntime.hasElement("avdec_alac"))
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.

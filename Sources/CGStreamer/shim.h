@@ -2,6 +2,7 @@
 #define CGSTREAMER_SHIM_H
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/app/gstappsink.h>
 
 // Swift cannot call C variadic functions: typed setters around g_object_set.
 static inline void cairplay_set_string(gpointer object, const char *name, const char *value) {
@@ -56,5 +57,17 @@ static inline GstFlowReturn cairplay_push_samples(GstElement *appsrc, const void
     GstBuffer *buffer = gst_buffer_new_allocate(NULL, size, NULL);
     gst_buffer_fill(buffer, 0, data, size);
     return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
+}
+/// Pulls one decoded buffer (waiting at most `timeout` ns) and copies at most `capacity` bytes out;
+/// returns the byte count, or -1 when nothing came.
+static inline gssize cairplay_pull_bytes(GstElement *appsink, void *out, gsize capacity, GstClockTime timeout) {
+    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(appsink), timeout);
+    if (sample == NULL) return -1;
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    gsize size = buffer ? gst_buffer_get_size(buffer) : 0;
+    if (size > capacity) size = capacity;
+    if (buffer) gst_buffer_extract(buffer, 0, out, size);
+    gst_sample_unref(sample);
+    return (gssize)size;
 }
 #endif

@@ -61,6 +61,14 @@ import Testing
         #expect(decoded?.deviceName == "Test Box")
     }
 
+    @Test func alacIsAnnouncedOnlyWithADecoder() {
+        let without = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: ReceiverCapabilities(video: false, hls: false, audio: true))
+        let with = ReceiverAdvertisement(deviceID: id, port: 7000,
+                                         capabilities: ReceiverCapabilities(video: false, hls: false, audio: true, alac: true))
+        #expect(without.raopTXT["cn"] == "0")
+        #expect(with.raopTXT["cn"] == "0,1")
+    }
+
     @Test func audioOffWithdrawsRAOP() {
         let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000,
                                                   capabilities: ReceiverCapabilities(video: true, hls: true, audio: false))

@@ -171,6 +171,32 @@ final class SweepMedia: @unchecked Sendable {
     }
 }
 
+/// ALAC: real packets from an .m4a ffmpeg encodes, sent as RAOP (4096-frame packets, larger
+/// than NIO's default 2 KiB datagram buffer), decoded by GStreamer's avdec_alac.
+@Suite struct RAOPALACTests {
+    @Test func alacPacketsComeOutBitExact() throws {
+        let python = try Products.peerTool("python")
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let m4a = sweep.directory + "/sweep-alac.m4a"
+        if !FileManager.default.fileExists(atPath: m4a) {
+            let encoded = try runCommand(try #require(TestHost.which("ffmpeg")),
+                                         ["-loglevel", "error", "-y", "-i", sweep.directory + "/sweep.wav", "-c:a", "alac", m4a], timeout: 60)
+            #expect(encoded.status == 0, "\(encoded.stderr)")
+        }
+        let raw = Products.scratchDirectory("alac") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_alac_sender.py"
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), raw, m4a, sweep.directory + "/sweep.wav"],
+                                    timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let line = try #require(result.stdout.split(separator: "\n").last)
+        #expect(line.hasPrefix("OK "), "\(result.stdout)")
+        #expect(line.contains("\"offset_frames\": 0"))
+        #expect(daemon.process.stderr.contains("codec=ALAC"))
+        #expect(daemon.process.stderr.contains("lost=0"))
+    }
+}
+
 /// RTSP on the control port, spoken byte by byte as senders do.
 @Suite struct RTSPConformanceTests {
     static let sdp = """
@@ -235,10 +261,10 @@ final class SweepMedia: @unchecked Sendable {
     @Test func unsupportedStreamsAreRefusedWithReasons() throws {
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
         let c = try RawHTTPConnection(port: daemon.port)
-        let alac = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "AppleLossless")
-        let refused = try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: alac)
+        let aac = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "mpeg4-generic/44100/2")
+        let refused = try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: aac)
         #expect(refused.status == 415)
-        #expect(refused.text.contains("L16"))
+        #expect(refused.text.contains("AAC"))
         let badKey = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
         let refusedKey = try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: badKey)
         #expect(refusedKey.status == 400, "a key that does not unwrap with the AirPort key")

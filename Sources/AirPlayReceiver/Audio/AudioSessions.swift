@@ -2,6 +2,7 @@ import AirPlayCrypto
 import AirPlayMedia
 import AirPlayWire
 import Foundation
+import GStreamerMedia
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -52,6 +53,8 @@ public final class AudioSessions: Sendable {
         let stream: RAOPStreamDescription
         /// Set for encrypted streams (`et=1`).
         let decryptor: RAOPPacketDecryptor?
+        /// Set for ALAC streams; L16 needs none.
+        var decoder: GStreamerAudioDecoder?
         /// Touched from the RTSP connection, the UDP channels and the watchdog: all under one lock.
         struct Mutable {
             var playout: AudioPlayout?
@@ -226,8 +229,18 @@ public final class AudioSessions: Sendable {
         } catch {
             return ControlRouter.textResponse(status: 400, "SDP: \(error)")
         }
-        guard stream.codec == .pcm else {
-            return ControlRouter.textResponse(status: 415, "this receiver decodes L16 PCM only (cn=0); ALAC and AAC are not implemented yet")
+        var decoder: GStreamerAudioDecoder?
+        switch stream.codec {
+        case .pcm:
+            break
+        case .alac(let fmtp):
+            do {
+                decoder = try GStreamerAudioDecoder(alacFmtp: fmtp)
+            } catch {
+                return ControlRouter.textResponse(status: 415, "ALAC stream not playable: \(error.message)")
+            }
+        case .aacLC, .aacELD:
+            return ControlRouter.textResponse(status: 415, "this receiver decodes L16 and ALAC (cn=0,1); AAC is not implemented yet")
         }
         var decryptor: RAOPPacketDecryptor?
         if let wrapped = stream.rsaAESKey {
@@ -245,6 +258,7 @@ public final class AudioSessions: Sendable {
         }
         let session = Session(connection: connection, number: counter.withLockedValue { $0 += 1; return $0 }, stream: stream,
                               decryptor: decryptor)
+        session.decoder = decoder
         let outcome = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
             if let active = value, active.connection.id != connection.id, takeover == .refuse {
                 return (true, nil)
@@ -261,7 +275,8 @@ public final class AudioSessions: Sendable {
             if previous.connection.id != connection.id { previous.connection.close() }
         }
         nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
-        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "L16", "rate": "\(stream.sampleRate)",
+        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "\(decoder == nil ? "L16" : "ALAC")",
+                                                  "rate": "\(stream.sampleRate)",
                                                   "encrypted": "\(decryptor != nil)"])
         return AirPlayResponse(status: 200)
     }
@@ -300,6 +315,8 @@ public final class AudioSessions: Sendable {
                 // The socket is bound, so its port can go in the reply now; NIO adopts it meanwhile,
                 // and datagrams that arrive first wait in the socket.
                 DatagramBootstrap(group: group)
+                    // NIO reads 2 KiB datagrams by default; ALAC packets of 4096 frames are larger.
+                    .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
                     .channelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
                     }
@@ -472,11 +489,17 @@ public final class AudioSessions: Sendable {
     fileprivate func audioPacket(_ packet: RAOPAudioPacket, session: Session, channel: any Channel, retransmitted: Bool) {
         session.lastActivity = ProcessInfo.processInfo.systemUptime
         guard let playout = session.playout else { return }
-        // L16 is big-endian on the wire.
         let payload = session.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
-        var samples = [Int16](repeating: 0, count: payload.count / 2)
-        for index in samples.indices {
-            samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+        var samples: [Int16]
+        if let decoder = session.decoder {
+            samples = decoder.decode(payload)
+            guard !samples.isEmpty else { return }
+        } else {
+            // L16 is big-endian on the wire.
+            samples = [Int16](repeating: 0, count: payload.count / 2)
+            for index in samples.indices {
+                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+            }
         }
         if session.state.withLockedValue({ state -> Bool in
             defer { state.paused = false }
@@ -529,7 +552,7 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        guard let session, let owner, envelope.data.readableBytes <= 16 * 1024,
+        guard let session, let owner, envelope.data.readableBytes <= 65536,
               // Only the sender whose RTSP session this is may feed it.
               envelope.remoteAddress.ipAddress.map(AudioSessions.plainIP) == session.senderIP,
               let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }

@@ -1,0 +1,75 @@
+import AirPlayMedia
+import CGStreamer
+
+/// Decodes compressed RAOP packets (ALAC) to interleaved S16 PCM, one packet in, its frames out,
+/// through GStreamer's decoder (`avdec_alac` from gst-libav).
+public final class GStreamerAudioDecoder: @unchecked Sendable {
+    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let source: UnsafeMutablePointer<GstElement>
+    private let sink: UnsafeMutablePointer<GstElement>
+    private let maximumBytes: Int
+
+    /// A decoder for ALAC with the stream's `fmtp` parameters (frame length, bit depth, rice
+    /// parameters, channels, max run, max frame bytes, average bit rate, sample rate).
+    public init(alacFmtp fmtp: [Int]) throws(MediaError) {
+        guard fmtp.count >= 11, fmtp[2] == 16 else {
+            throw MediaError(code: -7, domain: "airplayd.alac", message: "ALAC needs 11 fmtp values and 16-bit samples")
+        }
+        GStreamerRuntime.initialize()
+        guard GStreamerRuntime.hasElement("avdec_alac") else {
+            throw MediaError(code: -7, domain: "airplayd.alac", message: "no ALAC decoder: install gstreamer1.0-libav")
+        }
+        let cookie = Self.magicCookie(fmtp)
+        let hex = cookie.map { String(format: "%02x", $0) }.joined()
+        let launch = "appsrc name=in format=time caps=audio/x-alac,rate=\(fmtp[10]),channels=\(fmtp[6]),codec_data=(buffer)\(hex) "
+            + "! avdec_alac ! audioconvert ! audio/x-raw,format=S16LE,layout=interleaved ! appsink name=out sync=false"
+        var error: UnsafeMutablePointer<GError>?
+        let element = gst_parse_launch(launch, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
+            throw MediaError(code: -7, domain: "airplayd.alac", message: message)
+        }
+        guard let element else { throw MediaError(code: -7, domain: "airplayd.alac", message: "no decoder pipeline") }
+        let bin = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self)
+        guard let source = gst_bin_get_by_name(bin, "in"), let sink = gst_bin_get_by_name(bin, "out") else {
+            gst_object_unref(UnsafeMutableRawPointer(element))
+            throw MediaError(code: -7, domain: "airplayd.alac", message: "decoder pipeline without its ends")
+        }
+        pipeline = element
+        self.source = source
+        self.sink = sink
+        maximumBytes = max(1, fmtp[0]) * fmtp[6] * 2
+        gst_element_set_state(pipeline, GST_STATE_PLAYING)
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(UnsafeMutableRawPointer(source))
+        gst_object_unref(UnsafeMutableRawPointer(sink))
+        gst_object_unref(UnsafeMutableRawPointer(pipeline))
+    }
+
+    /// The decoded samples of one packet; empty when the packet does not decode in time.
+    public func decode(_ packet: [UInt8]) -> [Int16] {
+        packet.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
+        var samples = [Int16](repeating: 0, count: maximumBytes / 2)
+        let count = samples.withUnsafeMutableBytes { raw in
+            cairplay_pull_bytes(sink, raw.baseAddress, gsize(raw.count), 200_000_000)
+        }
+        guard count > 0 else { return [] }
+        return Array(samples.prefix(Int(count) / 2))
+    }
+
+    /// The ALAC "magic cookie" decoders take: an `alac` atom (size, tag, version) holding the
+    /// 24-byte ALACSpecificConfig built from the SDP's fmtp values.
+    public static func magicCookie(_ fmtp: [Int]) -> [UInt8] {
+        func be32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian, Array.init) }
+        func be16(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, Array.init) }
+        let config = be32(fmtp[0]) + [UInt8(fmtp[1] & 0xFF), UInt8(fmtp[2] & 0xFF), UInt8(fmtp[3] & 0xFF),
+                                     UInt8(fmtp[4] & 0xFF), UInt8(fmtp[5] & 0xFF), UInt8(fmtp[6] & 0xFF)]
+            + be16(fmtp[7]) + be32(fmtp[8]) + be32(fmtp[9]) + be32(fmtp[10])
+        return be32(12 + config.count) + Array("alac".utf8) + [0, 0, 0, 0] + config
+    }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""An ALAC RAOP sender for tests: real ALAC packets made by ffmpeg, taken out of an .m4a.
+
+Usage: raop_alac_sender.py HOST PORT RAW_OUTPUT_PATH FILE.m4a REFERENCE.wav
+Reads the ALAC sample table of the MP4 (stsd/alac config, stsz sizes, stsc + stco chunks),
+announces the stream with the matching fmtp, sends every packet in real time, and compares the
+receiver's raw output with the reference PCM. Prints "OK {json}" or "FAIL reason".
+"""
+import json, os, socket, struct, sys, time, wave
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from raop_encrypted_sender import fail, request  # noqa: E402
+
+
+def boxes(data, start, end):
+    """(type, payload start, payload end) of the boxes between start and end."""
+    while start + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[start:start + 8])
+        header = 8
+        if size == 1:
+            size = struct.unpack(">Q", data[start + 8:start + 16])[0]
+            header = 16
+        if size < header:
+            return
+        yield kind.decode("latin-1"), start + header, start + size
+        start += size
+
+
+def find(data, path, start=0, end=None):
+    end = len(data) if end is None else end
+    for kind, a, b in boxes(data, start, end):
+        if kind == path[0]:
+            return (a, b) if len(path) == 1 else find(data, path[1:], a, b)
+    return None
+
+
+def alac_packets(path):
+    data = open(path, "rb").read()
+    stbl = find(data, ["moov", "trak", "mdia", "minf", "stbl"])
+    if stbl is None:
+        fail("no sample table in " + path)
+    a, b = stbl
+    stsd = find(data, ["stsd"], a, b)
+    # stsd: version/flags, count, then the 'alac' sample entry (28 bytes) holding an 'alac' atom.
+    entry = stsd[0] + 8
+    inner = data.find(b"alac", entry + 8 + 28 - 8)
+    config = data[inner + 8: inner + 8 + 24]  # skip 'alac' + version/flags
+    frame_length, compat, depth, pb, mb, kb, channels, max_run, max_frame, bitrate, rate = struct.unpack(">IBBBBBBHIII", config)
+    s, _ = find(data, ["stsz"], a, b)
+    uniform, count = struct.unpack(">II", data[s + 4:s + 12])
+    sizes = [uniform] * count if uniform else list(struct.unpack(f">{count}I", data[s + 12:s + 12 + 4 * count]))
+    s, _ = find(data, ["stco"], a, b)
+    chunks = struct.unpack(">I", data[s + 4:s + 8])[0]
+    offsets = struct.unpack(f">{chunks}I", data[s + 8:s + 8 + 4 * chunks])
+    s, _ = find(data, ["stsc"], a, b)
+    runs = struct.unpack(">I", data[s + 4:s + 8])[0]
+    table = [struct.unpack(">III", data[s + 8 + 12 * i:s + 20 + 12 * i]) for i in range(runs)]
+    packets, sample = [], 0
+    for chunk in range(chunks):
+        per_chunk = [r[1] for r in table if r[0] - 1 <= chunk][-1]
+        position = offsets[chunk]
+        for _ in range(per_chunk):
+            if sample >= count:
+                break
+            packets.append(data[position:position + sizes[sample]])
+            position += sizes[sample]
+            sample += 1
+    fmtp = [frame_length, compat, depth, pb, mb, kb, channels, max_run, max_frame, bitrate, rate]
+    return fmtp, packets
+
+
+def main():
+    host, port, raw_path, source, reference = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    fmtp, packets = alac_packets(source)
+    frames = fmtp[0]
+    sock = socket.create_connection((host, port), timeout=10)
+    sdp = ("v=0\r\no=iTunes 1 0 IN IP4 127.0.0.1\r\ns=iTunes\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+           "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 AppleLossless\r\n"
+           "a=fmtp:96 " + " ".join(str(v) for v in fmtp) + "\r\n")
+    status, _ = request(sock, "ANNOUNCE", 1, {"Content-Type": "application/sdp"}, sdp.encode())
+    if status != 200:
+        fail(f"ANNOUNCE AppleLossless answered {status}")
+    control = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    control.bind(("127.0.0.1", 0))
+    status, fields = request(sock, "SETUP", 2, {"Transport": f"RTP/AVP/UDP;unicast;mode=record;control_port={control.getsockname()[1]};timing_port={control.getsockname()[1]}"})
+    server_port = int(dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)["server_port"])
+    request(sock, "RECORD", 3)
+    audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    start = time.monotonic()
+    for n, payload in enumerate(packets):
+        header = struct.pack(">BBHII", 0x80, 0xE0 if n == 0 else 0x60, n, n * frames, 0x12345678)
+        audio.sendto(header + payload, ("127.0.0.1", server_port))
+        delay = start + (n + 1) * frames / 44100 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    time.sleep(1.0)
+    request(sock, "TEARDOWN", 4)
+    time.sleep(0.3)
+
+    w = wave.open(reference)
+    sent = list(struct.unpack(f"<{w.getnframes() * 2}h", w.readframes(w.getnframes())))
+    data = open(raw_path, "rb").read()
+    received = list(struct.unpack(f"<{len(data) // 2}h", data[: len(data) // 2 * 2]))
+    probe = sent[2 * 4410: 2 * 4410 + 20]
+    offset = next((k for k in range(0, len(received) - 20, 2) if received[k:k + 20] == probe), None)
+    if offset is None:
+        fail(f"the reference is not in the output ({len(received) // 2} frames received)")
+    base = offset - 2 * 4410
+    total = len(sent) // 2 - 4410
+    equal = sum(1 for i in range(4410, len(sent) // 2)
+                if 0 <= base + 2 * i + 1 < len(received) and received[base + 2 * i:base + 2 * i + 2] == sent[2 * i:2 * i + 2])
+    share = equal / total
+    if share < 0.999:
+        fail(f"only {share:.4f} of the frames match")
+    print("OK " + json.dumps({"packets": len(packets), "frames_per_packet": frames, "bit_exact": share, "offset_frames": base // 2}))
+
+
+if __name__ == "__main__":
+    main()
