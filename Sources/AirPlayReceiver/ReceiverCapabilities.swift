@@ -17,9 +17,12 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var passwordRequired: Bool
     /// ALAC can be decoded (an ALAC decoder is installed).
     public var alac: Bool
+    /// AAC-LC can be decoded (an AAC decoder is installed).
+    public var aac: Bool
 
     /// Capabilities from their parts.
-    public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false, alac: Bool = false) {
+    public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false, alac: Bool = false, aac: Bool = false) {
+        self.aac = aac
         self.video = video
         self.hls = hls && video
         self.audio = audio
@@ -103,9 +106,9 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         [
             "txtvers": "1",
             "ch": "2",
-            // What the receiver decodes: L16 PCM, and ALAC when a decoder is installed. AAC joins
-            // the list when it is implemented, never before.
-            "cn": capabilities.alac ? "0,1" : "0",
+            // What the receiver decodes: L16 PCM, and ALAC and AAC-LC when their decoders are
+            // installed. AAC-ELD (3) joins the list once it is proven, never before.
+            "cn": (["0"] + (capabilities.alac ? ["1"] : []) + (capabilities.aac ? ["2"] : [])).joined(separator: ","),
             "et": "0,1",
             "md": "0,1,2",
             "pw": capabilities.passwordRequired ? "true" : "false",

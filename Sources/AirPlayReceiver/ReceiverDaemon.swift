@@ -43,7 +43,7 @@ public final class ReceiverDaemon: Service, Sendable {
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
                                     passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty,
-                                    alac: GStreamerRuntime.hasElement("avdec_alac"))
+                                    alac: GStreamerRuntime.hasElement("avdec_alac"), aac: GStreamerRuntime.hasElement("avdec_aac"))
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.

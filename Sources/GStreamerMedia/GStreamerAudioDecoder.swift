@@ -1,8 +1,8 @@
 import AirPlayMedia
 import CGStreamer
 
-/// Decodes compressed RAOP packets (ALAC) to interleaved S16 PCM, one packet in, its frames out,
-/// through GStreamer's decoder (`avdec_alac` from gst-libav).
+/// Decodes compressed RAOP packets (ALAC, AAC) to interleaved S16 PCM, one packet in, its frames
+/// out, through GStreamer's decoders (`avdec_alac`, `avdec_aac` from gst-libav).
 public final class GStreamerAudioDecoder: @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let source: UnsafeMutablePointer<GstElement>
@@ -11,7 +11,7 @@ public final class GStreamerAudioDecoder: @unchecked Sendable {
 
     /// A decoder for ALAC with the stream's `fmtp` parameters (frame length, bit depth, rice
     /// parameters, channels, max run, max frame bytes, average bit rate, sample rate).
-    public init(alacFmtp fmtp: [Int]) throws(MediaError) {
+    public convenience init(alacFmtp fmtp: [Int]) throws(MediaError) {
         guard fmtp.count >= 11, fmtp[2] == 16 else {
             throw MediaError(code: -7, domain: "airplayd.alac", message: "ALAC needs 11 fmtp values and 16-bit samples")
         }
@@ -21,8 +21,25 @@ public final class GStreamerAudioDecoder: @unchecked Sendable {
         }
         let cookie = Self.magicCookie(fmtp)
         let hex = cookie.map { String(format: "%02x", $0) }.joined()
-        let launch = "appsrc name=in format=time caps=audio/x-alac,rate=\(fmtp[10]),channels=\(fmtp[6]),codec_data=(buffer)\(hex) "
-            + "! avdec_alac ! audioconvert ! audio/x-raw,format=S16LE,layout=interleaved ! appsink name=out sync=false"
+        try self.init(caps: "audio/x-alac,rate=\(fmtp[10]),channels=\(fmtp[6]),codec_data=(buffer)\(hex)", decoder: "avdec_alac",
+                      maximumFrames: fmtp[0], channels: fmtp[6])
+    }
+
+    /// A decoder for AAC (LC or ELD) with the AudioSpecificConfig from the fmtp's `config=`.
+    public convenience init(aacConfig config: [UInt8], sampleRate: Int, channels: Int) throws(MediaError) {
+        GStreamerRuntime.initialize()
+        guard GStreamerRuntime.hasElement("avdec_aac") else {
+            throw MediaError(code: -7, domain: "airplayd.aac", message: "no AAC decoder: install gstreamer1.0-libav")
+        }
+        let hex = config.map { String(format: "%02x", $0) }.joined()
+        try self.init(caps: "audio/mpeg,mpegversion=4,stream-format=raw,rate=\(sampleRate),channels=\(channels),codec_data=(buffer)\(hex)",
+                      decoder: "avdec_aac", maximumFrames: 2048, channels: channels)
+    }
+
+    private init(caps: String, decoder: String, maximumFrames: Int, channels: Int) throws(MediaError) {
+        // No dithering: the conversion to 16 bits must be deterministic.
+        let launch = "appsrc name=in format=time caps=\(caps) ! \(decoder) ! audioconvert dithering=none noise-shaping=none "
+            + "! audio/x-raw,format=S16LE,layout=interleaved ! appsink name=out sync=false"
         var error: UnsafeMutablePointer<GError>?
         let element = gst_parse_launch(launch, &error)
         if let error {
@@ -40,7 +57,7 @@ public final class GStreamerAudioDecoder: @unchecked Sendable {
         pipeline = element
         self.source = source
         self.sink = sink
-        maximumBytes = max(1, fmtp[0]) * fmtp[6] * 2
+        maximumBytes = max(1, maximumFrames) * channels * 2
         gst_element_set_state(pipeline, GST_STATE_PLAYING)
     }
 

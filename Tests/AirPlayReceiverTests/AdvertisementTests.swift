@@ -67,6 +67,9 @@ import Testing
                                          capabilities: ReceiverCapabilities(video: false, hls: false, audio: true, alac: true))
         #expect(without.raopTXT["cn"] == "0")
         #expect(with.raopTXT["cn"] == "0,1")
+        let both = ReceiverAdvertisement(deviceID: id, port: 7000,
+                                         capabilities: ReceiverCapabilities(video: false, hls: false, audio: true, alac: true, aac: true))
+        #expect(both.raopTXT["cn"] == "0,1,2")
     }
 
     @Test func audioOffWithdrawsRAOP() {

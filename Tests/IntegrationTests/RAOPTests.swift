@@ -174,6 +174,28 @@ final class SweepMedia: @unchecked Sendable {
 /// ALAC: real packets from an .m4a ffmpeg encodes, sent as RAOP (4096-frame packets, larger
 /// than NIO's default 2 KiB datagram buffer), decoded by GStreamer's avdec_alac.
 @Suite struct RAOPALACTests {
+    /// AAC-LC: ffmpeg's AAC in an .m4a, sent as RAOP mpeg4-generic with its AudioSpecificConfig.
+    /// The reference is ffmpeg's own decode; GStreamer's avdec_aac is the same decoder, so the
+    /// output matches within one step of 16-bit rounding.
+    @Test func aacPacketsDecodeLikeFFmpeg() throws {
+        let python = try Products.peerTool("python")
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let ffmpeg = try #require(TestHost.which("ffmpeg"))
+        let m4a = sweep.directory + "/sweep-aac.m4a"
+        let reference = sweep.directory + "/sweep-aac-ref.wav"
+        for job in [["-loglevel", "error", "-y", "-i", sweep.directory + "/sweep.wav", "-c:a", "aac", "-b:a", "256k", m4a],
+                    ["-loglevel", "error", "-y", "-i", m4a, "-c:a", "pcm_s16le", reference]] {
+            #expect(try runCommand(ffmpeg, job, timeout: 60).status == 0)
+        }
+        let raw = Products.scratchDirectory("aac") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_alac_sender.py"
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), raw, m4a, reference, "2"], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").last?.hasPrefix("OK ") == true, "\(result.stdout)")
+        #expect(daemon.process.stderr.contains("codec=AAC"))
+    }
+
     @Test func alacPacketsComeOutBitExact() throws {
         let python = try Products.peerTool("python")
         let sweep = try #require(RAOPInteropTests.sweep)
@@ -263,8 +285,11 @@ final class SweepMedia: @unchecked Sendable {
         let c = try RawHTTPConnection(port: daemon.port)
         let aac = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "mpeg4-generic/44100/2")
         let refused = try rtsp(c, "ANNOUNCE", 1, headers: ["Content-Type": "application/sdp"], body: aac)
-        #expect(refused.status == 415)
-        #expect(refused.text.contains("AAC"))
+        #expect(refused.status == 400, "AAC without its AudioSpecificConfig")
+        #expect(refused.text.contains("config="))
+        let wideALAC = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "AppleLossless")
+            .replacingOccurrences(of: "352 0 16 40", with: "352 0 24 40")
+        #expect(try rtsp(c, "ANNOUNCE", 6, headers: ["Content-Type": "application/sdp"], body: wideALAC).status == 415)
         let badKey = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
         let refusedKey = try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: badKey)
         #expect(refusedKey.status == 400, "a key that does not unwrap with the AirPort key")

@@ -137,6 +137,15 @@ public final class AudioSessions: Sendable {
         return response
     }
 
+    static func codecName(_ codec: RAOPStreamDescription.Codec) -> String {
+        switch codec {
+        case .pcm: "L16"
+        case .alac: "ALAC"
+        case .aacLC: "AAC"
+        case .aacELD: "AAC-ELD"
+        }
+    }
+
     /// Our address on the connection as 4 (IPv4, also IPv4-mapped IPv6) or 16 bytes.
     static func addressBytes(_ address: SocketAddress?) -> [UInt8] {
         guard let text = address?.ipAddress.map(plainIP) else { return [] }
@@ -240,7 +249,14 @@ public final class AudioSessions: Sendable {
                 return ControlRouter.textResponse(status: 415, "ALAC stream not playable: \(error.message)")
             }
         case .aacLC, .aacELD:
-            return ControlRouter.textResponse(status: 415, "this receiver decodes L16 and ALAC (cn=0,1); AAC is not implemented yet")
+            guard let config = stream.aacConfig else {
+                return ControlRouter.textResponse(status: 400, "mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
+            }
+            do {
+                decoder = try GStreamerAudioDecoder(aacConfig: config, sampleRate: stream.sampleRate, channels: stream.channels)
+            } catch {
+                return ControlRouter.textResponse(status: 415, "AAC stream not playable: \(error.message)")
+            }
         }
         var decryptor: RAOPPacketDecryptor?
         if let wrapped = stream.rsaAESKey {
@@ -275,7 +291,7 @@ public final class AudioSessions: Sendable {
             if previous.connection.id != connection.id { previous.connection.close() }
         }
         nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
-        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "\(decoder == nil ? "L16" : "ALAC")",
+        logger.info("audio announced", metadata: ["session": "\(session.number)", "codec": "\(Self.codecName(stream.codec))",
                                                   "rate": "\(stream.sampleRate)",
                                                   "encrypted": "\(decryptor != nil)"])
         return AirPlayResponse(status: 200)

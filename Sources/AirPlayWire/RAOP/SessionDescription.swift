@@ -26,6 +26,8 @@ public struct RAOPStreamDescription: Hashable, Sendable {
     public var rsaAESKey: [UInt8]?
     /// The AES IV (`a=aesiv`).
     public var aesIV: [UInt8]?
+    /// AAC's AudioSpecificConfig (`config=` in the fmtp of `mpeg4-generic`).
+    public var aacConfig: [UInt8]?
 
     /// Why an SDP body was refused.
     public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
@@ -92,6 +94,20 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         }
         rsaAESKey = key
         aesIV = iv
+        aacConfig = fmtp.joined(separator: " ").split(whereSeparator: { $0 == ";" || $0 == " " })
+            .first { $0.lowercased().hasPrefix("config=") }
+            .flatMap { Self.hex(String($0.dropFirst(7))) }
+    }
+
+    private static func hex(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard !digits.isEmpty, digits.count % 2 == 0, digits.count <= 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// True when the sender encrypts the audio.
