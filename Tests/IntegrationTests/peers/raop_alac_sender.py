@@ -11,7 +11,7 @@ sample within TOLERANCE (default 0: bit-exact). Prints "OK {json}" or "FAIL reas
 import json, os, socket, struct, sys, time, wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from raop_encrypted_sender import fail, request  # noqa: E402
+from raop_encrypted_sender import compare_output, fail, request  # noqa: E402
 
 
 def boxes(data, start, end):
@@ -137,21 +137,7 @@ def main():
     sent = list(struct.unpack(f"<{w.getnframes() * 2}h", w.readframes(w.getnframes())))
     # Codecs with priming (AAC) decode a little longer than the reference; compare what overlaps.
     sent = sent[: 2 * max(0, w.getnframes() - 2048)] if not fmtp else sent
-    data = open(raw_path, "rb").read()
-    received = list(struct.unpack(f"<{len(data) // 2}h", data[: len(data) // 2 * 2]))
-    def close(a, b):
-        return all(abs(x - y) <= tolerance for x, y in zip(a, b))
-    probe = sent[2 * 4410: 2 * 4410 + 20]
-    offset = next((k for k in range(0, len(received) - 20, 2) if close(received[k:k + 20], probe)), None)
-    if offset is None:
-        fail(f"the reference is not in the output ({len(received) // 2} frames received)")
-    base = offset - 2 * 4410
-    total = len(sent) // 2 - 4410
-    equal = sum(1 for i in range(4410, len(sent) // 2)
-                if 0 <= base + 2 * i + 1 < len(received) and close(received[base + 2 * i:base + 2 * i + 2], sent[2 * i:2 * i + 2]))
-    share = equal / total
-    if share < 0.999:
-        fail(f"only {share:.4f} of the frames match")
+    share, base = compare_output(raw_path, sent, tolerance)
     print("OK " + json.dumps({"packets": len(packets), "frames_per_packet": frames, "bit_exact": share, "offset_frames": base // 2}))
 
 
