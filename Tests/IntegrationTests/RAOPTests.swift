@@ -114,6 +114,19 @@ final class SweepMedia: @unchecked Sendable {
         #expect(after.contains("\"state\":\"idle\""), "now playing is cleared when the session ends")
     }
 
+    /// The default kind of output is a GStreamer sink description. A synced filesink at the end
+    /// of that pipeline shows the whole path (appsrc, convert, resample, sink) is bit-exact too.
+    @Test func aGStreamerSinkOutputIsBitExact() throws {
+        let sweep = try #require(Self.sweep)
+        let file = Products.scratchDirectory("gst-out") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "filesink location=\(file) sync=true"])
+        let result = try stream(daemon, volume: 100)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(daemon.process.stderr.contains("lost=0"))
+        let comparison = sweep.compare(try output(file))
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+    }
+
     /// pyatv 0.18 writes DMAP string lengths in characters: non-ASCII tags arrive malformed.
     /// The receiver ignores that metadata and keeps playing; an error would abort the stream.
     @Test func malformedMetadataNeverStopsTheStream() throws {
