@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "CZlib",
+            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "CZlib", "GStreamerMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -72,7 +72,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "airplay", dependencies: [
-            "AirPlaySender", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist",
+            "AirPlaySender", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

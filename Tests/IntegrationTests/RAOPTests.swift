@@ -31,18 +31,19 @@ final class SweepMedia: @unchecked Sendable {
 
     /// Aligns `output` on the reference (frame 4410, 100 ms in) and returns the offset and the
     /// share of frames after the first 100 ms that match `transform(reference)` exactly.
-    func compare(_ output: [Int16], transform: (Int16) -> Int16 = { $0 }, tolerance: Int = 0) -> (offset: Int?, exact: Double) {
+    func compare(_ output: [Int16], transform: (Int16) -> Int16 = { $0 }, tolerance: Int = 0,
+                 from start: Int = 4410) -> (offset: Int?, exact: Double) {
         let frames = reference.count / 2
-        let probe = Array(reference[8820..<8840]).map(transform)
+        let probe = Array(reference[(2 * start)..<(2 * start + 20)]).map(transform)
         guard output.count >= 40 else { return (nil, 0) }
         var offset: Int?
         for k in 0..<(output.count / 2 - 10) where Array(output[(2 * k)..<(2 * k + 20)]).elementsEqual(probe, by: { abs(Int($0) - Int($1)) <= tolerance }) {
-            offset = k - 4410
+            offset = k - start
             break
         }
         guard let offset else { return (nil, 0) }
         var equal = 0
-        for frame in 4410..<frames {
+        for frame in start..<frames {
             let at = 2 * (frame + offset)
             guard at >= 0, at + 1 < output.count else { continue }
             if abs(Int(output[at]) - Int(transform(reference[2 * frame]))) <= tolerance,
@@ -50,7 +51,7 @@ final class SweepMedia: @unchecked Sendable {
                 equal += 1
             }
         }
-        return (offset, Double(equal) / Double(frames - 4410))
+        return (offset, Double(equal) / Double(frames - start))
     }
 }
 
