@@ -40,20 +40,8 @@ public final class GStreamerAudioDecoder: @unchecked Sendable {
         // No dithering: the conversion to 16 bits must be deterministic.
         let launch = "appsrc name=in format=time caps=\(caps) ! \(decoder) ! audioconvert dithering=none noise-shaping=none "
             + "! audio/x-raw,format=S16LE,layout=interleaved ! appsink name=out sync=false"
-        var error: UnsafeMutablePointer<GError>?
-        let element = gst_parse_launch(launch, &error)
-        if let error {
-            let message = String(cString: error.pointee.message)
-            g_error_free(error)
-            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
-            throw MediaError(code: -7, domain: "airplayd.alac", message: message)
-        }
-        guard let element else { throw MediaError(code: -7, domain: "airplayd.alac", message: "no decoder pipeline") }
-        let bin = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self)
-        guard let source = gst_bin_get_by_name(bin, "in"), let sink = gst_bin_get_by_name(bin, "out") else {
-            gst_object_unref(UnsafeMutableRawPointer(element))
-            throw MediaError(code: -7, domain: "airplayd.alac", message: "decoder pipeline without its ends")
-        }
+        let built = try GStreamerRuntime.launch(launch, named: ["in", "out"], domain: "airplayd.decoder")
+        let (element, source, sink) = (built.pipeline, built.elements[0], built.elements[1])
         pipeline = element
         self.source = source
         self.sink = sink

@@ -14,17 +14,13 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
         let launch = "appsrc name=raop format=time is-live=true do-timestamp=true "
             + "caps=audio/x-raw,format=S16LE,layout=interleaved,rate=\(sampleRate),channels=\(channels) "
             + "! queue max-size-time=2000000000 ! audioconvert ! audioresample ! \(description)"
-        var error: UnsafeMutablePointer<GError>?
-        let element = gst_parse_launch(launch, &error)
-        if let error {
-            let message = String(cString: error.pointee.message)
-            g_error_free(error)
-            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
-            throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "audio output \"\(description)\": \(message)")
+        let built: (pipeline: UnsafeMutablePointer<GstElement>, elements: [UnsafeMutablePointer<GstElement>])
+        do {
+            built = try GStreamerRuntime.launch(launch, named: ["raop"], domain: "airplayd.gstreamer")
+        } catch {
+            throw MediaError(code: error.code, domain: error.domain, message: "audio output \"\(description)\": \(error.message)")
         }
-        guard let element, let found = gst_bin_get_by_name(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self), "raop") else {
-            throw MediaError(code: -2, domain: "airplayd.gstreamer", message: "audio output pipeline has no source")
-        }
+        let (element, found) = (built.pipeline, built.elements[0])
         pipeline = element
         source = found
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {

@@ -15,18 +15,8 @@ public final class GStreamerPCMSource: @unchecked Sendable {
         let escaped = path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         let launch = "filesrc location=\"\(escaped)\" ! decodebin ! audioconvert dithering=none ! audioresample "
             + "! audio/x-raw,format=S16LE,layout=interleaved,rate=44100,channels=2 ! appsink name=out sync=false max-buffers=64"
-        var error: UnsafeMutablePointer<GError>?
-        let element = gst_parse_launch(launch, &error)
-        if let error {
-            let message = String(cString: error.pointee.message)
-            g_error_free(error)
-            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
-            throw MediaError(code: -8, domain: "airplay.source", message: message)
-        }
-        guard let element,
-              let sink = gst_bin_get_by_name(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self), "out") else {
-            throw MediaError(code: -8, domain: "airplay.source", message: "no decoding pipeline")
-        }
+        let built = try GStreamerRuntime.launch(launch, named: ["out"], domain: "airplay.source")
+        let (element, sink) = (built.pipeline, built.elements[0])
         pipeline = element
         self.sink = sink
         if gst_element_set_state(pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import CGStreamer
 
 /// The GStreamer library: initialisation and registry questions.
@@ -25,5 +26,32 @@ public enum GStreamerRuntime {
         guard let factory = gst_element_factory_find(name) else { return false }
         gst_object_unref(UnsafeMutableRawPointer(factory))
         return true
+    }
+
+    /// Builds a pipeline from a launch description and finds its named elements (owned by the
+    /// caller, like the pipeline); the error names what failed in `domain`.
+    static func launch(_ description: String, named names: [String], domain: String)
+        throws(MediaError) -> (pipeline: UnsafeMutablePointer<GstElement>, elements: [UnsafeMutablePointer<GstElement>]) {
+        initialize()
+        var error: UnsafeMutablePointer<GError>?
+        let element = gst_parse_launch(description, &error)
+        if let error {
+            let message = String(cString: error.pointee.message)
+            g_error_free(error)
+            if let element { gst_object_unref(UnsafeMutableRawPointer(element)) }
+            throw MediaError(code: -2, domain: domain, message: message)
+        }
+        guard let element else { throw MediaError(code: -2, domain: domain, message: "empty pipeline") }
+        let bin = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstBin.self)
+        var found: [UnsafeMutablePointer<GstElement>] = []
+        for name in names {
+            guard let named = gst_bin_get_by_name(bin, name) else {
+                found.forEach { gst_object_unref(UnsafeMutableRawPointer($0)) }
+                gst_object_unref(UnsafeMutableRawPointer(element))
+                throw MediaError(code: -2, domain: domain, message: "pipeline without its \(name) element")
+            }
+            found.append(named)
+        }
+        return (element, found)
     }
 }
