@@ -59,6 +59,7 @@ public final class ManagedProcess: @unchecked Sendable {
             throw TestHostError("cannot start \(executable): \(String(cString: strerror(status)))")
         }
         pid = child
+        CleanupAtExit.register(process: child)
     }
 
     /// True while it runs.
@@ -116,6 +117,41 @@ public final class ManagedProcess: @unchecked Sendable {
     }
 
     deinit { stop(grace: 1) }
+}
+
+/// What tests start lives no longer than the test run: processes held by static fixtures, whose
+/// deinit never runs, are killed and their network namespaces removed when the runner exits.
+enum CleanupAtExit {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var processes: Set<pid_t> = []
+    nonisolated(unsafe) private static var namespaces: Set<String> = []
+    nonisolated(unsafe) private static var installed = false
+
+    static func register(process: pid_t) { lock.withLock { processes.insert(process); install() } }
+    static func register(namespace: String) { lock.withLock { namespaces.insert(namespace); install() } }
+    static func forget(namespace: String) { _ = lock.withLock { namespaces.remove(namespace) } }
+
+    private static func install() {
+        guard !installed else { return }
+        installed = true
+        atexit { CleanupAtExit.run() }
+    }
+
+    private static func run() {
+        let (pids, names) = lock.withLock { (processes, namespaces) }
+        for pid in pids { kill(pid, SIGKILL) }
+        for name in names {
+            // Plain fork/exec: Foundation may already be shutting down.
+            var child: pid_t = 0
+            let words: [String] = ["/usr/sbin/ip", "netns", "del", name]
+            let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+            if posix_spawn(&child, "/usr/sbin/ip", nil, nil, argv, environ) == 0 {
+                var status: Int32 = 0
+                waitpid(child, &status, 0)
+            }
+            argv.forEach { free($0) }
+        }
+    }
 }
 
 /// Runs a command to completion with a time limit.

@@ -33,6 +33,7 @@ public final class TestHost: @unchecked Sendable {
         try Self.require(["ip", "dbus-daemon", "avahi-daemon", "avahi-browse", "avahi-publish"])
         let add = try runCommand(Self.which("ip")!, ["netns", "add", namespace], timeout: 10)
         guard add.status == 0 else { throw TestHostError("ip netns add failed: \(add.stderr)") }
+        CleanupAtExit.register(namespace: namespace)
         _ = try runCommand(Self.which("ip")!, ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"], timeout: 10)
         try startBus()
     }
@@ -145,6 +146,7 @@ public final class TestHost: @unchecked Sendable {
         stopAvahi()
         stopBus()
         _ = try? runCommand(Self.which("ip")!, ["netns", "del", namespace], timeout: 10)
+        CleanupAtExit.forget(namespace: namespace)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
