@@ -14,18 +14,13 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Volume 0-100 (default 100: the stream plays at full scale).")
     var volume: Double = 100
 
-    @Option(name: .long, help: "Receiver: a name, a device id, or HOST:PORT. Default: the only audio receiver found.")
-    var to: String?
-
-    @Flag(name: .long, help: "Print JSON instead of text.")
-    var json = false
+    @OptionGroup var options: ReceiverOptions
 
     func validate() throws {
         guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0 to 100") }
     }
 
     func run() async throws {
-        let options = try ReceiverOptions.parse(["--json"].filter { _ in json } + (to.map { ["--to", $0] } ?? []))
         let source: GStreamerPCMSource
         do {
             source = try GStreamerPCMSource(path: file)

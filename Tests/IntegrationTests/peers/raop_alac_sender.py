@@ -11,7 +11,7 @@ sample within TOLERANCE (default 0: bit-exact). Prints "OK {json}" or "FAIL reas
 import json, os, socket, struct, sys, time, wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from raop_encrypted_sender import compare_output, fail, request  # noqa: E402
+from raop_encrypted_sender import compare_output, fail, request, start_session  # noqa: E402
 
 
 def boxes(data, start, end):
@@ -113,14 +113,7 @@ def main():
         frames = 1024
         sdp += "a=rtpmap:96 mpeg4-generic/44100/2\r\na=fmtp:96 mode=AAC-hbr; config=" + config.hex() + "\r\n"
     sock = socket.create_connection((host, port), timeout=10)
-    status, _ = request(sock, "ANNOUNCE", 1, {"Content-Type": "application/sdp"}, sdp.encode())
-    if status != 200:
-        fail(f"ANNOUNCE answered {status}")
-    control = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    control.bind(("127.0.0.1", 0))
-    status, fields = request(sock, "SETUP", 2, {"Transport": f"RTP/AVP/UDP;unicast;mode=record;control_port={control.getsockname()[1]};timing_port={control.getsockname()[1]}"})
-    server_port = int(dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)["server_port"])
-    request(sock, "RECORD", 3)
+    server_port, control = start_session(sock, sdp, 1)
     audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     start = time.monotonic()
     for n, payload in enumerate(packets):

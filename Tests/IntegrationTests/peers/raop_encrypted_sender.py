@@ -53,6 +53,24 @@ def compare_output(raw_path, sent, tolerance=0):
     return share, base
 
 
+def start_session(sock, sdp, cseq):
+    """ANNOUNCE `sdp`, SETUP with a local UDP control/timing port, RECORD (CSeq from `cseq` on).
+    Returns the receiver's audio port and the control socket (kept open for the session)."""
+    status, _ = request(sock, "ANNOUNCE", cseq, {"Content-Type": "application/sdp"}, sdp.encode())
+    if status != 200:
+        fail(f"ANNOUNCE answered {status}")
+    control = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    control.bind(("127.0.0.1", 0))
+    port = control.getsockname()[1]
+    status, fields = request(sock, "SETUP", cseq + 1,
+                             {"Transport": f"RTP/AVP/UDP;unicast;mode=record;control_port={port};timing_port={port}"})
+    if status != 200:
+        fail(f"SETUP answered {status}")
+    server_port = int(dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)["server_port"])
+    request(sock, "RECORD", cseq + 2)
+    return server_port, control
+
+
 def request(sock, method, cseq, headers=None, body=b""):
     lines = [f"{method} rtsp://127.0.0.1/1 RTSP/1.0", f"CSeq: {cseq}"] + [f"{k}: {v}" for k, v in (headers or {}).items()]
     lines.append(f"Content-Length: {len(body)}")
@@ -96,14 +114,7 @@ def main():
            "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n"
            f"a=rsaaeskey:{base64.b64encode(wrapped).decode().rstrip('=')}\r\n"
            f"a=aesiv:{base64.b64encode(iv).decode().rstrip('=')}\r\n")
-    status, _ = request(sock, "ANNOUNCE", 2, {"Content-Type": "application/sdp"}, sdp.encode())
-    if status != 200:
-        fail(f"ANNOUNCE answered {status}")
-    control = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    control.bind(("127.0.0.1", 0))
-    status, fields = request(sock, "SETUP", 3, {"Transport": f"RTP/AVP/UDP;unicast;mode=record;control_port={control.getsockname()[1]};timing_port={control.getsockname()[1]}"})
-    server_port = int(dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)["server_port"])
-    request(sock, "RECORD", 4)
+    server_port, control = start_session(sock, sdp, 2)
 
     # 3. Two seconds of a swept signal, encrypted per packet, sent in real time.
     audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
