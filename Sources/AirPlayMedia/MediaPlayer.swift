@@ -127,4 +127,12 @@ public protocol PCMOutput: AnyObject, Sendable {
     func write(_ samples: [Int16])
     /// Releases the device or file.
     func close()
+    /// Seconds between a write and the moment its first frame is heard (the sink's latency):
+    /// the playout writes that much earlier so frames are heard when the sender means.
+    var presentationDelay: Double { get }
+}
+
+extension PCMOutput {
+    /// No delay: a file or FIFO receives the frames the moment they are written.
+    public var presentationDelay: Double { 0 }
 }

@@ -88,7 +88,7 @@ public struct ControlRouter: Sendable {
         let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
         guard loopback else { return textResponse(status: 403, "/now-playing is served to programs on this box only") }
         var body = ByteBuffer()
-        body.writeBytes(audio.nowPlaying.json(stream: audio.statistics))
+        body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures))
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
 

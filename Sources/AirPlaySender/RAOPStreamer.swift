@@ -104,7 +104,8 @@ public final class RAOPStreamer: @unchecked Sendable {
             let elapsed = ProcessInfo.processInfo.systemUptime - start
             if elapsed - lastSync >= 1 {
                 lastSync = elapsed
-                send(Self.sync(sending: timestamp, first: sequence == 0), to: serverControl, on: channel)
+                send(Self.sync(sending: timestamp, at: Self.ntp(atUptime: start + Double(timestamp) / 44100), first: sequence == 0),
+                     to: serverControl, on: channel)
             }
             send(packet, to: serverAudio, on: channel)
             let frames = samples.count / 2
@@ -130,21 +131,29 @@ public final class RAOPStreamer: @unchecked Sendable {
         channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
     }
 
-    /// The wall clock as NTP 32.32 fixed point (seconds since 1900).
-    static func ntpNow() -> UInt64 {
+    /// Our clock for receivers, as NTP 32.32 fixed point (seconds since 1900): the wall clock read
+    /// once, then advanced by the monotonic clock, so it never steps while we stream.
+    static func ntpNow() -> UInt64 { ntp(atUptime: ProcessInfo.processInfo.systemUptime) }
+
+    private static let clockBase: (uptime: Double, wall: Double) = {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        return (UInt64(time.tv_sec) + 2_208_988_800) << 32 | (UInt64(time.tv_nsec) << 32) / 1_000_000_000
+        return (ProcessInfo.processInfo.systemUptime, Double(time.tv_sec) + 2_208_988_800 + Double(time.tv_nsec) / 1e9)
+    }()
+
+    /// Our NTP clock at a monotonic time.
+    static func ntp(atUptime uptime: Double) -> UInt64 {
+        let seconds = clockBase.wall + (uptime - clockBase.uptime)
+        let whole = seconds.rounded(.down)
+        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
     }
 
-    /// A sync packet: the RTP time that should be playing now (what we send minus the latency),
-    /// our clock (the receiver maps it through our timing replies), and the next RTP time.
-    static func sync(sending: UInt32, first: Bool) -> [UInt8] {
-        var bytes: [UInt8] = [first ? 0x90 : 0x80, 0xD4, 0x00, 0x07]
-        bytes += withUnsafeBytes(of: (sending &- latencyFrames).bigEndian, Array.init)
-        bytes += withUnsafeBytes(of: ntpNow().bigEndian, Array.init)
-        bytes += withUnsafeBytes(of: sending.bigEndian, Array.init)
-        return bytes
+    /// A sync packet: the RTP time that plays at `time` (what is sent then, minus the latency),
+    /// `time` on our clock (receivers map it through our timing replies), and the next RTP time.
+    /// `time` is when `sending` is scheduled to leave, not when it did: sync packets then agree
+    /// with each other to the sample.
+    static func sync(sending: UInt32, at time: UInt64, first: Bool) -> [UInt8] {
+        RAOPSync(rtpTimeNowMinusLatency: sending &- latencyFrames, ntpTime: time, rtpTimeNext: sending, isFirst: first).bytes
     }
 }
 

@@ -58,6 +58,17 @@ static inline GstFlowReturn cairplay_push_samples(GstElement *appsrc, const void
     gst_buffer_fill(buffer, 0, data, size);
     return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
+/// The pipeline's minimum latency in nanoseconds (what a live sink adds before rendering), or -1.
+static inline gint64 cairplay_query_latency(GstElement *pipeline) {
+    gboolean live = FALSE;
+    GstClockTime minimum = 0, maximum = 0;
+    GstQuery *query = gst_query_new_latency();
+    gboolean answered = gst_element_query(pipeline, query);
+    if (answered) gst_query_parse_latency(query, &live, &minimum, &maximum);
+    gst_query_unref(query);
+    if (!answered || minimum == GST_CLOCK_TIME_NONE) return -1;
+    return (gint64)minimum;
+}
 /// Pulls one decoded buffer (waiting at most `timeout` ns) and copies at most `capacity` bytes out;
 /// returns the byte count, or -1 when nothing came.
 static inline gssize cairplay_pull_bytes(GstElement *appsink, void *out, gsize capacity, GstClockTime timeout) {

@@ -1,5 +1,6 @@
 import AirPlayMedia
 import CGStreamer
+import Synchronization
 
 /// Received audio played on a GStreamer sink (`autoaudiosink`, `alsasink device=hw:0`,
 /// `pulsesink`, `pipewiresink`): a live app source, converted and resampled for the sink.
@@ -7,6 +8,7 @@ import CGStreamer
 public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let source: UnsafeMutablePointer<GstElement>
+    private let latency = Mutex<Double?>(nil)
 
     /// Builds and starts the pipeline; throws when the sink description does not parse.
     public init(sink description: String, sampleRate: Int = 44100, channels: Int = 2) throws(MediaError) {
@@ -33,6 +35,17 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
     /// Pushes samples as one buffer.
     public func write(_ samples: [Int16]) {
         samples.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
+    }
+
+    /// The pipeline's latency, asked once it has settled (a live sink knows it after its first buffers).
+    public var presentationDelay: Double {
+        latency.withLock { cached in
+            if let cached { return cached }
+            let nanoseconds = cairplay_query_latency(pipeline)
+            guard nanoseconds >= 0 else { return 0 }
+            cached = Double(nanoseconds) / 1e9
+            return cached!
+        }
     }
 
     /// Stops the pipeline.

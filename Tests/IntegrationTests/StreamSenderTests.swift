@@ -23,7 +23,15 @@ import Testing
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
         #expect(comparison.offset == 0)
         #expect(daemon.process.stderr.contains("lost=0"))
-        print("measure: airplay stream → airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+        // Timed by our sender's clock (its sync packets agree with its timing answers), which is
+        // the machine's: nothing to correct, and every packet out within a few milliseconds.
+        let stream = try RAOPClockTests.streamFigures(daemon.port)
+        let clock = try #require(stream["clock"] as? [String: Any]), sync = try #require(stream["sync"] as? [String: Any])
+        #expect(clock["source"] as? String == "sender", "\(stream)")
+        #expect(stream["framesInserted"] as? Int == 0 && stream["framesRemoved"] as? Int == 0, "\(stream)")
+        #expect((sync["p95Ms"] as? Double ?? 99) < 5, "\(sync)")
+        print("measure: airplay stream → airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %, "
+              + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(sync["p95Ms"] ?? "?") ms max \(sync["maxMs"] ?? "?") ms")
     }
 
     @Test func unusableFilesAndUnreachableReceiversHaveTheirExitCodes() throws {

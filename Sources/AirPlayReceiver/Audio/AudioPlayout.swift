@@ -3,13 +3,20 @@ import AirPlayWire
 import Foundation
 import Synchronization
 
-/// Puts received audio packets back in order and hands their frames to the output when due.
+/// Puts received audio packets back in order and hands their frames to the output when the
+/// sender means them to be heard.
 ///
-/// The first packet after RECORD or FLUSH anchors the clock: the frame with RTP time T plays
-/// `bufferDelay` after that packet arrived, plus (T - anchor) / sampleRate. Gaps are filled with
+/// When is "meant": with a trusted `SenderTimeline`, the frame with RTP time T plays at the
+/// local time the sender's sync packets and timing answers map T to. Otherwise (no timing
+/// answers, or a sender whose clocks disagree) the first packet after RECORD or FLUSH anchors
+/// the schedule: T plays `bufferDelay` after that packet arrived, plus (T - anchor) / rate.
+///
+/// The output runs on our monotonic clock. When the sender's clock drifts from ours, single
+/// frames are inserted or removed (averaged with their neighbours, so there is no click) to keep
+/// the output within 2 ms of the meant time (shairport-sync's default tolerance too). A jump of
+/// more than 20 ms in the sender's timeline is followed at once instead. Gaps are filled with
 /// silence when their time comes (and reported as lost); duplicates and packets older than what
-/// already played are dropped. A monotonic clock paces the output, so a file or FIFO receives
-/// audio in real time, like a sound card would.
+/// already played are dropped.
 public final class AudioPlayout: @unchecked Sendable {
     /// What the playout measured, for logs and the benchmark.
     public struct Statistics: Hashable, Sendable {
@@ -19,17 +26,39 @@ public final class AudioPlayout: @unchecked Sendable {
         public var dropped = 0
         /// Packets never received by the time they were due (played as silence).
         public var lost = 0
+        /// Packets skipped whole because they were meant long before the output got there.
+        public var skipped = 0
         /// Frames written to the output.
         public var framesPlayed = 0
+        /// Frames added to follow a slower sender clock.
+        public var framesInserted = 0
+        /// Frames removed to follow a faster sender clock.
+        public var framesRemoved = 0
+        /// Times the schedule was re-anchored (a stall, or a jump in the sender's timeline).
+        public var reanchors = 0
         /// Worst lateness of the output thread against the schedule, in milliseconds.
         public var worstLatenessMilliseconds = 0.0
+        /// Each packet's output time (plus the output's delay) minus the time it was meant for.
+        public var syncError = SyncErrorTally()
+    }
+
+    /// One stretch of contiguous playback, from the first packet after RECORD/FLUSH (or after
+    /// the stream went idle) on.
+    private struct Run {
+        var nextTimestamp: UInt32
+        /// Arrival schedule: `anchorTimestamp` plays at `anchorTime`.
+        var anchorTimestamp: UInt32
+        var anchorTime: Double
+        /// The output's own clock: output frame k is written at `outputStart + k / rate`.
+        var outputStart: Double?
+        var framesOut = 0
+        /// Adding or removing frames until the output is back within `settled`.
+        var correcting = false
     }
 
     private struct State {
         var packets: [UInt32: [Int16]] = [:]   // by RTP timestamp
-        var anchorTimestamp: UInt32?
-        var anchorTime: Double = 0
-        var nextTimestamp: UInt32 = 0
+        var run: Run?
         var lastArrival: Double = 0
         var gain: Double = 1
         var stats = Statistics()
@@ -37,7 +66,24 @@ public final class AudioPlayout: @unchecked Sendable {
         var flushedBefore: UInt32?
     }
 
+    private enum Step {
+        case stop
+        case idle
+        case wait(Double)
+        case write([Int16], gain: Double)
+    }
+
+    /// Beyond this, following the sender's clock frame by frame would take too long: step at once.
+    static let stepThreshold = 0.02
+    /// Within this, the output counts as in time; past it one frame per packet is added or
+    /// removed until the error is back under `settled`. The error is measured against the
+    /// output's ideal clock, not its jittery writes, so noise in it comes from the sender only.
+    static let tolerance = 0.002
+    /// Where a correction stops (22 frames).
+    static let settled = 0.0005
+
     private let output: any PCMOutput
+    private let timeline: SenderTimeline?
     private let sampleRate: Double
     private let channels: Int
     private let framesPerPacket: Int
@@ -48,9 +94,12 @@ public final class AudioPlayout: @unchecked Sendable {
     /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
     private let maximumBuffered = 800
 
-    /// A playout to an output; `bufferDelay` seconds of audio are buffered before playing.
-    public init(output: any PCMOutput, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double = 0.5) {
+    /// A playout to an output; without a trusted `timeline`, `bufferDelay` seconds of audio are
+    /// buffered before playing.
+    public init(output: any PCMOutput, timeline: SenderTimeline? = nil, sampleRate: Int, channels: Int, framesPerPacket: Int,
+                bufferDelay: Double = 0.5) {
         self.output = output
+        self.timeline = timeline
         self.sampleRate = Double(sampleRate)
         self.channels = channels
         self.framesPerPacket = framesPerPacket
@@ -63,7 +112,7 @@ public final class AudioPlayout: @unchecked Sendable {
         thread.start()
     }
 
-    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    private static func now() -> Double { SenderTimeline.now() }
 
     /// Takes decoded samples (interleaved) for the packet at an RTP timestamp.
     public func receive(timestamp: UInt32, samples: [Int16]) {
@@ -78,17 +127,12 @@ public final class AudioPlayout: @unchecked Sendable {
                 }
                 state.flushedBefore = nil
             }
-            if state.anchorTimestamp == nil {
-                state.anchorTimestamp = timestamp
-                state.anchorTime = arrival + bufferDelay
-                state.nextTimestamp = timestamp
+            if state.run == nil {
+                state.run = Run(nextTimestamp: timestamp, anchorTimestamp: timestamp, anchorTime: arrival + bufferDelay)
             }
             // Older than what already played (with wrap-around), or a duplicate: drop.
-            if Int32(bitPattern: timestamp &- state.nextTimestamp) < 0 || state.packets[timestamp] != nil {
-                state.stats.dropped += 1
-                return
-            }
-            guard state.packets.count < maximumBuffered else {
+            guard let next = state.run?.nextTimestamp, Int32(bitPattern: timestamp &- next) >= 0,
+                  state.packets[timestamp] == nil, state.packets.count < maximumBuffered else {
                 state.stats.dropped += 1
                 return
             }
@@ -97,12 +141,12 @@ public final class AudioPlayout: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Drops everything buffered; the next packet anchors the clock again (RTSP FLUSH).
+    /// Drops everything buffered; the next packet starts a new run (RTSP FLUSH).
     /// Packets older than `before` (the RTP-Info rtptime) that are still in flight are dropped too.
     public func flush(before rtpTime: UInt32? = nil) {
         state.withLock { state in
             state.packets = [:]
-            state.anchorTimestamp = nil
+            state.run = nil
             state.flushedBefore = rtpTime
         }
     }
@@ -132,49 +176,115 @@ public final class AudioPlayout: @unchecked Sendable {
 
     private func run() {
         while true {
-            let step = state.withLock { state -> (due: Double, running: Bool, anchored: Bool, idle: Bool) in
-                guard let anchor = state.anchorTimestamp else { return (0, state.running, false, true) }
-                // Frames since the anchor; unsigned so a stream may run for the whole 32-bit range.
-                let offset = Double(state.nextTimestamp &- anchor)
-                // Stream ended (nothing buffered, nothing arriving): wait for the next packet.
-                let idle = state.packets.isEmpty && Self.now() - state.lastArrival > bufferDelay + 0.5
-                if idle { state.anchorTimestamp = nil }
-                return (state.anchorTime + offset / sampleRate, state.running, true, idle)
-            }
-            guard step.running else { return }
-            if !step.anchored || step.idle {
+            switch state.withLock({ nextStep(&$0, now: Self.now()) }) {
+            case .stop:
+                return
+            case .idle:
                 _ = wake.wait(timeout: .now() + .milliseconds(100))
-                continue
+            case .wait(let seconds):
+                _ = wake.wait(timeout: .now() + .microseconds(Int(max(200, min(seconds * 1e6, 50_000)))))
+            case .write(let samples, let gain):
+                output.write(gain == 1 ? samples : samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) })
             }
-            let wait = step.due - Self.now()
-            if wait > 0 {
-                _ = wake.wait(timeout: .now() + .milliseconds(Int(max(1, min(wait * 1000, 50)))))
-                if step.due - Self.now() > 0.0005 { continue }
-            }
-            let (samples, gain) = state.withLock { state -> ([Int16], Double) in
-                let lateness = (Self.now() - step.due) * 1000
-                state.stats.worstLatenessMilliseconds = max(state.stats.worstLatenessMilliseconds, lateness)
-                let key = state.nextTimestamp
-                if let samples = state.packets.removeValue(forKey: key) {
-                    state.nextTimestamp = key &+ UInt32(samples.count / max(1, channels))
-                    state.stats.framesPlayed += samples.count / max(1, channels)
-                    return (samples, state.gain)
-                }
-                // Missing when due. With nothing newer buffered the stream has simply not gone on
-                // (its end, or a stall): wait instead of inventing silence.
-                let key32 = key
-                guard state.packets.keys.contains(where: { Int32(bitPattern: $0 &- key32) > 0 }) else { return ([], state.gain) }
-                // A real gap: play silence for one packet and move on.
-                state.stats.lost += 1
-                state.nextTimestamp = key &+ UInt32(framesPerPacket)
-                state.stats.framesPlayed += framesPerPacket
-                return ([Int16](repeating: 0, count: framesPerPacket * channels), state.gain)
-            }
-            if samples.isEmpty {
-                _ = wake.wait(timeout: .now() + .milliseconds(10))
-                continue
-            }
-            output.write(gain == 1 ? samples : samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) })
         }
+    }
+
+    /// Decides what the output thread does now; consumes a packet only when it is written.
+    private func nextStep(_ state: inout State, now: Double) -> Step {
+        guard state.running else { return .stop }
+        guard var run = state.run else { return .idle }
+        let key = run.nextTimestamp
+        guard let samples = state.packets[key] else {
+            // Missing. With nothing newer buffered the stream has not gone on (its end, or a
+            // stall): wait, and after a while let the next packet start a new run.
+            guard let newer = state.packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
+                .min(by: { ($0 &- key) < ($1 &- key) }) else {
+                if now - state.lastArrival > bufferDelay + 0.5 {
+                    state.run = nil
+                    return .idle
+                }
+                return .wait(0.01)
+            }
+            let gap = Int(newer &- key)
+            if gap > Int(sampleRate) {
+                // The sender jumped ahead without a FLUSH: continue there, on a fresh schedule.
+                state.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: now)
+                state.stats.reanchors += 1
+                return .wait(0)
+            }
+            // A real gap: its frames become silence when their time comes.
+            let frames = min(gap, framesPerPacket)
+            let due = (run.outputStart ?? now) + Double(run.framesOut) / sampleRate
+            if due - now > 0.0005 { return .wait(due - now) }
+            state.stats.lost += 1
+            run.nextTimestamp = key &+ UInt32(frames)
+            run.framesOut += frames
+            state.stats.framesPlayed += frames
+            state.run = run
+            return .write([Int16](repeating: 0, count: frames * channels), gain: state.gain)
+        }
+
+        // When this packet should be written: its meant time, less the output's own delay.
+        let meant = timeline?.localTime(of: key)
+            ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
+        let target = meant - output.presentationDelay
+        if run.outputStart == nil { run.outputStart = target - Double(run.framesOut) / sampleRate }
+        var due = run.outputStart! + Double(run.framesOut) / sampleRate
+        // > 0: the output's clock is behind the sender's timeline for this packet.
+        let error = due - target
+        if error < -Self.stepThreshold {
+            // Meant well after the output's clock: the output pauses until then.
+            run.outputStart = target - Double(run.framesOut) / sampleRate
+            due = target
+            state.stats.reanchors += 1
+        }
+        state.run = run
+        if due - now > 0.0005 { return .wait(due - now) }
+
+        var frames = samples
+        var cut = 0
+        if error > Self.stepThreshold {
+            // Meant well before the output got there (a jump in the sender's timeline): cut the
+            // overdue frames, the whole packet if need be.
+            cut = min(samples.count / channels, Int((error * sampleRate).rounded()))
+            frames = Array(samples.dropFirst(cut * channels))
+            state.stats.reanchors += 1
+            if frames.isEmpty { state.stats.skipped += 1 }
+        } else if abs(error) > Self.tolerance || (run.correcting && abs(error) > Self.settled) {
+            // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
+            // from 2 ms off until back within half a millisecond.
+            frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+            if error > 0 { state.stats.framesRemoved += 1 } else { state.stats.framesInserted += 1 }
+            run.correcting = true
+        } else {
+            run.correcting = false
+        }
+        state.packets[key] = nil
+        run.nextTimestamp = key &+ UInt32(samples.count / channels)
+        run.framesOut += frames.count / channels
+        state.run = run
+        state.stats.framesPlayed += frames.count / channels
+        state.stats.worstLatenessMilliseconds = max(state.stats.worstLatenessMilliseconds, (now - due) * 1000)
+        state.stats.syncError.add(now - target - Double(cut) / sampleRate)
+        return frames.isEmpty ? .wait(0) : .write(frames, gain: state.gain)
+    }
+
+    /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added
+    /// or the pair replaced is the average of its neighbours, so the waveform stays continuous.
+    static func stretch(_ samples: [Int16], channels: Int, by change: Int) -> [Int16] {
+        let frames = samples.count / channels
+        guard frames >= 2, channels > 0 else { return change > 0 ? samples + samples.suffix(channels) : samples }
+        let middle = frames / 2
+        var average = [Int16](repeating: 0, count: channels)
+        for channel in 0..<channels {
+            average[channel] = Int16((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
+        }
+        var out = samples
+        if change > 0 {
+            out.insert(contentsOf: average, at: middle * channels)
+        } else {
+            out.replaceSubrange((middle - 1) * channels..<(middle + 1) * channels, with: average)
+        }
+        return out
     }
 }

@@ -55,10 +55,13 @@ public final class AudioSessions: Sendable {
         let decryptor: RAOPPacketDecryptor?
         /// Set for ALAC streams; L16 needs none.
         var decoder: GStreamerAudioDecoder?
+        /// The sender's clock, from its sync packets and its answers to our timing requests.
+        let timeline: SenderTimeline
         /// Touched from the RTSP connection, the UDP channels and the watchdog: all under one lock.
         struct Mutable {
             var playout: AudioPlayout?
             var senderControl: SocketAddress?
+            var senderTiming: SocketAddress?
             var expectedSequence: UInt16?
             var lastActivity = ProcessInfo.processInfo.systemUptime
             var volume: Double = 0
@@ -85,7 +88,28 @@ public final class AudioSessions: Sendable {
             self.number = number
             self.stream = stream
             self.decryptor = decryptor
+            timeline = SenderTimeline(sampleRate: stream.sampleRate)
         }
+
+        /// What the session measured.
+        var figures: StreamFigures {
+            StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
+                          playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures)
+        }
+    }
+
+    /// What one session's stream measured: for the per-session log line, `/now-playing` and benchmarks.
+    public struct StreamFigures: Hashable, Sendable {
+        /// The session number.
+        public var session: Int
+        /// L16, ALAC, AAC or AAC-ELD.
+        public var codec: String
+        /// Packets, frames and sync error of the playout.
+        public var playout: AudioPlayout.Statistics
+        /// What is known of the sender's clock.
+        public var clock: SenderTimeline.Figures
+        /// True once the session has ended (the figures are then the last session's).
+        public var ended = false
     }
 
     private let group: any EventLoopGroup
@@ -99,6 +123,7 @@ public final class AudioSessions: Sendable {
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
     private let current = NIOLockedValueBox<Session?>(nil)
+    private let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
     private let counter = NIOLockedValueBox(Int.random(in: 1...1_000_000))
 
     /// Audio sessions playing to outputs made by `makeOutput`.
@@ -217,8 +242,10 @@ public final class AudioSessions: Sendable {
         if let session = current.withLockedValue({ $0 }) { end(session, reason: "shutdown") }
     }
 
-    /// The statistics of the current session's playout.
-    public var statistics: AudioPlayout.Statistics? { current.withLockedValue { $0 }?.playout?.statistics }
+    /// The figures of the current session, or else of the last one.
+    public var streamFigures: StreamFigures? {
+        current.withLockedValue { $0 }?.figures ?? lastFigures.withLockedValue { $0 }
+    }
 
     // MARK: RTSP
 
@@ -312,13 +339,14 @@ public final class AudioSessions: Sendable {
             end(session, reason: "audio output unavailable")
             return ControlRouter.textResponse(status: 500, "audio output unavailable: \(error)")
         }
-        let playout = AudioPlayout(output: output, sampleRate: session.stream.sampleRate, channels: session.stream.channels,
-                                   framesPerPacket: session.stream.framesPerPacket)
+        let playout = AudioPlayout(output: output, timeline: session.timeline, sampleRate: session.stream.sampleRate,
+                                   channels: session.stream.channels, framesPerPacket: session.stream.framesPerPacket)
         session.state.withLockedValue { state in
             playout.setVolume(decibels: state.volume)
             state.playout = playout
             if let remote = connection.remote {
                 state.senderControl = transport.port("control_port").flatMap { try? Self.address(remote, port: Int($0)) }
+                state.senderTiming = transport.port("timing_port").flatMap { try? Self.address(remote, port: Int($0)) }
             }
         }
         let host = connection.local?.ipAddress ?? "0.0.0.0"
@@ -345,6 +373,7 @@ public final class AudioSessions: Sendable {
                             return true
                         }
                         if !keep { channel.close(promise: nil) }
+                        if keep, role == .timing { self.startTimingRequests(session: session, channel: channel) }
                     }
             }
         } catch {
@@ -436,9 +465,17 @@ public final class AudioSessions: Sendable {
         teardown(session)
         if removed {
             nowPlaying.end()
-            logger.info("audio session ended", metadata: ["session": "\(session.number)", "reason": "\(reason)",
-                                                          "received": "\(session.playout?.statistics.received ?? 0)",
-                                                          "lost": "\(session.playout?.statistics.lost ?? 0)"])
+            var figures = session.figures
+            figures.ended = true
+            lastFigures.withLockedValue { $0 = figures }
+            let sync = figures.playout.syncError
+            logger.info("audio session ended", metadata: [
+                "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
+                "lost": "\(figures.playout.lost)", "clock": "\(figures.clock.senderClock ? "sender" : "arrival")",
+                "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
+                "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
+                "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
+            ])
         }
     }
 
@@ -450,6 +487,26 @@ public final class AudioSessions: Sendable {
         for channel in channels { channel.close(promise: nil) }
         // Stopping joins the playout thread and may stop a GStreamer pipeline: not on an event loop.
         if let playout = session.playout { DispatchQueue.global().async { playout.stop() } }
+    }
+
+    static func milliseconds(_ seconds: Double) -> Double { rounded(seconds * 1000) }
+    static func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+
+    /// Asks the sender for its clock: three requests at once (the best of them sets the offset
+    /// before the first frame is due), then one every 2 s for the drift, until the channel closes.
+    private func startTimingRequests(session: Session, channel: any Channel) {
+        guard let destination = session.state.withLockedValue({ $0.senderTiming }) else { return }
+        let send = { @Sendable in
+            let bytes = SenderTimeline.request()
+            var buffer = channel.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+        }
+        for delay in [0, 30, 60] {
+            channel.eventLoop.scheduleTask(in: .milliseconds(Int64(delay))) { if channel.isActive { send() } }
+        }
+        let task = channel.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(2), delay: .seconds(2)) { _ in send() }
+        channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
     /// Ends a session that neither RTSP nor RTP has touched for `sessionTimeout` seconds.
@@ -577,8 +634,11 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
             owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: false)
         case (.control, .retransmitted(let audio)):
             owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: true)
-        case (.control, .sync):
+        case (.control, .sync(let sync)):
             session.lastActivity = ProcessInfo.processInfo.systemUptime
+            session.timeline.addSync(sync)
+        case (.timing, .timingReply(let reply)):
+            session.timeline.addTimingReply(reply)
         case (.timing, .timingRequest(let request)):
             // Answer a sender's timing request with our clock.
             let now = NTPClock.now()

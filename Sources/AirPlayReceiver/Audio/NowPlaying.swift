@@ -102,7 +102,7 @@ public final class NowPlaying: Sendable {
     public var item: Item { state.withLockedValue { $0.item } }
 
     /// The JSON document of `GET /now-playing`; `stream` adds the playout's figures (for benchmarks).
-    public func json(stream: AudioPlayout.Statistics? = nil) -> [UInt8] {
+    public func json(stream: AudioSessions.StreamFigures? = nil) -> [UInt8] {
         let (sender, item, playback) = state.withLockedValue { $0 }
         var object: [String: Any] = ["state": sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused")]
         object["sender"] = sender ?? NSNull()
@@ -119,15 +119,28 @@ public final class NowPlaying: Sendable {
         } else {
             object["artwork"] = NSNull()
         }
-        if let stream {
-            object["stream"] = ["received": stream.received, "dropped": stream.dropped, "lost": stream.lost,
-                                "framesPlayed": stream.framesPlayed,
-                                "worstLatenessMs": (stream.worstLatenessMilliseconds * 100).rounded() / 100] as [String: Any]
-        } else {
-            object["stream"] = NSNull()
-        }
+        object["stream"] = stream.map(Self.json) ?? NSNull()
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return Array(data)
+    }
+
+    /// The stream figures: packets, frames, and how close to the sender's timeline they played.
+    static func json(_ figures: AudioSessions.StreamFigures) -> [String: Any] {
+        let playout = figures.playout, sync = playout.syncError
+        func ms(_ seconds: Double) -> Double { (seconds * 100_000).rounded() / 100 }
+        return [
+            "session": figures.session, "codec": figures.codec, "ended": figures.ended,
+            "received": playout.received, "dropped": playout.dropped, "lost": playout.lost, "skipped": playout.skipped,
+            "framesPlayed": playout.framesPlayed, "framesInserted": playout.framesInserted, "framesRemoved": playout.framesRemoved,
+            "reanchors": playout.reanchors, "worstLatenessMs": ms(playout.worstLatenessMilliseconds / 1000),
+            "sync": ["packets": sync.count, "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude),
+                     "p50Ms": ms(sync.percentile(0.5)), "p95Ms": ms(sync.percentile(0.95)), "p99Ms": ms(sync.percentile(0.99)),
+                     "maxMs": ms(sync.worst)] as [String: Any],
+            "clock": ["source": figures.clock.senderClock ? "sender" : "arrival", "exchanges": figures.clock.exchanges,
+                      "roundTripMs": figures.clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 } ?? NSNull(),
+                      "driftPPM": (figures.clock.driftPPM * 100).rounded() / 100,
+                      "implausibleSyncs": figures.clock.implausibleSyncs] as [String: Any],
+        ]
     }
 
     private static func position(_ playback: Playback) -> Double {

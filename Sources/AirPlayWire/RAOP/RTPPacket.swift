@@ -92,6 +92,23 @@ public struct RAOPSync: Hashable, Sendable {
     public var rtpTimeNext: UInt32
     /// Set on the first sync after RECORD or FLUSH.
     public var isFirst: Bool
+
+    /// A sync from its parts.
+    public init(rtpTimeNowMinusLatency: UInt32, ntpTime: UInt64, rtpTimeNext: UInt32, isFirst: Bool) {
+        self.rtpTimeNowMinusLatency = rtpTimeNowMinusLatency
+        self.ntpTime = ntpTime
+        self.rtpTimeNext = rtpTimeNext
+        self.isFirst = isFirst
+    }
+
+    /// The wire form (payload type 0x54 with the marker bit; 0x90 first byte on the first sync).
+    public var bytes: [UInt8] {
+        var out: [UInt8] = [isFirst ? 0x90 : 0x80, 0xD4, 0x00, 0x07]
+        out += withUnsafeBytes(of: rtpTimeNowMinusLatency.bigEndian, Array.init)
+        out += withUnsafeBytes(of: ntpTime.bigEndian, Array.init)
+        out += withUnsafeBytes(of: rtpTimeNext.bigEndian, Array.init)
+        return out
+    }
 }
 
 /// The three NTP timestamps of a timing exchange.

@@ -53,9 +53,10 @@ def compare_output(raw_path, sent, tolerance=0):
     return share, base
 
 
-def start_session(sock, sdp, cseq):
+def start_session(sock, sdp, cseq, with_control_port=False):
     """ANNOUNCE `sdp`, SETUP with a local UDP control/timing port, RECORD (CSeq from `cseq` on).
-    Returns the receiver's audio port and the control socket (kept open for the session)."""
+    Returns the receiver's audio port and the control socket (kept open for the session), and
+    the receiver's control port when asked."""
     status, _ = request(sock, "ANNOUNCE", cseq, {"Content-Type": "application/sdp"}, sdp.encode())
     if status != 200:
         fail(f"ANNOUNCE answered {status}")
@@ -66,9 +67,11 @@ def start_session(sock, sdp, cseq):
                              {"Transport": f"RTP/AVP/UDP;unicast;mode=record;control_port={port};timing_port={port}"})
     if status != 200:
         fail(f"SETUP answered {status}")
-    server_port = int(dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)["server_port"])
+    ports = dict(p.split("=") for p in fields["transport"].split(";") if "=" in p)
     request(sock, "RECORD", cseq + 2)
-    return server_port, control
+    if with_control_port:
+        return int(ports["server_port"]), control, int(ports["control_port"])
+    return int(ports["server_port"]), control
 
 
 def request(sock, method, cseq, headers=None, body=b""):

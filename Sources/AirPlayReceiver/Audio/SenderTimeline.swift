@@ -1,0 +1,197 @@
+import AirPlayWire
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Maps a sender's RTP times to our monotonic clock, so the frame with RTP time T plays when
+/// the sender means it to.
+///
+/// Two inputs, as in RAOP: timing exchanges (we send 0x52 requests stamped with our monotonic
+/// clock, the sender answers 0x53 with its receive and transmit times) give the offset between
+/// its clock and ours, and how fast that offset moves (drift); sync packets (0x54, every second)
+/// say which RTP time the sender plays at which time of its clock.
+///
+/// A sender whose sync packets do not agree with its own timing answers (the frame it sends
+/// would be meant for more than 0.5 s away from now plus its latency) is not trusted: the
+/// playout then times frames from their arrival instead. pyatv 0.18, for one, stamps sync
+/// packets with the wall clock of its set-up plus the frames sent since, which agrees only while
+/// its stream starts soon after its set-up.
+public final class SenderTimeline: Sendable {
+    /// One timing exchange, in seconds.
+    struct Exchange: Hashable, Sendable {
+        /// Our clock half-way through the exchange.
+        var local: Double
+        /// Sender clock minus ours.
+        var offset: Double
+        /// Network round trip, without the sender's processing time.
+        var roundTrip: Double
+    }
+
+    /// What the timeline knows, for logs, `/now-playing` and the benchmark.
+    public struct Figures: Hashable, Sendable {
+        /// True when frames are timed by the sender's clock; false when by their arrival.
+        public var senderClock: Bool
+        /// Timing exchanges answered so far.
+        public var exchanges: Int
+        /// The best round trip seen, in milliseconds.
+        public var roundTripMilliseconds: Double?
+        /// How much faster the sender's clock runs than ours, in parts per million.
+        public var driftPPM: Double
+        /// Sync packets whose times contradicted the sender's timing answers.
+        public var implausibleSyncs: Int
+    }
+
+    private struct Anchor {
+        var rtp: UInt32
+        var senderTime: Double
+    }
+
+    private struct State {
+        var exchanges: [Exchange] = []
+        var answered = 0
+        var anchor: Anchor?
+        var trusted = false
+        var implausible = 0
+    }
+
+    /// Timing answers kept for the estimate (at one exchange every 2 s, about a minute).
+    static let window = 32
+    /// A sync packet that puts the frame being sent further than this from "now + latency"
+    /// contradicts the timing answers.
+    static let plausibility = 0.5
+    /// Sync packets that disagree with the timeline by less than this are smoothed into it.
+    static let smoothingLimit = 0.005
+    /// Drift beyond this is a broken clock, not a crystal: clamp it.
+    static let maximumDrift = 500e-6
+
+    private let sampleRate: Double
+    private let state = NIOLockedValueBox(State())
+
+    /// A timeline for a stream at `sampleRate` frames per second.
+    public init(sampleRate: Int) { self.sampleRate = Double(sampleRate) }
+
+    /// Our monotonic clock in seconds; also what our timing requests carry.
+    public static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+
+    /// NTP 32.32 fixed point as seconds.
+    static func seconds(_ ntp: UInt64) -> Double { Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 }
+
+    /// Seconds as NTP 32.32 fixed point.
+    static func ntp(_ seconds: Double) -> UInt64 {
+        let whole = seconds.rounded(.down)
+        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
+    }
+
+    /// A timing request stamped with our clock `at` (the sender copies it back as the origin).
+    public static func request(at local: Double = now()) -> [UInt8] {
+        RAOPTiming(origin: 0, receive: 0, transmit: ntp(local)).bytes(reply: false)
+    }
+
+    /// A timing reply arrived at our time `arrival`.
+    public func addTimingReply(_ reply: RAOPTiming, arrival: Double = now()) {
+        let sent = Self.seconds(reply.origin)
+        let received = Self.seconds(reply.receive), transmitted = Self.seconds(reply.transmit)
+        let roundTrip = (arrival - sent) - (transmitted - received)
+        // A reply to no request of ours (or one older than a minute) carries no information.
+        guard sent <= arrival, arrival - sent < 60, roundTrip >= -0.001 else { return }
+        let exchange = Exchange(local: (sent + arrival) / 2, offset: ((received - sent) + (transmitted - arrival)) / 2,
+                                roundTrip: max(0, roundTrip))
+        state.withLockedValue { state in
+            state.answered += 1
+            state.exchanges.append(exchange)
+            if state.exchanges.count > Self.window { state.exchanges.removeFirst() }
+        }
+    }
+
+    /// A sync packet arrived at our time `arrival`.
+    public func addSync(_ sync: RAOPSync, arrival: Double = now()) {
+        let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime))
+        state.withLockedValue { state in
+            guard let offset = Self.offset(state.exchanges, at: arrival) else { return }
+            // The frame being sent now is meant to play one latency from now.
+            let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate
+            let meant = anchor.senderTime - offset + latency
+            if abs(meant - (arrival + latency)) > Self.plausibility || latency > 10 {
+                state.implausible += 1
+                state.trusted = false
+                return
+            }
+            // Senders stamp sync packets when they happen to send them, a millisecond or so
+            // off: small disagreements with the timeline so far are smoothed, jumps are taken.
+            if state.trusted, let previous = state.anchor {
+                let predicted = previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate
+                let disagreement = anchor.senderTime - predicted
+                if abs(disagreement) < Self.smoothingLimit {
+                    state.anchor = Anchor(rtp: anchor.rtp, senderTime: predicted + disagreement / 8)
+                    return
+                }
+            }
+            state.anchor = anchor
+            state.trusted = true
+        }
+    }
+
+    /// Our monotonic time at which the frame with RTP time `rtp` is meant to play, or nil while
+    /// the sender's clock is unknown or not trusted.
+    public func localTime(of rtp: UInt32) -> Double? {
+        state.withLockedValue { state -> Double? in
+            guard state.trusted, let anchor = state.anchor, let line = Self.line(state.exchanges) else { return nil }
+            let senderTime = anchor.senderTime + Double(Int32(bitPattern: rtp &- anchor.rtp)) / sampleRate
+            // Sender time S = L + offset + drift·(L - local), solved for our time L.
+            return (senderTime - line.offset + line.drift * line.local) / (1 + line.drift)
+        }
+    }
+
+    /// The figures so far.
+    public var figures: Figures {
+        state.withLockedValue { state in
+            Figures(senderClock: state.trusted, exchanges: state.answered,
+                    roundTripMilliseconds: state.exchanges.map(\.roundTrip).min().map { $0 * 1000 },
+                    driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible)
+        }
+    }
+
+    /// The exchanges worth trusting: those whose round trip is close to the best one (a slow
+    /// exchange's offset is off by up to half its extra delay).
+    static func usable(_ exchanges: [Exchange]) -> [Exchange] {
+        guard let best = exchanges.map(\.roundTrip).min() else { return [] }
+        return exchanges.filter { $0.roundTrip <= best * 1.5 + 0.0005 }
+    }
+
+    /// Sender clock minus ours at our time `local`.
+    static func offset(_ exchanges: [Exchange], at local: Double) -> Double? {
+        line(exchanges).map { $0.offset + $0.drift * (local - $0.local) }
+    }
+
+    /// The offset as a line over our time: through (`local`, `offset`) with slope `drift`. Once
+    /// the drift is known, through the usable exchanges' mean. Before (the first 10 s), through
+    /// the quickest of the last three exchanges: the quickest is the least skewed by queueing,
+    /// and a recent one lags little behind a drifting clock.
+    static func line(_ exchanges: [Exchange]) -> (local: Double, offset: Double, drift: Double)? {
+        let chosen = usable(exchanges)
+        guard !chosen.isEmpty else { return nil }
+        let slope = drift(chosen)
+        guard slope != 0 else {
+            let quickest = exchanges.suffix(3).min { $0.roundTrip < $1.roundTrip }!
+            return (quickest.local, quickest.offset, 0)
+        }
+        let meanLocal = chosen.map(\.local).reduce(0, +) / Double(chosen.count)
+        let meanOffset = chosen.map(\.offset).reduce(0, +) / Double(chosen.count)
+        return (meanLocal, meanOffset, slope)
+    }
+
+    /// The least-squares slope of offset over time; zero until the exchanges span 10 s.
+    static func drift(_ exchanges: [Exchange]) -> Double {
+        guard exchanges.count >= 3, let first = exchanges.first, let last = exchanges.last, last.local - first.local >= 10 else {
+            return 0
+        }
+        let meanLocal = exchanges.map(\.local).reduce(0, +) / Double(exchanges.count)
+        let meanOffset = exchanges.map(\.offset).reduce(0, +) / Double(exchanges.count)
+        var covariance = 0.0, variance = 0.0
+        for exchange in exchanges {
+            covariance += (exchange.local - meanLocal) * (exchange.offset - meanOffset)
+            variance += (exchange.local - meanLocal) * (exchange.local - meanLocal)
+        }
+        guard variance > 0 else { return 0 }
+        return min(max(covariance / variance, -maximumDrift), maximumDrift)
+    }
+}

@@ -1,0 +1,117 @@
+@testable import AirPlayReceiver
+import AirPlayWire
+import Testing
+
+/// How the receiver learns the sender's clock: NTP-style timing exchanges give the offset and
+/// its drift, sync packets tie RTP times to the sender's clock.
+@Suite struct SenderTimelineTests {
+    /// A sender whose clock reads `offset` seconds ahead of ours and runs `ppm` fast; each exchange
+    /// takes `oneWay` seconds each way plus 0.1 ms inside the sender.
+    struct FakeSender {
+        var offset = 1_000_000.0
+        var ppm = 0.0
+        func clock(_ local: Double) -> Double { offset + local * (1 + ppm * 1e-6) }
+        func reply(sentAt local: Double, oneWay: Double = 0.001, back: Double? = nil) -> (RAOPTiming, arrival: Double) {
+            let received = clock(local + oneWay), transmitted = clock(local + oneWay + 0.0001)
+            let timing = RAOPTiming(origin: SenderTimeline.ntp(local), receive: SenderTimeline.ntp(received),
+                                    transmit: SenderTimeline.ntp(transmitted))
+            return (timing, local + oneWay + 0.0001 + (back ?? oneWay))
+        }
+    }
+
+    /// Sync packet at sender time `at`: `playing` is heard now, `next` is being sent.
+    static func sync(playing: UInt32, next: UInt32, at senderTime: Double) -> RAOPSync {
+        RAOPSync(rtpTimeNowMinusLatency: playing, ntpTime: SenderTimeline.ntp(senderTime), rtpTimeNext: next, isFirst: false)
+    }
+
+    @Test func oneExchangeGivesTheOffsetAndTheRoundTrip() throws {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        let (reply, arrival) = sender.reply(sentAt: 100)
+        timeline.addTimingReply(reply, arrival: arrival)
+        // The frame playing at the sender's 100.5 s (its clock) plays at our 100.5 s.
+        timeline.addSync(Self.sync(playing: 44100, next: 44100 + 88200, at: sender.clock(100.5)), arrival: 100.5)
+        let local = try #require(timeline.localTime(of: 44100 + 22050))
+        #expect(abs(local - 101.0) < 1e-5, "half a second of frames later: \(local)")
+        let figures = timeline.figures
+        #expect(figures.senderClock && figures.exchanges == 1)
+        #expect(abs((figures.roundTripMilliseconds ?? 0) - 2) < 0.01)
+    }
+
+    @Test func aSlowExchangeDoesNotMoveTheOffset() throws {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        for (time, back) in [(100.0, 0.001), (102.0, 0.050), (104.0, 0.001)] {
+            let (reply, arrival) = sender.reply(sentAt: time, back: back)
+            timeline.addTimingReply(reply, arrival: arrival)
+        }
+        timeline.addSync(Self.sync(playing: 0, next: 88200, at: sender.clock(105)), arrival: 105)
+        // The 50 ms return trip would put the offset 25 ms off; it is left out.
+        #expect(abs(try #require(timeline.localTime(of: 0)) - 105) < 1e-5)
+    }
+
+    @Test func driftIsMeasuredOverTenSecondsAndFollowed() throws {
+        let sender = FakeSender(ppm: 300)
+        let timeline = SenderTimeline(sampleRate: 44100)
+        for step in 0...10 {
+            let (reply, arrival) = sender.reply(sentAt: 100 + Double(step) * 2)
+            timeline.addTimingReply(reply, arrival: arrival)
+        }
+        #expect(abs(timeline.figures.driftPPM - 300) < 1, "\(timeline.figures.driftPPM)")
+        // 20 s later still on time: the offset moves along the drift.
+        timeline.addSync(Self.sync(playing: 0, next: 88200, at: sender.clock(140)), arrival: 140)
+        let local = try #require(timeline.localTime(of: 44100))
+        #expect(abs(local - (140 + 1 / 1.0003)) < 1e-5, "\(local)")
+    }
+
+    /// A sync packet stamped with a clock other than the one the timing answers come from (here
+    /// the NTP era's first second): such a sender is not trusted.
+    @Test func syncPacketsThatContradictTheTimingAnswersAreRefused() {
+        let sender = FakeSender(offset: 3_900_000_000)
+        let timeline = SenderTimeline(sampleRate: 44100)
+        let (reply, arrival) = sender.reply(sentAt: 100)
+        timeline.addTimingReply(reply, arrival: arrival)
+        timeline.addSync(Self.sync(playing: 44100, next: 44100 + 77175, at: 2_208_988_800 + 1), arrival: 100.5)
+        #expect(timeline.localTime(of: 44100) == nil)
+        #expect(timeline.figures.implausibleSyncs == 1 && !timeline.figures.senderClock)
+    }
+
+    @Test func withoutTimingAnswersNothingIsTrusted() {
+        let timeline = SenderTimeline(sampleRate: 44100)
+        timeline.addSync(Self.sync(playing: 0, next: 88200, at: 1_000_100), arrival: 100)
+        #expect(timeline.localTime(of: 0) == nil)
+        // A "reply" to a request we never sent (origin in our future) is ignored.
+        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(500), receive: 1, transmit: 2), arrival: 100)
+        #expect(timeline.figures.exchanges == 0)
+    }
+
+    @Test func timingRequestsCarryOurClockAsTheirTransmitTime() throws {
+        let bytes = SenderTimeline.request(at: 12.5)
+        #expect(bytes.count == 32 && bytes[0] == 0x80 && bytes[1] == 0xD2)
+        guard case .timingRequest(let timing) = try #require(RAOPPacket.parse(bytes)) else { Issue.record("not a request"); return }
+        #expect(SenderTimeline.seconds(timing.transmit) == 12.5)
+    }
+}
+
+/// How the playout stays on the sender's timeline without clicks, and how it sums up its error.
+@Suite struct PlayoutCorrectionTests {
+    @Test func aFrameIsRemovedByAveragingTwoNeighbours() {
+        let samples: [Int16] = [0, 0, 10, -10, 20, -20, 30, -30]
+        #expect(AudioPlayout.stretch(samples, channels: 2, by: -1) == [0, 0, 15, -15, 30, -30])
+    }
+
+    @Test func aFrameIsInsertedAsTheAverageOfItsNeighbours() {
+        let samples: [Int16] = [0, 0, 10, -10, 20, -20, 30, -30]
+        #expect(AudioPlayout.stretch(samples, channels: 2, by: 1) == [0, 0, 10, -10, 15, -15, 20, -20, 30, -30])
+    }
+
+    @Test func theTallyKeepsMeanPercentilesAndWorst() {
+        var tally = SyncErrorTally()
+        for index in 0..<100 { tally.add(Double(index) / 100_000) }   // 0 … 0.99 ms
+        tally.add(-0.005)
+        #expect(tally.count == 101)
+        #expect(abs(tally.percentile(0.5) - 0.0005) < 0.00011)
+        #expect(tally.worst == 0.005)
+        #expect(tally.mean < tally.meanMagnitude)
+    }
+}

@@ -1,0 +1,57 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// Playback timed to the sender's clock: timing exchanges and sync packets map RTP times to our
+/// clock, and a sender whose crystal runs fast or slow is followed one frame at a time.
+@Suite struct RAOPClockTests {
+    /// The `stream` figures of `/now-playing` (the current session's, or the last one's).
+    static func streamFigures(_ port: Int) throws -> [String: Any] {
+        let text = try RawHTTPConnection(port: port).request("GET", "/now-playing").text
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+        return try #require(document["stream"] as? [String: Any], "\(text)")
+    }
+
+    /// A sender whose clock runs 450 ppm fast (or slow) paces its packets by that clock; we play
+    /// by ours, so about 20 frames a second must go (or come). The output keeps its waveform:
+    /// no step between neighbouring frames is much larger than in the sine itself.
+    @Test(arguments: [450.0, -450.0])
+    func aDriftingSenderClockIsFollowedWithoutJumps(ppm: Double) throws {
+        let python = try Products.peerTool("python")
+        let raw = Products.scratchDirectory("drift") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_drifting_sender.py"
+        let seconds = 12.0
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), String(ppm), String(seconds)], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").last?.hasPrefix("OK ") == true, "\(result.stdout)")
+
+        let stream = try Self.streamFigures(daemon.port)
+        let clock = try #require(stream["clock"] as? [String: Any])
+        let sync = try #require(stream["sync"] as? [String: Any])
+        #expect(clock["source"] as? String == "sender", "\(stream)")
+        let drift = clock["driftPPM"] as? Double ?? 0
+        #expect(abs(drift - ppm) < 45, "drift estimated at \(drift) ppm")
+        // The sender sends `seconds` of its clock in seconds / (1 + ppm) of ours.
+        let expected = seconds * 44100 * abs(ppm) * 1e-6
+        let (wanted, unwanted) = ppm > 0 ? ("framesRemoved", "framesInserted") : ("framesInserted", "framesRemoved")
+        let corrected = stream[wanted] as? Int ?? 0
+        #expect(Double(corrected) > expected * 0.6 && Double(corrected) < expected * 1.4, "\(corrected) \(wanted), \(expected) expected")
+        #expect((stream[unwanted] as? Int ?? 0) < 10)
+        let p95 = sync["p95Ms"] as? Double ?? 99
+        #expect(p95 < 5, "sync error p95 \(p95) ms")
+        #expect(stream["lost"] as? Int == 0)
+
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(samples.count / 2 > Int(seconds * 44100 * 0.95))
+        // The largest step of the sines is 12000·2π·441/44100 ≈ 754 (left), 9000·2π·662/44100 ≈ 849
+        // (right). A frame removed by averaging steps 1.5 times that (1273); one cut outright, twice (1698).
+        var worstStep = 0
+        for index in stride(from: 2, to: samples.count, by: 1) {
+            worstStep = max(worstStep, abs(Int(samples[index]) - Int(samples[index - 2])))
+        }
+        #expect(worstStep < 1500, "a click: neighbouring frames differ by \(worstStep)")
+        print("measure: sender clock \(ppm) ppm, estimated \(drift) ppm, \(corrected) frames \(wanted) (\(Int(expected)) expected), "
+              + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(p95) ms max \(sync["maxMs"] ?? "?") ms, worst step \(worstStep)")
+    }
+}
