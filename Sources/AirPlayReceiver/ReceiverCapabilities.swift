@@ -106,9 +106,9 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         [
             "txtvers": "1",
             "ch": "2",
-            // What the receiver decodes: L16 PCM, and ALAC and AAC-LC when their decoders are
-            // installed. AAC-ELD (3) joins the list once it is proven, never before.
-            "cn": (["0"] + (capabilities.alac ? ["1"] : []) + (capabilities.aac ? ["2"] : [])).joined(separator: ","),
+            // What the receiver decodes: L16 PCM, and ALAC, AAC-LC and AAC-ELD when their
+            // decoders are installed (FFmpeg's AAC decoder, avdec_aac, does both AAC kinds).
+            "cn": (["0"] + (capabilities.alac ? ["1"] : []) + (capabilities.aac ? ["2", "3"] : [])).joined(separator: ","),
             "et": "0,1",
             "md": "0,1,2",
             "pw": capabilities.passwordRequired ? "true" : "false",

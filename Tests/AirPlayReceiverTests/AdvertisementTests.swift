@@ -69,7 +69,7 @@ import Testing
         #expect(with.raopTXT["cn"] == "0,1")
         let both = ReceiverAdvertisement(deviceID: id, port: 7000,
                                          capabilities: ReceiverCapabilities(video: false, hls: false, audio: true, alac: true, aac: true))
-        #expect(both.raopTXT["cn"] == "0,1,2")
+        #expect(both.raopTXT["cn"] == "0,1,2,3")
     }
 
     @Test func audioOffWithdrawsRAOP() {

@@ -210,6 +210,22 @@ final class SweepMedia: @unchecked Sendable {
         #expect(daemon.process.stderr.contains("codec=AAC"))
     }
 
+    /// AAC-ELD as iOS announces it (`mode=AAC-eld; constantDuration=…`, no `config=`): the
+    /// receiver builds the AudioSpecificConfig itself, and GStreamer's avdec_aac decodes each
+    /// 480- or 512-frame packet. The packets are built bit by bit (no ELD encoder is free to
+    /// install), each a pair of steady tones, which must come out at their frequencies.
+    @Test(arguments: [480, 512])
+    func aacELDPacketsDecodeToTheirTones(frameLength: Int) throws {
+        let python = try Products.peerTool("python")
+        let raw = Products.scratchDirectory("eld") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_eld_sender.py"
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), raw, String(frameLength)], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").last?.hasPrefix("OK ") == true, "\(result.stdout)")
+        #expect(daemon.process.stderr.contains("codec=AAC-ELD"))
+    }
+
     @Test func alacPacketsComeOutBitExact() throws {
         let python = try Products.peerTool("python")
         let sweep = try #require(RAOPInteropTests.sweep)

@@ -86,6 +86,11 @@ public struct RAOPStreamDescription: Hashable, Sendable {
             sampleRate = parts.count > 1 ? Int(parts[1]) ?? 44100 : 44100
             channels = parts.count > 2 ? Int(parts[2]) ?? 2 : 2
             framesPerPacket = codec == .aacELD ? 480 : 1024
+            // `constantDuration` is the frame length: 480 or 512 for ELD, 1024 for LC.
+            if let duration = fmtp.joined(separator: " ").split(whereSeparator: { $0 == ";" || $0 == " " })
+                .first(where: { $0.lowercased().hasPrefix("constantduration=") }).flatMap({ Int($0.dropFirst(17)) }) {
+                framesPerPacket = duration
+            }
         default:
             throw Problem(description: "unsupported audio encoding \(encoding)")
         }
@@ -97,6 +102,36 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         aacConfig = fmtp.joined(separator: " ").split(whereSeparator: { $0 == ";" || $0 == " " })
             .first { $0.lowercased().hasPrefix("config=") }
             .flatMap { Self.hex(String($0.dropFirst(7))) }
+        if aacConfig == nil, codec == .aacELD {
+            // iOS senders announce ELD without `config=`: the stream parameters say it all.
+            guard framesPerPacket == 480 || framesPerPacket == 512,
+                  let config = Self.eldConfig(sampleRate: sampleRate, channels: channels, frameLength: framesPerPacket) else {
+                throw Problem(description: "AAC-ELD needs constantDuration 480 or 512 at a standard sample rate")
+            }
+            aacConfig = config
+        }
+    }
+
+    /// The AudioSpecificConfig of plain AAC-ELD (ISO 14496-3 §1.6.2.1 and the ELDSpecificConfig):
+    /// object type 39 (escaped: 31, then 39 − 32 in 6 bits), the sampling frequency index, the
+    /// channel configuration, frameLengthFlag (1 for 480 frames), three resilience flags, no
+    /// low-delay SBR, the end of extensions, and epConfig 0. 44100 Hz stereo 480 is `F8E85000`.
+    public static func eldConfig(sampleRate: Int, channels: Int, frameLength: Int) -> [UInt8]? {
+        let rates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+        guard let index = rates.firstIndex(of: sampleRate), (1...7).contains(channels) else { return nil }
+        var bits: [(value: Int, width: Int)] = [(31, 5), (39 - 32, 6), (index, 4), (channels, 4),
+                                                 (frameLength == 480 ? 1 : 0, 1), (0, 3), (0, 1), (0, 4), (0, 2)]
+        var bytes: [UInt8] = [], accumulator = 0, count = 0
+        bits.append((0, (8 - bits.map(\.width).reduce(0, +) % 8) % 8))
+        for (value, width) in bits {
+            accumulator = accumulator << width | value
+            count += width
+            while count >= 8 {
+                count -= 8
+                bytes.append(UInt8((accumulator >> count) & 0xFF))
+            }
+        }
+        return bytes
     }
 
     private static func hex(_ text: String) -> [UInt8]? {
