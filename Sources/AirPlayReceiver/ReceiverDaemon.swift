@@ -1,6 +1,7 @@
 import AirPlayDiscovery
 import AirPlayMedia
 import AirPlayWire
+import Foundation
 import GStreamerMedia
 import Logging
 import NIOConcurrencyHelpers
@@ -67,7 +68,17 @@ public final class ReceiverDaemon: Service, Sendable {
                 return try GStreamerPCMOutput(sink: output)
             },
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
-            sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(), logger: logger)
+            sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(),
+            faultDropPercent: Self.faultDropPercent(logger: logger), logger: logger)
+    }
+
+    /// Test-only: `AIRPLAYD_FAULT_DROP_AUDIO_PERCENT=N` drops N % of first-time audio packets on
+    /// arrival, so tests can show that resend requests recover them. Never set in production.
+    static func faultDropPercent(logger: Logger) -> Int {
+        guard let text = ProcessInfo.processInfo.environment["AIRPLAYD_FAULT_DROP_AUDIO_PERCENT"],
+              let percent = Int(text), (1...50).contains(percent) else { return 0 }
+        logger.warning("test fault injection: dropping audio packets on arrival", metadata: ["percent": "\(percent)"])
+        return percent
     }
 
     /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).

@@ -65,13 +65,14 @@ public final class LocalDaemon: @unchecked Sendable {
     /// Its control port.
     public let port: Int
 
-    /// Starts airplayd with headless sinks and extra flags; waits for the port.
-    public init(extra: [String] = []) throws {
+    /// Starts airplayd with headless sinks, extra flags and extra environment; waits for the port.
+    public init(extra: [String] = [], environment: [String: String] = [:]) throws {
         let directory = Products.scratchDirectory("daemon")
         process = try ManagedProcess(try Products.executable("airplayd"), [
             "--port", "0", "--state-dir", directory + "/state", "--log-level", "debug",
             "--video-sink", "fakesink sync=true", "--audio-output", "fakesink sync=true", "--name", "Video Box",
-        ] + extra, environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory, label: "airplayd")
+        ] + extra, environment: environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"]) { $1 },
+            directory: directory, label: "airplayd")
         guard process.waitForOutput("airplayd: ready", timeout: 20),
               let line = process.stderr.split(separator: "\n").first(where: { $0.contains("control port listening") }),
               let text = line.split(separator: "port=").last, let port = Int(text.trimmingCharacters(in: .whitespaces)) else {

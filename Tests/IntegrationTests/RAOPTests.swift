@@ -154,6 +154,26 @@ final class SweepMedia: @unchecked Sendable {
         #expect(info.contains("<key>pw</key>\n\t<true/>"), "\(info)")
     }
 
+    /// 5 % of pyatv's audio packets are dropped on arrival (the daemon's test-only fault knob):
+    /// each gap is asked for again (0x55), pyatv resends from its backlog (0x56), and the output
+    /// is still bit-exact.
+    @Test func droppedPacketsAreRecoveredByResendRequests() throws {
+        let sweep = try #require(Self.sweep)
+        let raw = sweep.directory + "/lossy-\(UUID().uuidString.prefix(6)).pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"], environment: ["AIRPLAYD_FAULT_DROP_AUDIO_PERCENT": "5"])
+        let result = try stream(daemon, volume: 100)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let comparison = sweep.compare(try output(raw))
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        let stream = try RAOPClockTests.streamFigures(daemon.port)
+        let received = stream["received"] as? Int ?? 0, requested = stream["requested"] as? Int ?? 0
+        let retransmitted = stream["retransmitted"] as? Int ?? 0
+        #expect(requested > 20 && retransmitted == requested, "\(stream)")
+        #expect(stream["lost"] as? Int == 0, "\(stream)")
+        print("measure: 5 % of pyatv's packets dropped: \(requested) requested of \(received) received, \(retransmitted) resent, "
+              + "bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     @Test func theVolumePyatvSetsIsApplied() throws {
         let sweep = try #require(Self.sweep)
         let raw = sweep.directory + "/vol-\(UUID().uuidString.prefix(6)).pcm"

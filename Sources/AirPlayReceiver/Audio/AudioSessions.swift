@@ -67,6 +67,9 @@ public final class AudioSessions: Sendable {
             var volume: Double = 0
             /// Set by FLUSH (a pause); the next audio packet means playing again.
             var paused = false
+            /// Packets asked for again (0x55), and retransmissions received (0x56).
+            var requested = 0
+            var retransmitted = 0
         }
         let state = NIOLockedValueBox(Mutable())
         var playout: AudioPlayout? { state.withLockedValue { $0.playout } }
@@ -93,8 +96,10 @@ public final class AudioSessions: Sendable {
 
         /// What the session measured.
         var figures: StreamFigures {
-            StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
-                          playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures)
+            let (requested, retransmitted) = state.withLockedValue { ($0.requested, $0.retransmitted) }
+            return StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
+                                 playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures,
+                                 requested: requested, retransmitted: retransmitted)
         }
     }
 
@@ -108,6 +113,10 @@ public final class AudioSessions: Sendable {
         public var playout: AudioPlayout.Statistics
         /// What is known of the sender's clock.
         public var clock: SenderTimeline.Figures
+        /// Packets asked for again with resend requests.
+        public var requested = 0
+        /// Retransmitted packets received.
+        public var retransmitted = 0
         /// True once the session has ended (the figures are then the last session's).
         public var ended = false
     }
@@ -119,6 +128,8 @@ public final class AudioSessions: Sendable {
     private let makeOutput: OutputFactory
     private let takeover: AudioTakeover
     private let sessionTimeout: Double
+    /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
+    let faultDropPercent: Int
     private let logger: Logger
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
@@ -128,7 +139,9 @@ public final class AudioSessions: Sendable {
 
     /// Audio sessions playing to outputs made by `makeOutput`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
-                takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying, logger: Logger) {
+                takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying, faultDropPercent: Int = 0,
+                logger: Logger) {
+        self.faultDropPercent = faultDropPercent
         self.group = group
         authenticator = password.flatMap { $0.isEmpty ? nil : DigestAuthenticator(password: $0) }
         self.deviceID = deviceID.bytes
@@ -471,7 +484,8 @@ public final class AudioSessions: Sendable {
             let sync = figures.playout.syncError
             logger.info("audio session ended", metadata: [
                 "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
-                "lost": "\(figures.playout.lost)", "clock": "\(figures.clock.senderClock ? "sender" : "arrival")",
+                "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)",
+                "retransmitted": "\(figures.retransmitted)", "clock": "\(figures.clock.senderClock ? "sender" : "arrival")",
                 "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
                 "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
                 "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
@@ -580,12 +594,16 @@ public final class AudioSessions: Sendable {
         }) {
             nowPlaying.setRate(1)
         }
+        if retransmitted { session.state.withLockedValue { $0.retransmitted += 1 } }
         if !retransmitted {
             let gap = session.state.withLockedValue { state -> (first: UInt16, count: UInt16)? in
                 var missing: (first: UInt16, count: UInt16)?
                 if let expected = state.expectedSequence, packet.sequence != expected, !packet.marker {
                     let count = packet.sequence &- expected
-                    if count < 512 { missing = (expected, count) }
+                    if count < 512 {
+                        missing = (expected, count)
+                        state.requested += Int(count)
+                    }
                 }
                 if state.expectedSequence == nil || Int16(bitPattern: packet.sequence &- (state.expectedSequence ?? 0)) >= 0 {
                     state.expectedSequence = packet.sequence &+ 1
@@ -631,6 +649,8 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
               let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }
         switch (role, packet) {
         case (.audio, .audio(let audio)):
+            // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
+            if owner.faultDropPercent > 0, Int((UInt32(audio.sequence) &* 2_654_435_761) >> 16) % 100 < owner.faultDropPercent { return }
             owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: false)
         case (.control, .retransmitted(let audio)):
             owner.audioPacket(audio, session: session, channel: context.channel, retransmitted: true)

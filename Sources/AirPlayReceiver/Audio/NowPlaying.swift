@@ -132,7 +132,7 @@ public final class NowPlaying: Sendable {
             "session": figures.session, "codec": figures.codec, "ended": figures.ended,
             "received": playout.received, "dropped": playout.dropped, "lost": playout.lost, "skipped": playout.skipped,
             "framesPlayed": playout.framesPlayed, "framesInserted": playout.framesInserted, "framesRemoved": playout.framesRemoved,
-            "reanchors": playout.reanchors, "worstLatenessMs": ms(playout.worstLatenessMilliseconds / 1000),
+            "reanchors": playout.reanchors, "requested": figures.requested, "retransmitted": figures.retransmitted, "worstLatenessMs": ms(playout.worstLatenessMilliseconds / 1000),
             "sync": ["packets": sync.count, "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude),
                      "p50Ms": ms(sync.percentile(0.5)), "p95Ms": ms(sync.percentile(0.95)), "p99Ms": ms(sync.percentile(0.99)),
                      "maxMs": ms(sync.worst)] as [String: Any],
