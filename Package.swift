@@ -92,10 +92,10 @@ let package = Package(
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto",
+            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire"]),
+        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist",
         ]),

@@ -1,0 +1,169 @@
+/// Apple Lossless (ALAC) frames for RAOP: 16-bit stereo, 352 frames a packet, compressed.
+///
+/// Each frame is one channel pair element (ID_CPE) without stereo mixing. Each channel is sent
+/// either as it is or predicted by its previous sample (the format's order-31 shortcut, which
+/// decoders run as a first difference), whichever is smaller, and the residuals are written
+/// with ALAC's adaptive Golomb code, whose
+/// parameters (pb 40, mb 10, kb 14) are the ones announced in the `fmtp`. A frame that would not
+/// come out smaller than the samples themselves is sent as an escape (uncompressed) frame, as
+/// Apple's encoder does. Decoders run the same adaptation on their side, so every decision
+/// here mirrors theirs bit for bit.
+public struct ALACEncoder: Sendable {
+    /// Frames in a full packet.
+    public static let framesPerPacket = 352
+    /// The `a=fmtp` parameters after the payload type: frame length, compatible version, bit
+    /// depth, pb, mb, kb, channels, max run, max frame bytes, average bit rate, sample rate.
+    public static let fmtp = "352 0 16 40 10 14 2 255 0 0 44100"
+
+    // The adaptive Golomb code's constants.
+    private static let initialMean: UInt32 = 10     // mb
+    private static let meanGain: UInt32 = 40        // pb (with pbFactor 4: 40 · 4 / 4)
+    private static let maximumK: UInt32 = 14        // kb
+    private static let channelBits = 17             // 16-bit samples in a pair: one bit more
+    private static let escapePrefix = 9
+
+    /// An encoder (it keeps no state between frames).
+    public init() {}
+
+    /// One ALAC frame for interleaved stereo samples (at most 352 frames).
+    public func encode(_ samples: [Int16]) -> [UInt8] {
+        let frames = samples.count / 2
+        precondition(frames <= Self.framesPerPacket, "an ALAC packet holds at most 352 frames")
+        // Each channel takes whichever codes smaller: its samples as they are (no predictor),
+        // or their first differences (the order-31 shortcut, which costs 31 unused 16-bit
+        // coefficients in the header).
+        let coded = (0..<2).map { channel -> (order: UInt32, bits: BitWriter) in
+            var plain = [Int32](repeating: 0, count: frames), differences = plain
+            var previous: Int32 = 0
+            for frame in 0..<frames {
+                let sample = Int32(samples[2 * frame + channel])
+                plain[frame] = sample
+                differences[frame] = frame == 0 ? sample : sample - previous
+                previous = sample
+            }
+            var asIs = BitWriter(), differenced = BitWriter()
+            Self.writeResiduals(plain, to: &asIs)
+            Self.writeResiduals(differences, to: &differenced)
+            return differenced.bitCount + 31 * 16 < asIs.bitCount ? (31, differenced) : (0, asIs)
+        }
+        var bits = BitWriter()
+        header(&bits, frames: frames, escaped: false)
+        bits.write(0, 8)   // mixBits: channels are coded as they are
+        bits.write(0, 8)   // mixRes
+        for channel in coded {
+            bits.write(0, 4)   // prediction type 0 (the only one every decoder knows)
+            bits.write(9, 4)   // denominator shift: unused by orders 0 and 31, but decoders refuse 0
+            bits.write(4, 3)   // pbFactor: pb · 4 / 4
+            bits.write(channel.order, 5)
+            for _ in 0..<channel.order { bits.write(0, 16) }
+        }
+        for channel in coded { bits.append(channel.bits) }
+        bits.write(7, 3)   // ID_END
+        let compressed = bits.padded
+        return compressed.count < 4 * frames + 8 ? compressed : escaped(samples)
+    }
+
+    /// The frame as an escape: the samples as they are, left and right interleaved.
+    func escaped(_ samples: [Int16]) -> [UInt8] {
+        var bits = BitWriter()
+        header(&bits, frames: samples.count / 2, escaped: true)
+        for sample in samples { bits.write(UInt32(UInt16(bitPattern: sample)), 16) }
+        bits.write(7, 3)
+        return bits.padded
+    }
+
+    private func header(_ bits: inout BitWriter, frames: Int, escaped: Bool) {
+        let partial = frames != Self.framesPerPacket
+        bits.write(1, 3)                    // ID_CPE: a channel pair
+        bits.write(0, 4)                    // element instance tag
+        bits.write(0, 12)                   // unused
+        bits.write(partial ? 1 : 0, 1)      // the frame count follows when not the full 352
+        bits.write(0, 2)                    // no bytes shifted (16-bit)
+        bits.write(escaped ? 1 : 0, 1)
+        if partial {
+            bits.write(UInt32(frames) >> 16, 16)
+            bits.write(UInt32(frames) & 0xFFFF, 16)
+        }
+    }
+
+    /// ALAC's adaptive Golomb code: the parameter k follows a running mean of the coded values,
+    /// and after a stretch of small values a run of zeros is coded as one count.
+    static func writeResiduals(_ residuals: [Int32], to bits: inout BitWriter) {
+        var mean = initialMean
+        var afterZeros: UInt32 = 0
+        var index = 0
+        while index < residuals.count {
+            let k = min(UInt32(31 - (mean >> 9 &+ 3).leadingZeroBitCount), maximumK)
+            let residual = residuals[index]
+            // Signs interleave: 0, -1, 1, -2, 2 … become 0, 1, 2, 3, 4 …
+            let folded = residual >= 0 ? UInt32(residual) << 1 : (UInt32(-residual) << 1) - 1
+            let code = folded - afterZeros
+            writeCode(code, k: k, escapeBits: channelBits, to: &bits)
+            index += 1
+            mean = meanGain &* (code &+ afterZeros) &+ mean &- ((meanGain &* mean) >> 9)
+            if code > 0xFFFF { mean = 0xFFFF }
+            afterZeros = 0
+            if mean << 2 < 512, index < residuals.count {
+                // Small values: the zeros that follow are coded as one run length.
+                let runK = UInt32(mean.leadingZeroBitCount) - 24 + ((mean + 16) >> 6)
+                var run = 0
+                while index + run < residuals.count, residuals[index + run] == 0, run < 0xFFFF { run += 1 }
+                writeCode(UInt32(run), k: runK, escapeBits: 16, to: &bits)
+                index += run
+                afterZeros = run >= 0xFFFF ? 0 : 1
+                mean = 0
+            }
+        }
+    }
+
+    /// One value: q = value / (2^k − 1) ones and a zero, then the remainder r as r + 1 in k bits
+    /// (or k − 1 zero bits when r is 0). Nine ones escape to the value in `escapeBits` bits.
+    static func writeCode(_ value: UInt32, k: UInt32, escapeBits: Int, to bits: inout BitWriter) {
+        let divisor = (UInt32(1) << k) - 1
+        let quotient = value / divisor
+        guard quotient < UInt32(escapePrefix) else {
+            bits.write((1 << escapePrefix) - 1, escapePrefix)
+            bits.write(value, escapeBits)
+            return
+        }
+        bits.write((1 << quotient) - 1, Int(quotient))
+        bits.write(0, 1)
+        let remainder = value - quotient * divisor
+        if remainder == 0 {
+            bits.write(0, Int(k) - 1)
+        } else {
+            bits.write(remainder + 1, Int(k))
+        }
+    }
+}
+
+/// Bits written most significant first, as ALAC reads them.
+struct BitWriter {
+    private(set) var bytes: [UInt8] = []
+    private var pending: UInt64 = 0
+    private var pendingCount = 0
+
+    /// Appends the low `count` bits of `value` (count ≤ 32).
+    mutating func write(_ value: UInt32, _ count: Int) {
+        guard count > 0 else { return }
+        pending = pending << UInt64(count) | UInt64(value) & ((1 << UInt64(count)) - 1)
+        pendingCount += count
+        while pendingCount >= 8 {
+            pendingCount -= 8
+            bytes.append(UInt8(truncatingIfNeeded: pending >> UInt64(pendingCount)))
+        }
+        pending &= (1 << UInt64(pendingCount)) - 1
+    }
+
+    /// Bits written so far.
+    var bitCount: Int { bytes.count * 8 + pendingCount }
+
+    /// Appends everything another writer holds.
+    mutating func append(_ other: BitWriter) {
+        for byte in other.bytes { write(UInt32(byte), 8) }
+        if other.pendingCount > 0 { write(UInt32(other.pending), other.pendingCount) }
+    }
+
+    /// The bytes with the last one padded with zero bits.
+    var padded: [UInt8] { pendingCount == 0 ? bytes : bytes + [UInt8(truncatingIfNeeded: pending << UInt64(8 - pendingCount))] }
+}
