@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

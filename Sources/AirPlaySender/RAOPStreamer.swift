@@ -1,196 +1,187 @@
 import AirPlayWire
 import Foundation
-import NIOConcurrencyHelpers
-import NIOCore
-import NIOPosix
+import Synchronization
 
-/// Streams PCM to a RAOP receiver: RTSP set-up on a `ReceiverConnection`, L16 RTP packets of
-/// 352 frames paced by a monotonic clock, a sync packet every second, resend requests answered
-/// from a backlog of the last 1024 packets, TEARDOWN at the end.
+/// Plays PCM to one or more RAOP receivers on one timeline: 352-frame packets paced by the
+/// monotonic clock, the same RTP times and the same sync packets to every receiver, so they all
+/// play frame T at the moment our clock says (each maps our clock through its timing requests).
+/// The first packet after the start or a resume carries the marker bit and is preceded by a
+/// sync packet flagged as the first; sync packets follow every second.
 public final class RAOPStreamer: @unchecked Sendable {
     /// Frames per packet, as iTunes-class senders use.
     public static let framesPerPacket = 352
-    /// The latency announced in sync packets: receivers play a frame this long after we send it.
-    public static let latencyFrames: UInt32 = 66150  // 1.5 s at 44.1 kHz
-    private static let backlogSize = 1024
+    /// The latency announced in sync packets: receivers play a frame this long after it is sent.
+    public static let latencyFrames: UInt32 = 66150   // 1.5 s at 44.1 kHz
+    /// Packets in one latency: how many were sent but not yet heard at any moment.
+    static let unheardPackets = Int(latencyFrames) / framesPerPacket
+    /// The latency in seconds.
+    public static let latencySeconds = Double(latencyFrames) / 44100
+    static let sampleRate = 44100.0
 
-    private let connection: ReceiverConnection
-    private let path = "rtsp://\(UUID().uuidString.prefix(8))/\(UInt32.random(in: 1...UInt32.max))"
-    private var cseq = 0
-    private var session: String?
-    private var channel: (any Channel)?
-    private var serverAudio: SocketAddress?
-    private var serverControl: SocketAddress?
-    private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
-    /// Packets resent on request, for the summary.
-    public let resent = NIOLockedValueBox(0)
+    /// The receivers.
+    public let links: [RAOPLink]
+    /// RTP sequence number and time of the first packet (random, as RTP wants).
+    public let firstSequence: UInt16
+    /// RTP time of the first frame.
+    public let firstTimestamp: UInt32
 
-    /// A streamer over an RTSP connection to the receiver.
-    public init(connection: ReceiverConnection) { self.connection = connection }
-
-    private func rtsp(_ method: String, headers: MessageHeaders = [:], body: [UInt8] = []) async throws(SenderError) -> AirPlayResponse {
-        cseq += 1
-        var all = headers
-        all.add(name: "CSeq", value: String(cseq))
-        all.add(name: "User-Agent", value: "airplay/1.0 (swift-airplay)")
-        if let session { all.add(name: "Session", value: session) }
-        var buffer = ByteBuffer()
-        buffer.writeBytes(body)
-        let response = try await connection.send(AirPlayRequest(method: method, target: path, version: .rtsp10, headers: all, body: buffer))
-        guard (200..<300).contains(response.status) else {
-            throw SenderError(.refused(status: response.status),
-                              "\(method) answered \(response.status): \(String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines))")
-        }
-        return response
+    private struct State {
+        var sequence: UInt16
+        var timestamp: UInt32
+        var framesSent = 0
+        /// The schedule: `anchorTimestamp` leaves at `anchorUptime`.
+        var anchorUptime = 0.0
+        var anchorTimestamp: UInt32
+        var startOfRun = true
+        var pauseRequested = false
+        var paused = false
+        var stopped = false
+        /// The packets sent within the last latency: sent, but not heard yet.
+        var unheard: [[Int16]] = []
+        /// What to send again after a resume before reading on.
+        var replay: [[Int16]] = []
     }
 
-    /// ANNOUNCE (L16), SETUP (our control and timing ports), RECORD, and the volume in dB.
-    public func start(volumeDecibels: Double) async throws(SenderError) {
-        let local = connection.localAddress?.ipAddress ?? "127.0.0.1"
-        let sdp = "v=0\r\no=iTunes 1 0 IN IP4 \(local)\r\ns=iTunes\r\nc=IN IP4 \(connection.host)\r\nt=0 0\r\n"
-            + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n"
-        _ = try await rtsp("ANNOUNCE", headers: ["Content-Type": "application/sdp"], body: Array(sdp.utf8))
-        let channel: any Channel
-        do {
-            channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
-                .channelInitializer { [backlog, resent] channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ResendResponder(backlog: backlog, resent: resent))
-                    }
-                }
-                .bind(host: local, port: 0).get()
-        } catch {
-            throw SenderError(.connectionLost, "cannot open a UDP port: \(error)")
-        }
-        self.channel = channel
-        let port = channel.localAddress?.port ?? 0
-        let setup = try await rtsp("SETUP", headers: [
-            "Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(port);timing_port=\(port)",
-        ])
-        let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
-        guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),
-              let session = setup.headers["Session"] else {
-            throw SenderError(.refused(status: setup.status), "the SETUP reply lacks server_port, control_port or Session")
-        }
-        self.session = session
-        serverAudio = try? SocketAddress(ipAddress: connection.host, port: Int(audioPort))
-        serverControl = try? SocketAddress(ipAddress: connection.host, port: Int(controlPort))
-        _ = try await rtsp("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=0;rtptime=0"])
-        _ = try await rtsp("SET_PARAMETER", headers: ["Content-Type": "text/parameters"],
-                           body: Array(String(format: "volume: %.6f\r\n", volumeDecibels).utf8))
+    private let state: Mutex<State>
+    private let pausedSignal = DispatchSemaphore(value: 0)
+    private let resumeSignal = DispatchSemaphore(value: 0)
+    private let alac = ALACEncoder()
+
+    /// A streamer to set-up links, starting at the given RTP point.
+    public init(links: [RAOPLink], firstSequence: UInt16, firstTimestamp: UInt32) {
+        self.links = links
+        self.firstSequence = firstSequence
+        self.firstTimestamp = firstTimestamp
+        state = Mutex(State(sequence: firstSequence, timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
     }
 
-    /// Sends everything `read` returns, in real time; returns the frames sent.
-    public func stream(read: () -> [Int16]) throws(SenderError) -> Int {
-        guard let channel, let serverAudio, let serverControl else { throw SenderError(.connectionLost, "not set up") }
-        let start = ProcessInfo.processInfo.systemUptime
-        var sequence: UInt16 = 0
-        var timestamp: UInt32 = 0
-        var lastSync = -1.0
+    /// Frames sent so far.
+    public var framesSent: Int { state.withLock { $0.framesSent } }
+
+    /// The sequence number and RTP time of the next packet to send (where a resume records from).
+    public var nextPoint: (sequence: UInt16, timestamp: UInt32) { state.withLock { ($0.sequence, $0.timestamp) } }
+
+    /// The RTP time the receivers are playing now (what was sent one latency ago).
+    public var playingTimestamp: UInt32 { state.withLock { $0.timestamp &- Self.latencyFrames } }
+
+    /// Sends everything `read` returns, in real time, until it returns nothing or `stop()`.
+    /// Blocks: run it on its own thread. `sent` is called after every packet.
+    public func play(read: () -> [Int16], sent: (Int) -> Void = { _ in }) {
+        state.withLock { $0.anchorUptime = ProcessInfo.processInfo.systemUptime }
+        var lastSync = -1.0, lastTiming = -10.0
         while true {
-            let samples = read()
-            guard !samples.isEmpty else { break }
-            var payload = [UInt8](repeating: 0, count: samples.count * 2)
-            for (index, sample) in samples.enumerated() {
-                payload[2 * index] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample) >> 8)
-                payload[2 * index + 1] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample))
+            let (stopped, pause) = state.withLock { ($0.stopped, $0.pauseRequested) }
+            if stopped { return }
+            if pause {
+                state.withLock { $0.paused = true }
+                pausedSignal.signal()
+                resumeSignal.wait()
+                lastSync = -1
+                continue
             }
-            let packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: sequence == 0, payload: payload).bytes
-            backlog.withLockedValue { backlog in
-                backlog[sequence] = packet
-                backlog[sequence &- UInt16(Self.backlogSize)] = nil
+            let replayed = state.withLock { $0.replay.isEmpty ? nil : $0.replay.removeFirst() }
+            let samples = replayed ?? read()
+            guard !samples.isEmpty else { return }
+            let (sequence, timestamp, first, due) = state.withLock { state in
+                (state.sequence, state.timestamp, state.startOfRun,
+                 state.anchorUptime + Double(state.timestamp &- state.anchorTimestamp) / Self.sampleRate)
             }
-            let elapsed = ProcessInfo.processInfo.systemUptime - start
-            if elapsed - lastSync >= 1 {
-                lastSync = elapsed
-                send(Self.sync(sending: timestamp, at: Self.ntp(atUptime: start + Double(timestamp) / 44100), first: sequence == 0),
-                     to: serverControl, on: channel)
+            if due - lastSync >= 1 || first {
+                lastSync = due
+                let sync = RAOPSync(rtpTimeNowMinusLatency: timestamp &- Self.latencyFrames, ntpTime: RAOPClock.ntp(atUptime: due),
+                                    rtpTimeNext: timestamp, isFirst: first)
+                for link in links { link.sendSync(sync) }
             }
-            send(packet, to: serverAudio, on: channel)
+            if due - lastTiming >= 2 {
+                lastTiming = due
+                for link in links { link.sendTimingRequest() }
+            }
+            send(samples, sequence: sequence, timestamp: timestamp, marker: first)
             let frames = samples.count / 2
-            sequence &+= 1
-            timestamp &+= UInt32(frames)
-            // Monotonic pacing: packet n leaves at start + n·352/44100, so no drift accumulates.
-            let due = start + Double(timestamp) / 44100
-            let wait = due - ProcessInfo.processInfo.systemUptime
-            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            let nextDue = state.withLock { state -> Double in
+                state.sequence &+= 1
+                state.timestamp &+= UInt32(frames)
+                state.framesSent += frames
+                state.startOfRun = false
+                state.unheard.append(samples)
+                if state.unheard.count > Self.unheardPackets { state.unheard.removeFirst() }
+                return state.anchorUptime + Double(state.timestamp &- state.anchorTimestamp) / Self.sampleRate
+            }
+            sent(frames)
+            // Monotonic pacing: each packet leaves at anchor + frames / 44100, so nothing drifts.
+            let wait = nextDue - ProcessInfo.processInfo.systemUptime
+            if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
         }
-        return Int(timestamp)
     }
 
-    /// TEARDOWN and close the UDP port.
-    public func stop() async {
-        _ = try? await rtsp("TEARDOWN")
-        try? await channel?.close()
-    }
-
-    private func send(_ bytes: [UInt8], to address: SocketAddress, on channel: any Channel) {
-        var buffer = channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
-    }
-
-    /// Our clock for receivers, as NTP 32.32 fixed point (seconds since 1900): the wall clock read
-    /// once, then advanced by the monotonic clock, so it never steps while we stream.
-    static func ntpNow() -> UInt64 { ntp(atUptime: ProcessInfo.processInfo.systemUptime) }
-
-    private static let clockBase: (uptime: Double, wall: Double) = {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return (ProcessInfo.processInfo.systemUptime, Double(time.tv_sec) + 2_208_988_800 + Double(time.tv_nsec) / 1e9)
-    }()
-
-    /// Our NTP clock at a monotonic time.
-    static func ntp(atUptime uptime: Double) -> UInt64 {
-        let seconds = clockBase.wall + (uptime - clockBase.uptime)
-        let whole = seconds.rounded(.down)
-        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
-    }
-
-    /// A sync packet: the RTP time that plays at `time` (what is sent then, minus the latency),
-    /// `time` on our clock (receivers map it through our timing replies), and the next RTP time.
-    /// `time` is when `sending` is scheduled to leave, not when it did: sync packets then agree
-    /// with each other to the sample.
-    static func sync(sending: UInt32, at time: UInt64, first: Bool) -> [UInt8] {
-        RAOPSync(rtpTimeNowMinusLatency: sending &- latencyFrames, ntpTime: time, rtpTimeNext: sending, isFirst: first).bytes
-    }
-}
-
-/// Answers resend requests (0x55) from the backlog with retransmissions (0x56), and timing
-/// requests (0x52) with our clock.
-final class ResendResponder: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
-    private let backlog: NIOLockedValueBox<[UInt16: [UInt8]]>
-    private let resent: NIOLockedValueBox<Int>
-
-    init(backlog: NIOLockedValueBox<[UInt16: [UInt8]]>, resent: NIOLockedValueBox<Int>) {
-        self.backlog = backlog
-        self.resent = resent
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        let bytes = Array(envelope.data.readableBytesView)
-        if bytes.count >= 32, bytes[1] & 0x7F == 0x52, let request = RAOPPacket.parse(bytes), case .timingRequest(let timing) = request {
-            // Receivers set their clocks from our answers: origin = their transmit time, then ours.
-            let now = RAOPStreamer.ntpNow()
-            let reply = RAOPTiming(origin: timing.transmit, receive: now, transmit: RAOPStreamer.ntpNow()).bytes(reply: true)
-            var buffer = context.channel.allocator.buffer(capacity: reply.count)
-            buffer.writeBytes(reply)
-            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
-            return
+    /// Encodes once per codec in use, then sends to every receiver (each encrypts with its key).
+    private func send(_ samples: [Int16], sequence: UInt16, timestamp: UInt32, marker: Bool) {
+        var pcm: [UInt8]?, compressed: [UInt8]?
+        for link in links {
+            let payload: [UInt8]
+            switch link.codec {
+            case .alac:
+                if compressed == nil { compressed = alac.encode(samples) }
+                payload = compressed!
+            case .pcm:
+                if pcm == nil { pcm = Self.bigEndian(samples) }
+                payload = pcm!
+            }
+            link.sendAudio(sequence: sequence, timestamp: timestamp, marker: marker, payload: payload)
         }
-        guard bytes.count >= 8, bytes[1] & 0x7F == 0x55 else { return }
-        let first = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
-        let count = min(UInt16(bytes[6]) << 8 | UInt16(bytes[7]), 1024)
-        for offset in 0..<count {
-            guard let packet = backlog.withLockedValue({ $0[first &+ offset] }) else { continue }
-            var buffer = context.channel.allocator.buffer(capacity: packet.count + 4)
-            buffer.writeBytes([0x80, 0xD6, 0x00, 0x01] + packet)
-            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
-            resent.withLockedValue { $0 += 1 }
+    }
+
+    /// L16 on the wire: big-endian samples.
+    static func bigEndian(_ samples: [Int16]) -> [UInt8] {
+        var payload = [UInt8](repeating: 0, count: samples.count * 2)
+        for (index, sample) in samples.enumerated() {
+            payload[2 * index] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample) >> 8)
+            payload[2 * index + 1] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample))
         }
+        return payload
+    }
+
+    /// Stops sending after the current packet and returns the RTP point to FLUSH to (the next
+    /// sequence number and RTP time), or nil when the stream has already ended.
+    public func pause() -> (sequence: UInt16, timestamp: UInt32)? {
+        let already = state.withLock { state -> Bool in
+            defer { state.pauseRequested = true }
+            return state.pauseRequested || state.stopped
+        }
+        guard !already else { return nil }
+        // The player acknowledges at its next packet boundary (at most 8 ms away).
+        guard pausedSignal.wait(timeout: .now() + .seconds(2)) == .success else { return nil }
+        return state.withLock { ($0.sequence, $0.timestamp) }
+    }
+
+    /// Goes on after a pause from the RTP point after the flush, on a fresh schedule starting
+    /// now, with the audio that was sent but not yet heard when the pause came (the FLUSH threw
+    /// it away at the receivers): the listener resumes where they paused.
+    public func resume() {
+        let wasPaused = state.withLock { state -> Bool in
+            guard state.paused else { return false }
+            state.replay = state.unheard + state.replay
+            state.framesSent -= state.unheard.reduce(0) { $0 + $1.count / 2 }
+            state.unheard = []
+            state.paused = false
+            state.pauseRequested = false
+            state.startOfRun = true
+            state.anchorUptime = ProcessInfo.processInfo.systemUptime
+            state.anchorTimestamp = state.timestamp
+            return true
+        }
+        if wasPaused { resumeSignal.signal() }
+    }
+
+    /// True while paused.
+    public var isPaused: Bool { state.withLock { $0.paused } }
+
+    /// Ends `play` at the next packet boundary (also while paused).
+    public func stop() {
+        let paused = state.withLock { state -> Bool in
+            state.stopped = true
+            return state.paused
+        }
+        if paused { resumeSignal.signal() }
     }
 }

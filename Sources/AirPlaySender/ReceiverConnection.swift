@@ -66,6 +66,9 @@ public final class ReceiverConnection: Sendable {
     /// The local address of this connection: the address the receiver can reach us at.
     public var localAddress: SocketAddress? { channel.localAddress }
 
+    /// The receiver's IP address as connected (what its Apple-Response must sign).
+    public var remoteIP: String? { channel.remoteAddress?.ipAddress }
+
     /// Sends a request and waits (at most `timeout` seconds) for its response.
     public func send(_ request: AirPlayRequest, timeout: Double = 15) async throws(SenderError) -> AirPlayResponse {
         let promise = channel.eventLoop.makePromise(of: AirPlayResponse.self)

@@ -12,13 +12,19 @@ public struct ReceiverAddress: Hashable, Sendable {
     public var key: String
     /// A display name.
     public var name: String
+    /// The `_raop._tcp` TXT record, when the receiver was discovered (audio senders read it).
+    public var raopTXT: TXTRecord?
+    /// The device id, when known.
+    public var deviceID: DeviceID?
 
     /// An address from its parts.
-    public init(host: String, port: Int, key: String, name: String) {
+    public init(host: String, port: Int, key: String, name: String, raopTXT: TXTRecord? = nil, deviceID: DeviceID? = nil) {
         self.host = host
         self.port = port
         self.key = key
         self.name = name
+        self.raopTXT = raopTXT
+        self.deviceID = deviceID
     }
 }
 
@@ -64,7 +70,7 @@ public enum ReceiverResolver {
                 throw SenderError(.notFound, "no receiver named \"\(target)\"; found: "
                                   + (receivers.isEmpty ? "none" : receivers.map(\.name).joined(separator: ", ")))
             }
-            return try address(of: match)
+            return try address(of: match, audio: !needVideo)
         }
         let usable = receivers.filter { (needVideo ? $0.supportsVideo : $0.supportsAudio) && !$0.pairingRequired }
         switch usable.count {
@@ -72,18 +78,21 @@ public enum ReceiverResolver {
             throw SenderError(.notFound, "no \(needVideo ? "video" : "audio") receiver found"
                               + (receivers.isEmpty ? "" : " (found: \(receivers.map(\.name).joined(separator: ", ")))"))
         case 1:
-            return try address(of: usable[0])
+            return try address(of: usable[0], audio: !needVideo)
         default:
-            if let chosen = choose(usable) { return try address(of: chosen) }
+            if let chosen = choose(usable) { return try address(of: chosen, audio: !needVideo) }
             throw SenderError(.notFound, "several receivers fit; pick one with --to:\n"
                               + usable.map { "  \($0.name)  \($0.address ?? "?"):\($0.port)" }.joined(separator: "\n"))
         }
     }
 
-    static func address(of receiver: DiscoveredReceiver) throws(SenderError) -> ReceiverAddress {
-        guard let host = receiver.address else { throw SenderError(.notFound, "\(receiver.name) has no address") }
-        return ReceiverAddress(host: host, port: Int(receiver.port), key: receiver.deviceID?.colonForm ?? "\(host):\(receiver.port)",
-                               name: receiver.name)
+    /// Where to reach a discovered receiver: its AirPlay service for video, its RAOP service
+    /// (which may listen elsewhere, like shairport-sync's or an AirPort Express's) for audio.
+    static func address(of receiver: DiscoveredReceiver, audio: Bool = false) throws(SenderError) -> ReceiverAddress {
+        let service = audio ? (receiver.raop ?? receiver.primary) : receiver.primary
+        guard let host = service.addresses.first else { throw SenderError(.notFound, "\(receiver.name) has no address") }
+        return ReceiverAddress(host: host, port: Int(service.port), key: receiver.deviceID?.colonForm ?? "\(host):\(service.port)",
+                               name: receiver.name, raopTXT: receiver.raop?.record.txt, deviceID: receiver.deviceID)
     }
 }
 

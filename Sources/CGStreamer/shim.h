@@ -69,6 +69,49 @@ static inline gint64 cairplay_query_latency(GstElement *pipeline) {
     if (!answered || minimum == GST_CLOCK_TIME_NONE) return -1;
     return (gint64)minimum;
 }
+/// Takes every tag message waiting on the pipeline's bus and keeps the first title, artist,
+/// album, genre and image it finds (strings and bytes allocated with g_malloc: free with g_free).
+static inline void cairplay_collect_tags(GstElement *pipeline, gchar **title, gchar **artist, gchar **album, gchar **genre,
+                                         guint8 **image, gsize *image_size, gchar **image_type) {
+    GstBus *bus = gst_element_get_bus(pipeline);
+    if (bus == NULL) return;
+    GstMessage *message;
+    while ((message = gst_bus_pop_filtered(bus, GST_MESSAGE_TAG)) != NULL) {
+        GstTagList *tags = NULL;
+        gst_message_parse_tag(message, &tags);
+        if (tags != NULL) {
+            if (*title == NULL) gst_tag_list_get_string(tags, GST_TAG_TITLE, title);
+            if (*artist == NULL) gst_tag_list_get_string(tags, GST_TAG_ARTIST, artist);
+            if (*album == NULL) gst_tag_list_get_string(tags, GST_TAG_ALBUM, album);
+            if (*genre == NULL) gst_tag_list_get_string(tags, GST_TAG_GENRE, genre);
+            GstSample *sample = NULL;
+            if (*image == NULL && (gst_tag_list_get_sample(tags, GST_TAG_IMAGE, &sample) || gst_tag_list_get_sample(tags, GST_TAG_PREVIEW_IMAGE, &sample))) {
+                GstBuffer *buffer = gst_sample_get_buffer(sample);
+                GstCaps *caps = gst_sample_get_caps(sample);
+                if (buffer != NULL && gst_buffer_get_size(buffer) <= 4 * 1024 * 1024) {
+                    *image_size = gst_buffer_get_size(buffer);
+                    *image = g_malloc(*image_size);
+                    gst_buffer_extract(buffer, 0, *image, *image_size);
+                    if (caps != NULL && gst_caps_get_size(caps) > 0) *image_type = g_strdup(gst_structure_get_name(gst_caps_get_structure(caps, 0)));
+                }
+                gst_sample_unref(sample);
+            }
+            gst_tag_list_unref(tags);
+        }
+        gst_message_unref(message);
+    }
+    gst_object_unref(bus);
+}
+/// The stream's duration in nanoseconds, or -1 when unknown.
+static inline gint64 cairplay_duration(GstElement *pipeline) {
+    gint64 duration = -1;
+    if (!gst_element_query_duration(pipeline, GST_FORMAT_TIME, &duration)) return -1;
+    return duration;
+}
+/// Seeks to a position in nanoseconds (accurately, flushing); false when the stream cannot seek.
+static inline gboolean cairplay_seek(GstElement *pipeline, gint64 position) {
+    return gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE, position);
+}
 /// Pulls one decoded buffer (waiting at most `timeout` ns) and copies at most `capacity` bytes out;
 /// returns the byte count, or -1 when nothing came.
 static inline gssize cairplay_pull_bytes(GstElement *appsink, void *out, gsize capacity, GstClockTime timeout) {

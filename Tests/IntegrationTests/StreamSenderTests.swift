@@ -23,6 +23,8 @@ import Testing
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
         #expect(comparison.offset == 0)
         #expect(daemon.process.stderr.contains("lost=0"))
+        // airplayd answers Apple-Challenge and decodes ALAC: the stream is compressed and encrypted.
+        #expect(daemon.process.stderr.contains("codec=ALAC") && daemon.process.stderr.contains("encrypted=true"), "\(daemon.process.stderr)")
         // Timed by our sender's clock (its sync packets agree with its timing answers), which is
         // the machine's: nothing to correct, and every packet out within a few milliseconds.
         let stream = try RAOPClockTests.streamFigures(daemon.port)
@@ -32,6 +34,106 @@ import Testing
         #expect((sync["p95Ms"] as? Double ?? 99) < 5, "\(sync)")
         print("measure: airplay stream → airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %, "
               + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(sync["p95Ms"] ?? "?") ms max \(sync["maxMs"] ?? "?") ms")
+    }
+
+    /// Both RTP counters wrap inside the stream (sequence 65500 + 60, time 2^32 − 100000 + 2.3 s).
+    @Test func sequenceAndTimestampWrapAround() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let raw = Products.scratchDirectory("wrap") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let result = try runCommand(try Products.executable("airplay"),
+                                    ["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)"],
+                                    environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus",
+                                                  "AIRPLAY_RTP_START": "65500:4294867296"], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999 && comparison.offset == 0, "bit-exact share \(comparison.exact)")
+    }
+
+    /// Tags become DMAP text, the embedded cover the artwork, the duration progress; the
+    /// receiver's now-playing state shows them while the stream plays.
+    @Test func tagsCoverAndProgressReachTheReceiver() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let directory = Products.scratchDirectory("tags")
+        let ffmpeg = try #require(TestHost.which("ffmpeg"))
+        let cover = directory + "/cover.png", tagged = directory + "/tagged.flac"
+        for job in [["-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=32x32", "-frames:v", "1", cover],
+                    ["-loglevel", "error", "-y", "-i", sweep.directory + "/sweep.flac", "-i", cover, "-map", "0:a", "-map", "1:v",
+                     "-c:a", "copy", "-c:v", "copy", "-disposition:v", "attached_pic", "-metadata", "genre=Test Tones", tagged]] {
+            let made = try runCommand(ffmpeg, job, timeout: 60)
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)"],
+                                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
+                                         label: "airplay")
+        Thread.sleep(forTimeInterval: 4)
+        let text = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
+        #expect(process.waitForExit(timeout: 30) == 0, "\(process.stderr)")
+        let playing = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+        #expect(playing["title"] as? String == "Sweep Song")
+        #expect(playing["artist"] as? String == "Test Artist")
+        #expect(playing["album"] as? String == "Test Album")
+        #expect(playing["genre"] as? String == "Test Tones")
+        #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "\(text)")
+        #expect((playing["position"] as? Double ?? 0) > 1)
+        let artwork = try #require(playing["artwork"] as? [String: Any], "\(text)")
+        #expect(artwork["type"] as? String == "image/png")
+        #expect(Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover))
+    }
+
+    /// Space on the terminal pauses (FLUSH) and resumes (RECORD) the stream; the audio that was
+    /// sent but not yet heard is sent again, so the listener hears on from where they paused.
+    @Test func spacePausesAndResumesWhereItStopped() throws {
+        let python = try Products.peerTool("python")
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let raw = Products.scratchDirectory("pause") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pty_keys.py"
+        let result = try runCommand(python, [script, "3=\\s", "5=\\s", "--", try Products.executable("airplay"), "stream",
+                                             sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)"],
+                                    environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("⏸"), "the live line shows the pause: \(result.stdout.suffix(400))")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        // Around the pause a few packets may play twice or not at all (the FLUSH takes a round
+        // trip); everything else comes out once, in order.
+        #expect(comparison.exact >= 0.95, "share after the pause \(comparison.exact)")
+        #expect(samples.count / 2 >= 6 * 44100 - 4410, "nothing lost to the pause: \(samples.count / 2) frames")
+        print("measure: pause/resume, \(String(format: "%.2f", comparison.exact * 100)) % of the frames in place")
+    }
+
+    /// A wrong or missing password is refused (exit 77); the right one streams.
+    @Test func passwordsAreAnsweredWithDigest() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let config = Products.scratchDirectory("pw") + "/airplayd.toml"
+        try "password = \"s3cret\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null", "--config", config])
+        let target = ["--to", "127.0.0.1:\(daemon.port)", sweep.directory + "/cafe.flac"]
+        #expect(try airplay(["stream"] + target).status == 77)
+        #expect(try airplay(["stream", "--password", "guess"] + target).status == 77)
+        let right = try airplay(["stream", "--password", "s3cret"] + target)
+        #expect(right.status == 0, "\(right.stderr)")
+    }
+
+    /// 5 % of the packets are dropped on their way into airplayd (its test-only knob): the
+    /// resend requests are answered from our backlog, and the output is still bit-exact.
+    @Test func droppedPacketsAreResentFromTheBacklog() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let raw = Products.scratchDirectory("lossy") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"], environment: ["AIRPLAYD_FAULT_DROP_AUDIO_PERCENT": "5"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let summary = try #require(result.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
+        let resent = object["resent"] as? Int ?? 0
+        #expect(resent > 20, "\(summary)")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        print("measure: 5 % dropped into airplayd, \(resent) packets resent, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
     @Test func unusableFilesAndUnreachableReceiversHaveTheirExitCodes() throws {
@@ -56,9 +158,11 @@ import Testing
         let receiver = try host.spawn(try #require(TestHost.which("shairport-sync")),
                                       ["-c", config, "-a", "Shairport Test", "-p", "5055", "-o", "stdout"], label: "shairport-sync")
         #expect(try host.waitForService("_raop._tcp") { $0.name.hasSuffix("@Shairport Test") } != nil, "\(receiver.stderr)")
-        let result = try host.run(try Products.executable("airplay"), ["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:5055"],
-                                  timeout: 60)
+        let result = try host.run(try Products.executable("airplay"), ["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:5055",
+                                                                      "--json"], timeout: 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        // shairport-sync proves the AirPort key: ALAC, RSA-wrapped key, AES packets.
+        #expect(result.stdout.contains("\"codec\":\"ALAC\"") && result.stdout.contains("\"encrypted\":true"), "\(result.stdout)")
         Thread.sleep(forTimeInterval: 1)
         let samples = try Data(contentsOf: URL(fileURLWithPath: receiver.stdoutPath)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         // shairport-sync drops the first packets until its clocks settle: compare from 1 s on.

@@ -62,6 +62,19 @@ public enum DMAP {
         return result
     }
 
+    /// An item as senders send it: an `mlit` container of the fields that are set (text as
+    /// UTF-8, its length in bytes), for `SET_PARAMETER` with `application/x-dmap-tagged`.
+    public static func encode(_ item: Item) -> [UInt8] {
+        var fields: [UInt8] = []
+        for (tag, text) in [("minm", item.title), ("asar", item.artist), ("asal", item.album), ("asgn", item.genre)] {
+            if let text { fields += field(tag, Array(text.utf8)) }
+        }
+        if let milliseconds = item.durationMilliseconds {
+            fields += field("astm", withUnsafeBytes(of: UInt32(clamping: milliseconds).bigEndian, Array.init))
+        }
+        return field("mlit", fields)
+    }
+
     /// Encodes one field (for tests and the sender).
     public static func field(_ tag: String, _ value: [UInt8]) -> [UInt8] {
         Array(tag.utf8.prefix(4)) + withUnsafeBytes(of: UInt32(value.count).bigEndian, Array.init) + value

@@ -1,0 +1,128 @@
+import AirPlayCrypto
+import AirPlayWire
+import Foundation
+import NIOCore
+
+/// Who the sender is to a receiver, sent on every RTSP request: `DACP-ID` and `Active-Remote`
+/// (which a receiver would use to reach back for remote control) and `Client-Instance`.
+public struct RAOPClientIdentity: Sendable {
+    /// 64-bit id as 16 hex digits.
+    public var dacpID: String
+    /// A 32-bit decimal token.
+    public var activeRemote: String
+
+    /// A fresh identity for this run.
+    public init() {
+        dacpID = String(format: "%016llX", UInt64.random(in: 1...UInt64.max))
+        activeRemote = String(UInt32.random(in: 1...UInt32.max))
+    }
+}
+
+/// The RTSP half of a RAOP session with one receiver: CSeq, `Session`, the identity headers,
+/// RFC 2617 Digest when the receiver answers 401, and `Apple-Challenge` checking.
+public final class RAOPClient: @unchecked Sendable {
+    /// The control connection.
+    public let connection: ReceiverConnection
+    private let identity: RAOPClientIdentity
+    private let password: String?
+    private let uri = "rtsp://\(UUID().uuidString.prefix(8).lowercased())/\(UInt32.random(in: 1...UInt32.max))"
+    private var cseq = 0
+    private var digest: (realm: String, nonce: String)?
+    /// The session id from the SETUP reply.
+    public var session: String?
+
+    /// A client on a connection; `password` answers Digest challenges.
+    public init(connection: ReceiverConnection, identity: RAOPClientIdentity, password: String?) {
+        self.connection = connection
+        self.identity = identity
+        self.password = password
+    }
+
+    /// Sends a request; a 401 with a Digest challenge is answered once with the password. Any
+    /// status outside 2xx throws `.refused`.
+    @discardableResult
+    public func request(_ method: String, target: String? = nil, headers: MessageHeaders = [:], body: [UInt8] = [],
+                        contentType: String? = nil) async throws(SenderError) -> AirPlayResponse {
+        var response = try await send(method, target: target ?? uri, headers: headers, body: body, contentType: contentType)
+        if response.status == 401 {
+            guard let password, !password.isEmpty else {
+                throw SenderError(.refused(status: 401), "the receiver wants a password: give --password")
+            }
+            guard let challenge = response.headers["WWW-Authenticate"].flatMap(Self.digestChallenge) else {
+                throw SenderError(.refused(status: 401), "the receiver wants an authentication other than Digest")
+            }
+            digest = challenge
+            response = try await send(method, target: target ?? uri, headers: headers, body: body, contentType: contentType)
+            if response.status == 401 { throw SenderError(.refused(status: 401), "the receiver refused the password") }
+        }
+        guard (200..<300).contains(response.status) else {
+            let reason = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw SenderError(.refused(status: response.status), "\(method) answered \(response.status)\(reason.isEmpty ? "" : ": \(reason)")")
+        }
+        return response
+    }
+
+    private func send(_ method: String, target: String, headers: MessageHeaders, body: [UInt8], contentType: String?)
+        async throws(SenderError) -> AirPlayResponse {
+        cseq += 1
+        var all = headers
+        all.add(name: "CSeq", value: String(cseq))
+        all.add(name: "User-Agent", value: "airplay/1.0 (swift-airplay)")
+        all.add(name: "DACP-ID", value: identity.dacpID)
+        all.add(name: "Active-Remote", value: identity.activeRemote)
+        all.add(name: "Client-Instance", value: identity.dacpID)
+        if let session { all.add(name: "Session", value: session) }
+        if let contentType { all.add(name: "Content-Type", value: contentType) }
+        if let digest, let password {
+            all.add(name: "Authorization", value: Self.authorization(method: method, uri: target, realm: digest.realm,
+                                                                     nonce: digest.nonce, password: password))
+        }
+        var buffer = ByteBuffer()
+        buffer.writeBytes(body)
+        return try await connection.send(AirPlayRequest(method: method, target: target, version: .rtsp10, headers: all, body: buffer))
+    }
+
+    /// `OPTIONS` with an `Apple-Challenge`: true when the receiver's `Apple-Response` signs our
+    /// challenge, the address we reached it at and (when known) its device id with the AirPort key.
+    public func checkIdentity(deviceID: [UInt8]?, crypto: RAOPSenderCrypto) async throws(SenderError) -> Bool? {
+        let challenge = SecureRandom.bytes(16)
+        let response = try await request("OPTIONS", headers: [
+            "Apple-Challenge": String(Base64.encode(challenge).filter { $0 != "=" }),
+        ])
+        guard let answer = response.headers["Apple-Response"] else { return nil }
+        let address = Self.addressBytes(connection.remoteIP)
+        return crypto.verify(appleResponse: answer, challenge: challenge, receiverAddress: address, deviceID: deviceID)
+    }
+
+    /// 4 bytes for IPv4 (also IPv4-mapped IPv6), 16 for IPv6.
+    static func addressBytes(_ text: String?) -> [UInt8] {
+        guard var text else { return [] }
+        if text.hasPrefix("::ffff:"), text.contains(".") { text = String(text.dropFirst(7)) }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return []
+    }
+
+    /// `realm` and `nonce` of a `WWW-Authenticate: Digest …` header.
+    static func digestChallenge(_ header: String) -> (realm: String, nonce: String)? {
+        guard header.lowercased().hasPrefix("digest ") else { return nil }
+        var values: [String: String] = [:]
+        for part in header.dropFirst(7).split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2 else { continue }
+            values[pair[0].lowercased()] = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        guard let realm = values["realm"], let nonce = values["nonce"] else { return nil }
+        return (realm, nonce)
+    }
+
+    /// RFC 2617 Digest without qop, as RAOP receivers expect (any user name).
+    static func authorization(method: String, uri: String, realm: String, nonce: String, password: String, user: String = "airplay") -> String {
+        let first = Hash.md5Hex("\(user):\(realm):\(password)")
+        let second = Hash.md5Hex("\(method):\(uri)")
+        let response = Hash.md5Hex("\(first):\(nonce):\(second)")
+        return "Digest username=\"\(user)\", realm=\"\(realm)\", nonce=\"\(nonce)\", uri=\"\(uri)\", response=\"\(response)\""
+    }
+}

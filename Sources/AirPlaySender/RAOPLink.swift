@@ -1,0 +1,345 @@
+import AirPlayCrypto
+import AirPlayWire
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// What a receiver says it takes, from its `_raop._tcp` TXT record (or assumed for a receiver
+/// given as HOST:PORT: what every AirPlay 1 speaker takes).
+public struct RAOPReceiverTraits: Hashable, Sendable {
+    /// `cn`: 0 PCM, 1 ALAC, 2 AAC, 3 AAC-ELD.
+    public var codecs: Set<Int>
+    /// `et`: 0 clear, 1 RSA.
+    public var encryptions: Set<Int>
+    /// `md`: 0 text, 1 artwork, 2 progress.
+    public var metadata: Set<Int>
+    /// The device id (`deviceid`, or the hex before `@` in the service name), for the Apple-Response check.
+    public var deviceID: [UInt8]?
+    /// True when the traits came from a TXT record.
+    public var advertised: Bool
+
+    /// Traits from a TXT record.
+    public init(txt: TXTRecord, deviceID: [UInt8]?) {
+        func numbers(_ key: String, _ fallback: Set<Int>) -> Set<Int> {
+            guard let text = txt[key] else { return fallback }
+            return Set(text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        }
+        codecs = numbers("cn", [0, 1])
+        encryptions = numbers("et", [0])
+        metadata = numbers("md", [])
+        self.deviceID = deviceID
+        advertised = true
+    }
+
+    /// What a receiver of unknown traits gets: ALAC (PCM if it refuses), RSA when it proves the
+    /// AirPort key, and every kind of metadata (a speaker that does not want it just says so).
+    public init() {
+        codecs = [0, 1]
+        encryptions = [0, 1]
+        metadata = [0, 1, 2]
+        deviceID = nil
+        advertised = false
+    }
+}
+
+/// The sender's link to one receiver: its RTSP session, a UDP socket for audio, sync, resend
+/// requests and timing, the stream's codec and key, and the backlog that answers resend requests.
+public final class RAOPLink: @unchecked Sendable {
+    /// The codec of the stream to this receiver.
+    public enum Codec: String, Sendable {
+        /// Apple Lossless, compressed by `ALACEncoder`.
+        case alac = "ALAC"
+        /// 16-bit big-endian PCM.
+        case pcm = "L16"
+    }
+
+    /// Backlog of sent packets kept for resend requests (well over a second of audio: 1024).
+    static let backlogSize = 1024
+
+    /// The receiver's display name.
+    public let name: String
+    /// The RTSP client.
+    public let client: RAOPClient
+    private let traits: RAOPReceiverTraits
+    private let crypto: RAOPSenderCrypto?
+    /// The codec chosen at ANNOUNCE.
+    public private(set) var codec: Codec = .pcm
+    /// Set when the stream is encrypted.
+    public private(set) var encryptor: RAOPPacketEncryptor?
+    /// True, false, or nil (no Apple-Response) after OPTIONS.
+    public private(set) var identityVerified: Bool?
+    private var channel: (any Channel)?
+    private var audioAddress: SocketAddress?
+    private var controlAddress: SocketAddress?
+    private var timingAddress: SocketAddress?
+    private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
+    /// Packets resent on request.
+    public let resent = NIOLockedValueBox(0)
+    /// Round trips of our timing requests to the receiver, in seconds (receivers that answer them).
+    public let roundTrips = NIOLockedValueBox<[Double]>([])
+    /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
+    private var feedbackWorks = true
+
+    /// A link over an open control connection.
+    public init(name: String, connection: ReceiverConnection, traits: RAOPReceiverTraits, identity: RAOPClientIdentity,
+                password: String?, crypto: RAOPSenderCrypto?) {
+        self.name = name
+        self.traits = traits
+        self.crypto = crypto
+        client = RAOPClient(connection: connection, identity: identity, password: password)
+    }
+
+    /// Whether the receiver wants a kind of metadata (`md`): 0 text, 1 artwork, 2 progress.
+    public func wants(_ kind: Int) -> Bool { traits.metadata.contains(kind) }
+
+    /// OPTIONS (checking the Apple-Response), ANNOUNCE (ALAC if the receiver lists it, else PCM;
+    /// encrypted when it lists RSA), SETUP, RECORD from `sequence`/`rtpTime`, and the volume.
+    public func setUp(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double, warn: (String) -> Void) async throws(SenderError) {
+        if let crypto {
+            identityVerified = try await client.checkIdentity(deviceID: traits.deviceID, crypto: crypto)
+        } else {
+            try await client.request("OPTIONS")
+        }
+        let wantsRSA = traits.encryptions.contains(1) && (traits.advertised || identityVerified == true)
+        if wantsRSA, identityVerified != true {
+            warn("\(name): its Apple-Response does not verify with the AirPort key (not an AirPlay 1 receiver as it claims?)")
+        }
+        if wantsRSA, crypto != nil {
+            do {
+                encryptor = try RAOPPacketEncryptor()
+            } catch {
+                throw SenderError(.badInput, "cannot make a stream key: \(error)")
+            }
+        } else if traits.advertised, !traits.encryptions.contains(0) {
+            throw SenderError(.refused(status: 0), "\(name) takes only encryption this sender does not speak (et=\(traits.encryptions.sorted()))")
+        }
+        var candidates: [Codec] = []
+        if traits.codecs.contains(1) { candidates.append(.alac) }
+        if traits.codecs.contains(0) || !traits.advertised { candidates.append(.pcm) }
+        guard !candidates.isEmpty else {
+            throw SenderError(.refused(status: 0), "\(name) takes none of ALAC or PCM (cn=\(traits.codecs.sorted()))")
+        }
+        var lastError: SenderError?
+        for candidate in candidates {
+            do {
+                try await client.request("ANNOUNCE", body: Array(try sdp(candidate).utf8), contentType: "application/sdp")
+                codec = candidate
+                lastError = nil
+                break
+            } catch {
+                // 415/400: the receiver does not take this codec; try the next.
+                guard case .refused(let status) = error.kind, status == 415 || status == 400 || status == 501 else { throw error }
+                lastError = error
+            }
+        }
+        if let lastError { throw lastError }
+
+        let local = client.connection.localAddress?.ipAddress ?? "0.0.0.0"
+        do {
+            channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+                .channelInitializer { [backlog, resent, roundTrips] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            RAOPSenderDatagramHandler(backlog: backlog, resent: resent, roundTrips: roundTrips))
+                    }
+                }
+                .bind(host: local, port: 0).get()
+        } catch {
+            throw SenderError(.connectionLost, "cannot open a UDP port: \(error)")
+        }
+        let port = channel?.localAddress?.port ?? 0
+        let setup = try await client.request("SETUP", headers: [
+            "Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(port);timing_port=\(port)",
+        ])
+        let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
+        guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),
+              let session = setup.headers["Session"] else {
+            throw SenderError(.refused(status: setup.status), "the SETUP reply lacks server_port, control_port or Session")
+        }
+        client.session = session.split(separator: ";").first.map(String.init) ?? session
+        let host = client.connection.remoteIP ?? client.connection.host
+        audioAddress = try? SocketAddress(ipAddress: host, port: Int(audioPort))
+        controlAddress = try? SocketAddress(ipAddress: host, port: Int(controlPort))
+        timingAddress = transport.port("timing_port").flatMap { try? SocketAddress(ipAddress: host, port: Int($0)) }
+        try await record(sequence: sequence, rtpTime: rtpTime)
+        try await setVolume(decibels: volumeDecibels)
+    }
+
+    /// The ANNOUNCE body for a codec.
+    func sdp(_ codec: Codec) throws(SenderError) -> String {
+        let local = client.connection.localAddress?.ipAddress ?? "127.0.0.1"
+        let remote = client.connection.remoteIP ?? client.connection.host
+        let family = local.contains(":") ? "IP6" : "IP4"
+        var text = "v=0\r\no=iTunes \(UInt32.random(in: 1...UInt32.max)) 0 IN \(family) \(local)\r\ns=iTunes\r\n"
+            + "c=IN \(remote.contains(":") ? "IP6" : "IP4") \(remote)\r\nt=0 0\r\nm=audio 0 RTP/AVP 96\r\n"
+        switch codec {
+        case .alac: text += "a=rtpmap:96 AppleLossless\r\na=fmtp:96 \(ALACEncoder.fmtp)\r\n"
+        case .pcm: text += "a=rtpmap:96 L16/44100/2\r\n"
+        }
+        if let encryptor, let crypto {
+            let wrapped: [UInt8]
+            do { wrapped = try crypto.wrap(streamKey: encryptor.key) } catch { throw SenderError(.badInput, "\(error)") }
+            text += "a=rsaaeskey:\(Base64.encode(wrapped).filter { $0 != "=" })\r\n"
+            text += "a=aesiv:\(Base64.encode(encryptor.iv).filter { $0 != "=" })\r\n"
+        }
+        return text
+    }
+
+    /// `RECORD` from an RTP point (the start, and every resume after a pause).
+    public func record(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
+        try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=\(sequence);rtptime=\(rtpTime)"])
+    }
+
+    /// `FLUSH` up to an RTP point (a pause): the receiver drops what it holds before it.
+    public func flush(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
+        try await client.request("FLUSH", headers: ["RTP-Info": "seq=\(sequence);rtptime=\(rtpTime)"])
+    }
+
+    /// The volume in AirPlay dB (-30…0, -144 mutes).
+    public func setVolume(decibels: Double) async throws(SenderError) {
+        try await client.request("SET_PARAMETER", body: Array(String(format: "volume: %.6f\r\n", decibels).utf8),
+                                 contentType: "text/parameters")
+    }
+
+    /// Text metadata, artwork and progress, each only when the receiver's `md` lists it. A
+    /// receiver that refuses one keeps playing: metadata is never worth ending a stream for.
+    public func sendMetadata(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?, progress: (UInt32, UInt32, UInt32)?,
+                             rtpTime: UInt32) async {
+        let info: MessageHeaders = ["RTP-Info": "rtptime=\(rtpTime)"]
+        if let item, wants(0) {
+            _ = try? await client.request("SET_PARAMETER", headers: info, body: DMAP.encode(item), contentType: "application/x-dmap-tagged")
+        }
+        if let artwork, wants(1) {
+            _ = try? await client.request("SET_PARAMETER", headers: info, body: artwork.bytes, contentType: artwork.type)
+        }
+        if let progress, wants(2) {
+            _ = try? await client.request("SET_PARAMETER", headers: info, body: Array("progress: \(progress.0)/\(progress.1)/\(progress.2)\r\n".utf8),
+                                          contentType: "text/parameters")
+        }
+    }
+
+    /// Keeps the session alive: `POST /feedback`, or where that is not answered, the volume again.
+    public func keepAlive(volumeDecibels: Double) async throws(SenderError) {
+        if feedbackWorks {
+            do {
+                try await client.request("POST", target: "/feedback")
+                return
+            } catch {
+                guard case .refused = error.kind else { throw error }
+                feedbackWorks = false
+            }
+        }
+        try await setVolume(decibels: volumeDecibels)
+    }
+
+    /// Sends one audio packet (encrypting its payload when the stream is encrypted) and keeps it
+    /// for resend requests.
+    public func sendAudio(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) {
+        let packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker,
+                                     payload: encryptor.map { $0.encrypt(payload) } ?? payload).bytes
+        backlog.withLockedValue { backlog in
+            backlog[sequence] = packet
+            backlog[sequence &- UInt16(Self.backlogSize)] = nil
+        }
+        if let audioAddress { send(packet, to: audioAddress) }
+    }
+
+    /// Sends a sync packet to the control port.
+    public func sendSync(_ sync: RAOPSync) {
+        if let controlAddress { send(sync.bytes, to: controlAddress) }
+    }
+
+    /// Asks the receiver for its clock (receivers that answer show their round trip).
+    public func sendTimingRequest() {
+        guard let timingAddress else { return }
+        send(RAOPTiming(origin: 0, receive: 0, transmit: RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)).bytes(reply: false),
+             to: timingAddress)
+    }
+
+    private func send(_ bytes: [UInt8], to address: SocketAddress) {
+        guard let channel else { return }
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+    }
+
+    /// TEARDOWN and close the UDP socket.
+    public func tearDown() async {
+        _ = try? await client.request("TEARDOWN")
+        try? await channel?.close()
+    }
+}
+
+/// Our clock as receivers see it: NTP 32.32 (seconds since 1900), the wall clock read once and
+/// then advanced by the monotonic clock, so it never steps while we stream.
+public enum RAOPClock {
+    private static let base: (uptime: Double, wall: Double) = {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return (ProcessInfo.processInfo.systemUptime, Double(time.tv_sec) + 2_208_988_800 + Double(time.tv_nsec) / 1e9)
+    }()
+
+    /// Our NTP clock at a monotonic time.
+    public static func ntp(atUptime uptime: Double) -> UInt64 {
+        let seconds = base.wall + (uptime - base.uptime)
+        let whole = seconds.rounded(.down)
+        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
+    }
+
+    /// The monotonic time of an NTP time of ours.
+    static func uptime(ofNTP ntp: UInt64) -> Double {
+        Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 - base.wall + base.uptime
+    }
+}
+
+/// Answers resend requests (0x55) from the backlog with retransmissions (0x56), timing requests
+/// (0x52) with our clock, and records the round trip of timing replies (0x53) to our requests.
+final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+    private let backlog: NIOLockedValueBox<[UInt16: [UInt8]]>
+    private let resent: NIOLockedValueBox<Int>
+    private let roundTrips: NIOLockedValueBox<[Double]>
+
+    init(backlog: NIOLockedValueBox<[UInt16: [UInt8]]>, resent: NIOLockedValueBox<Int>, roundTrips: NIOLockedValueBox<[Double]>) {
+        self.backlog = backlog
+        self.resent = resent
+        self.roundTrips = roundTrips
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        let bytes = Array(envelope.data.readableBytesView)
+        switch RAOPPacket.parse(bytes) {
+        case .timingRequest(let timing):
+            let now = RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)
+            let reply = RAOPTiming(origin: timing.transmit, receive: now,
+                                   transmit: RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)).bytes(reply: true)
+            write(reply, to: envelope.remoteAddress, context: context)
+        case .timingReply(let timing):
+            let arrival = ProcessInfo.processInfo.systemUptime
+            let sent = RAOPClock.uptime(ofNTP: timing.origin)
+            let held = Double(Int64(bitPattern: timing.transmit &- timing.receive)) / 4_294_967_296
+            let roundTrip = arrival - sent - max(0, held)
+            if roundTrip >= 0, roundTrip < 5 { roundTrips.withLockedValue { $0 = ($0 + [roundTrip]).suffix(64) } }
+        default:
+            guard bytes.count >= 8, bytes[1] & 0x7F == 0x55 else { return }
+            let first = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
+            let count = min(UInt16(bytes[6]) << 8 | UInt16(bytes[7]), UInt16(RAOPLink.backlogSize))
+            for offset in 0..<count {
+                guard let packet = backlog.withLockedValue({ $0[first &+ offset] }) else { continue }
+                write([0x80, 0xD6, UInt8((first &+ offset) >> 8), UInt8((first &+ offset) & 0xFF)] + packet,
+                      to: envelope.remoteAddress, context: context)
+                resent.withLockedValue { $0 += 1 }
+            }
+        }
+    }
+
+    private func write(_ bytes: [UInt8], to address: SocketAddress, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: address, data: buffer)), promise: nil)
+    }
+}
