@@ -136,6 +136,36 @@ import Testing
         print("measure: 5 % dropped into airplayd, \(resent) packets resent, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
+    /// `--to A --to B`: two airplayd receivers get the same RTP times and sync packets and map
+    /// them through their own timing exchanges; a reader timing both raw outputs (FIFOs) sees
+    /// every second of audio come out of both within 5 ms.
+    @Test func twoReceiversPlayTheSameFrameAtTheSameMoment() throws {
+        let python = try Products.peerTool("python")
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let directory = Products.scratchDirectory("multi")
+        let fifos = [directory + "/a.pcm", directory + "/b.pcm"]
+        for fifo in fifos { #expect(mkfifo(fifo, 0o600) == 0) }
+        let reader = try ManagedProcess(python, [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + fifos + ["40"],
+                                        directory: directory, label: "fifo-clock")
+        let first = try LocalDaemon(extra: ["--audio-output", "raw:\(fifos[0])"])
+        let second = try LocalDaemon(extra: ["--audio-output", "raw:\(fifos[1])"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--json",
+                                  "--to", "127.0.0.1:\(first.port)", "--to", "127.0.0.1:\(second.port)"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        first.process.stop(grace: 2)
+        second.process.stop(grace: 2)
+        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
+        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
+        let skews = report["skews_ms"] as? [Double] ?? []
+        #expect(skews.count >= 4, "\(line)")
+        #expect(skews.allSatisfy { abs($0) <= 5 }, "\(line)")
+        #expect(report["same_samples"] as? Bool == true)
+        let summary = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.contains("\"skewBoundMs\""), "\(summary)")
+        print("measure: two airplayd, output skew per second \(skews) ms; sender's bound from timing: \(summary)")
+    }
+
     @Test func unusableFilesAndUnreachableReceiversHaveTheirExitCodes() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let notAudio = Products.scratchDirectory("bad") + "/notes.txt"
