@@ -71,8 +71,16 @@ public final class ReceiverConnection: Sendable {
 
     /// Sends a request and waits (at most `timeout` seconds) for its response.
     public func send(_ request: AirPlayRequest, timeout: Double = 15) async throws(SenderError) -> AirPlayResponse {
+        guard channel.isActive else {
+            throw SenderError(.connectionLost, "the connection to \(host):\(port) is closed")
+        }
         let promise = channel.eventLoop.makePromise(of: AirPlayResponse.self)
-        channel.writeAndFlush(PendingRequest(request: request, promise: promise), promise: nil)
+        // A write that fails (the connection closed meanwhile) fails the request at once.
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { [host, port] error in
+            promise.fail(SenderError(.connectionLost, "connection to \(host):\(port) lost: \(error)"))
+        }
+        channel.writeAndFlush(PendingRequest(request: request, promise: promise), promise: written)
         let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) {
             promise.fail(SenderError(.connectionLost, "no answer from \(self.host):\(self.port) within \(Int(timeout)) s"))
         }

@@ -166,6 +166,22 @@ import Testing
         print("measure: two airplayd, output skew per second \(skews) ms; sender's bound from timing: \(summary)")
     }
 
+    /// The receiver dies mid-stream: the sender notices at its next keep-alive (every 2 s) and
+    /// exits 74, "connection lost".
+    @Test func aReceiverThatDiesEndsTheStreamWithConnectionLost() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let process = try ManagedProcess(try Products.executable("airplay"),
+                                         ["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)"],
+                                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],
+                                         directory: Products.scratchDirectory("dies"), label: "airplay")
+        #expect(process.waitForOutput("streaming", timeout: 10, inStdout: true))
+        daemon.process.signal(SIGKILL)
+        let started = monotonicSeconds()
+        #expect(process.waitForExit(timeout: 15) == 74, "\(process.stdout)\(process.stderr)")
+        #expect(monotonicSeconds() - started < 5, "noticed within the keep-alive")
+    }
+
     @Test func unusableFilesAndUnreachableReceiversHaveTheirExitCodes() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let notAudio = Products.scratchDirectory("bad") + "/notes.txt"
