@@ -64,6 +64,9 @@ public final class AudioPlayout: @unchecked Sendable {
         var stats = Statistics()
         var running = true
         var flushedBefore: UInt32?
+        /// Set while the output thread waits for a packet (idle or a gap): only then does an
+        /// arrival need to wake it; otherwise it sleeps until the next packet is due.
+        var waitingForData = true
     }
 
     private enum Step {
@@ -117,13 +120,13 @@ public final class AudioPlayout: @unchecked Sendable {
     /// Takes decoded samples (interleaved) for the packet at an RTP timestamp.
     public func receive(timestamp: UInt32, samples: [Int16]) {
         let arrival = Self.now()
-        state.withLock { state in
+        let wakeNeeded = state.withLock { state -> Bool in
             state.stats.received += 1
             state.lastArrival = arrival
             if let flushed = state.flushedBefore {
                 if Int32(bitPattern: timestamp &- flushed) < 0 {
                     state.stats.dropped += 1
-                    return
+                    return false
                 }
                 state.flushedBefore = nil
             }
@@ -134,11 +137,12 @@ public final class AudioPlayout: @unchecked Sendable {
             guard let next = state.run?.nextTimestamp, Int32(bitPattern: timestamp &- next) >= 0,
                   state.packets[timestamp] == nil, state.packets.count < maximumBuffered else {
                 state.stats.dropped += 1
-                return
+                return false
             }
             state.packets[timestamp] = samples
+            return state.waitingForData
         }
-        wake.signal()
+        if wakeNeeded { wake.signal() }
     }
 
     /// Drops everything buffered; the next packet starts a new run (RTSP FLUSH).
@@ -148,6 +152,7 @@ public final class AudioPlayout: @unchecked Sendable {
             state.packets = [:]
             state.run = nil
             state.flushedBefore = rtpTime
+            state.waitingForData = true
         }
     }
 
@@ -192,8 +197,12 @@ public final class AudioPlayout: @unchecked Sendable {
     /// Decides what the output thread does now; consumes a packet only when it is written.
     private func nextStep(_ state: inout State, now: Double) -> Step {
         guard state.running else { return .stop }
-        guard var run = state.run else { return .idle }
+        guard var run = state.run else {
+            state.waitingForData = true
+            return .idle
+        }
         let key = run.nextTimestamp
+        state.waitingForData = state.packets[key] == nil
         guard let samples = state.packets[key] else {
             // Missing. With nothing newer buffered the stream has not gone on (its end, or a
             // stall): wait, and after a while let the next packet start a new run.

@@ -82,7 +82,7 @@ public final class AudioSessions: Sendable {
             set { state.withLockedValue { $0.volume = newValue } }
         }
         /// The sender's address: UDP datagrams from anywhere else are ignored.
-        var senderIP: String? { connection.remote?.ipAddress.map(AudioSessions.plainIP) }
+        lazy var senderHost: [UInt8]? = connection.remote.map(AudioSessions.hostBytes)
         /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
         let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
 
@@ -566,6 +566,20 @@ public final class AudioSessions: Sendable {
         address.hasPrefix("::ffff:") && address.contains(".") ? String(address.dropFirst(7)) : address
     }
 
+    /// The host part of an address as 4 bytes (IPv4, also IPv4-mapped IPv6) or 16 (IPv6), read
+    /// straight from the socket address: no text on the per-packet path.
+    static func hostBytes(_ address: SocketAddress) -> [UInt8] {
+        switch address {
+        case .v4(let v4):
+            return withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            return bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) ? Array(bytes.suffix(4)) : bytes
+        default:
+            return []
+        }
+    }
+
     static func address(_ remote: SocketAddress, port: Int) throws -> SocketAddress {
         var address = remote
         address.port = port
@@ -645,7 +659,7 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
         let envelope = unwrapInboundIn(data)
         guard let session, let owner, envelope.data.readableBytes <= 65536,
               // Only the sender whose RTSP session this is may feed it.
-              envelope.remoteAddress.ipAddress.map(AudioSessions.plainIP) == session.senderIP,
+              AudioSessions.hostBytes(envelope.remoteAddress) == session.senderHost,
               let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }
         switch (role, packet) {
         case (.audio, .audio(let audio)):
