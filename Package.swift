@@ -56,8 +56,9 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
+        .target(name: "AirPlayHLS"),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayHLS", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -95,6 +96,7 @@ let package = Package(
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist",

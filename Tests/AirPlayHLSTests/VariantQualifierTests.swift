@@ -1,0 +1,70 @@
+@testable import AirPlayHLS
+import Testing
+
+/// Qualifiers pick variants the way the WWDC21 predicates do, in text.
+@Suite struct VariantQualifierTests {
+    static let variants: [VariantDescription] = {
+        let master = try! PlaylistParser.parseMaster(try! Fixtures.text("everything-master.m3u8"))
+        return VariantDescription.all(master)
+    }()
+
+    func indices(_ expression: String) throws -> [Int] {
+        let qualifier = try VariantQualifier(parsing: expression)
+        return Self.variants.filter { qualifier.matches($0) }.map(\.index)
+    }
+
+    @Test func theSeedsPredicates() throws {
+        #expect(try indices("peakBitRate < 5000000") == [0])
+        #expect(try indices("videoRange == PQ") == [2])
+        #expect(try indices("videoRange == PQ && peakBitRate < 5000000").isEmpty)
+        #expect(try indices("videoAttributes.videoRange == PQ || peakBitRate < 5000000") == [0, 2])
+    }
+
+    @Test func fieldsOperatorsAndGrouping() throws {
+        #expect(try indices("audio.channels >= 6") == [1, 2])
+        #expect(try indices("video.codec == hvc1") == [1, 2])
+        #expect(try indices("resolution >= 1920x1080") == [1, 2])
+        #expect(try indices("resolution == 640x360") == [0])
+        #expect(try indices("!(video.codec == hvc1)") == [0])
+        #expect(try indices("videoRange > SDR && (height <= 1080 || hdcpLevel == TYPE-0)") == [1])
+        #expect(try indices("audio.language == de") == [0])
+        #expect(try indices("subtitles.language == 'fr'") == [0, 1, 2])
+        #expect(try indices("averageBitRate <= 4200000") == [0, 1])
+        #expect(try indices("frameRate > 30") == [1, 2])
+        #expect(try indices("audio.codec != ec-3") == [0])
+    }
+
+    @Test func theBestMatchIsTheRichest() throws {
+        let best = VariantQualifier.best(Self.variants, matching: try VariantQualifier(parsing: "peakBitRate < 10000000"))
+        #expect(best?.index == 1)
+        #expect(VariantQualifier.best(Self.variants, matching: nil)?.index == 2)
+    }
+
+    @Test(arguments: [
+        ("peakBitRate <", 14, "expected a value"),
+        ("bitrate < 5", 1, "unknown field"),
+        ("peakBitRate ~ 5", 13, "expected =="),
+        ("videoRange == XDR", 15, "SDR, HLG or PQ"),
+        ("resolution > 1080p", 14, "WIDTHxHEIGHT"),
+        ("(peakBitRate < 5", 17, "expected )"),
+        ("peakBitRate < 5 peakBitRate", 17, "unexpected"),
+        ("video.codec < hvc1", 13, "== or != only"),
+        ("peakBitRate < five", 15, "needs a number"),
+        ("", 1, "ends too soon"),
+    ])
+    func badExpressionsPointAtTheColumn(text: String, column: Int, message: String) {
+        do {
+            _ = try VariantQualifier(parsing: text)
+            Issue.record("parsed \(text)")
+        } catch {
+            #expect(error.column == column, "\(text): \(error)")
+            #expect(error.message.contains(message), "\(text): \(error)")
+        }
+    }
+
+    @Test func canonicalTextParsesToTheSameQualifier() throws {
+        let qualifier = try VariantQualifier(parsing: "!(a.b == 1)".replacingOccurrences(of: "a.b", with: "audio.channels")
+            + " || videoRange == PQ && peakBitRate < 5000000")
+        #expect(try VariantQualifier(parsing: qualifier.description) == qualifier)
+    }
+}
