@@ -11,8 +11,17 @@ public final class TestMedia: @unchecked Sendable {
     public let port: Int
     private let server: ManagedProcess
 
-    /// Makes `seconds`-long media (`hls/index.m3u8`, `clip.mp4`, `tone.m4a`, `notmedia.txt`) and serves it.
-    public init(seconds: Int = 8) throws {
+    /// The file every request path is logged to.
+    public var requestLog: String { directory + "/requests.log" }
+
+    /// The paths requested so far.
+    public var requests: [String] {
+        ((try? String(contentsOfFile: requestLog, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Makes `seconds`-long media (`hls/index.m3u8`, `clip.mp4`, `tone.m4a`, `notmedia.txt`) and serves it;
+    /// with `variants`, also `variants/master.m3u8`: 320x180 (`v0`) and 640x360 (`v1`) H.264 variants.
+    public init(seconds: Int = 8, variants: Bool = false) throws {
         try TestHost.require(["ffmpeg", "python3"])
         directory = Products.scratchDirectory("media")
         let ffmpeg = TestHost.which("ffmpeg")!
@@ -20,12 +29,23 @@ public final class TestMedia: @unchecked Sendable {
                      "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
                      "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k"]
         try FileManager.default.createDirectory(atPath: directory + "/hls", withIntermediateDirectories: true)
-        let jobs: [[String]] = [
+        var jobs: [[String]] = [
             ["-loglevel", "error", "-y"] + video + ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", directory + "/hls/index.m3u8"],
             ["-loglevel", "error", "-y"] + video + ["-movflags", "+faststart", directory + "/clip.mp4"],
             ["-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-t", String(seconds),
              "-c:a", "aac", "-b:a", "64k", directory + "/tone.m4a"],
         ]
+        if variants {
+            try FileManager.default.createDirectory(atPath: directory + "/variants", withIntermediateDirectories: true)
+            jobs.append(["-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25", "-f", "lavfi",
+                         "-i", "sine=frequency=440:sample_rate=44100", "-t", String(seconds),
+                         "-filter_complex", "[0:v]split=2[big][s];[s]scale=320:180[small]",
+                         "-map", "[small]", "-map", "[big]", "-map", "1:a", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast",
+                         "-pix_fmt", "yuv420p", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-b:v:0", "200k", "-b:v:1", "700k",
+                         "-c:a", "aac", "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+                         "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
+                         directory + "/variants/v%v/index.m3u8"])
+        }
         for job in jobs {
             let result = try runCommand(ffmpeg, job, timeout: 120)
             guard result.status == 0 else { throw TestHostError("ffmpeg failed: \(result.stderr)") }
@@ -38,7 +58,9 @@ public final class TestMedia: @unchecked Sendable {
         try live.write(toFile: directory + "/hls/live.m3u8", atomically: true, encoding: .utf8)
         // Byte ranges, as real media servers have: seeking in a progressive MP4 needs them.
         let script = Products.repositoryRoot + "/tools/lib/range_server.py"
-        let httpServer = try ManagedProcess(TestHost.which("python3")!, [script, directory], directory: directory, label: "media-http")
+        let httpServer = try ManagedProcess(TestHost.which("python3")!, [script, directory],
+                                            environment: ["RANGE_SERVER_LOG": directory + "/requests.log"],
+                                            directory: directory, label: "media-http")
         var found: Int?
         poll(timeout: 10) {
             found = Int(httpServer.stdout.trimmingCharacters(in: .whitespacesAndNewlines))

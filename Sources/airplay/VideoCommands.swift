@@ -1,3 +1,4 @@
+import AirPlayHLS
 import AirPlayPlist
 import AirPlaySender
 import ArgumentParser
@@ -95,6 +96,11 @@ struct PlayCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Wait until playback ends, printing events (always on for local files).")
     var wait = false
 
+    @Option(name: .long, help: "For an HLS master playlist: play the best variant matching this qualifier, e.g. \"peakBitRate < 5000000\".")
+    var prefer: String?
+
+    @OptionGroup var http: HTTPHeaderOptions
+
     @OptionGroup var options: ReceiverOptions
 
     func run() async throws {
@@ -103,7 +109,38 @@ struct PlayCommand: AsyncParsableCommand {
             let remote = VideoRemote(connection: connection, sessionID: sessionID)
             var server: MediaFileServer?
             let url: String
-            if let components = URLComponents(string: media), let scheme = components.scheme?.lowercased(),
+            if let prefer {
+                // Serve a master playlist with only the chosen variant (and its renditions), its
+                // URIs made absolute, so the receiver plays exactly that.
+                let qualifier = try HLSSource.qualifier(prefer)
+                let headers: [String: String]
+                do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
+                let (playlist, base) = try await HLSSource.load(media, headers: headers)
+                guard case .master(let master) = playlist else {
+                    throw SenderError(.badInput, "--prefer needs a master playlist; \(media) is a media playlist")
+                }
+                guard let chosen = VariantQualifier.best(VariantDescription.all(master), matching: qualifier) else {
+                    throw SenderError(.badInput, "no variant of \(media) matches \(prefer)")
+                }
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airplay-\(UUID().uuidString.prefix(8))")
+                let file = folder.appendingPathComponent("master.m3u8")
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try master.absolutized(against: base).keeping(variants: [chosen.index]).text.write(to: file, atomically: true, encoding: .utf8)
+                } catch {
+                    throw SenderError(.badInput, "cannot write the selected playlist: \(error)")
+                }
+                guard let local = connection.localAddress?.ipAddress else {
+                    throw SenderError(.connectionLost, "cannot tell which local address reaches the receiver")
+                }
+                do {
+                    server = try await MediaFileServer.start(root: folder, host: local)
+                } catch {
+                    throw SenderError(.badInput, "cannot serve the selected playlist: \(error)")
+                }
+                url = server!.url(for: file, host: local)
+                if !options.json { print("variant \(chosen.index): \(chosen.variant.uri) (\(PlaylistReport.rate(chosen.peakBitRate)))") }
+            } else if let components = URLComponents(string: media), let scheme = components.scheme?.lowercased(),
                scheme == "http" || scheme == "https" {
                 url = media
             } else {

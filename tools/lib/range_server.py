@@ -3,6 +3,7 @@
 
 Usage: range_server.py DIRECTORY [PORT]   (PORT 0 or absent: any free port; the port is printed)
 Used by the integration tests and the benchmarks to serve ffmpeg-made media over loopback.
+With RANGE_SERVER_LOG=FILE set, every request's path is appended to FILE, one per line.
 """
 import http.server, os, re, socketserver, sys
 root = sys.argv[1]
@@ -13,6 +14,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a):
         pass
     def send_head(self):
+        if os.environ.get("RANGE_SERVER_LOG"):
+            with open(os.environ["RANGE_SERVER_LOG"], "a") as log:
+                log.write(self.path + "\n")
         path = self.translate_path(self.path)
         match = re.match(r"bytes=(\d*)-(\d*)$", self.headers.get("Range", ""))
         if not match or not os.path.isfile(path):

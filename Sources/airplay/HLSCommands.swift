@@ -1,0 +1,115 @@
+import AirPlayHLS
+import AirPlaySender
+import ArgumentParser
+import Foundation
+
+/// `airplay hls …`: tools for HTTP Live Streaming playlists.
+struct HLSCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "hls", abstract: "Inspect HLS playlists.",
+                                                    subcommands: [InspectCommand.self])
+}
+
+/// Headers to send with every HLS request (cookies, authorization).
+struct HTTPHeaderOptions: ParsableArguments {
+    @Option(name: .customLong("header"), help: "An HTTP header for every request, e.g. \"Cookie: session=…\" (repeatable).")
+    var headers: [String] = []
+
+    /// The headers as a dictionary.
+    func parsed() throws -> [String: String] {
+        var result: [String: String] = [:]
+        for header in headers {
+            let parts = header.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, !parts[0].trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw ValidationError("--header wants \"Name: value\", got \(header)")
+            }
+            result[parts[0].trimmingCharacters(in: .whitespaces)] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        return result
+    }
+}
+
+/// `airplay hls inspect URL`: the variants, renditions and keys of a master playlist.
+struct InspectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "inspect",
+        abstract: "Show the variants (with 4K, HDR, Dolby Vision, Atmos badges), renditions and keys of an HLS master playlist.")
+
+    @Argument(help: "An http(s) URL of a master (or media) playlist, or a local .m3u8 file.")
+    var url: String
+
+    @Option(name: .long, help: "Mark the variants matching a qualifier, e.g. \"videoRange == PQ && peakBitRate < 5000000\".")
+    var prefer: String?
+
+    @OptionGroup var http: HTTPHeaderOptions
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        do {
+            let qualifier = try prefer.map { text throws(SenderError) in try HLSSource.qualifier(text) }
+            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed())
+            guard case .master(let master) = playlist else {
+                guard case .media(let media) = playlist else { return }
+                let encrypted = media.segments.filter { !$0.keys.isEmpty }.count
+                if json {
+                    print(jsonLine(["ok": true, "kind": "media", "segments": media.segments.count, "duration": media.duration,
+                                    "encryptedSegments": encrypted, "endList": media.endList]))
+                } else {
+                    print(String(format: "media playlist: %d segments, %.1f s%@%@", media.segments.count, media.duration,
+                                 encrypted > 0 ? ", \(encrypted) encrypted" : "", media.endList ? "" : ", live"))
+                }
+                return
+            }
+            let report = PlaylistReport(master)
+            let best = qualifier.map { VariantQualifier.best(report.variants, matching: $0) }
+            if json {
+                var object = report.json
+                object["ok"] = true
+                object["kind"] = "master"
+                if let best { object["preferred"] = best?.index ?? NSNull() }
+                print(jsonLine(object))
+            } else {
+                print(report.text)
+                if let best {
+                    print("")
+                    print(best.map { "preferred: variant \($0.index) (\($0.variant.uri))" } ?? "preferred: no variant matches")
+                }
+            }
+        } catch let error as SenderError {
+            if json { print(jsonLine(["ok": false, "error": error.message])) }
+            FileHandle.standardError.write(Data("airplay: \(error.message)\n".utf8))
+            throw ExitCode(ExitStatus.code(for: error))
+        }
+    }
+}
+
+/// Playlists from a URL or a file, and qualifiers from text, with errors the CLI can report.
+enum HLSSource {
+    /// The parsed playlist and the URL relative URIs resolve against.
+    static func load(_ location: String, headers: [String: String]) async throws(SenderError) -> (Playlist, URL) {
+        let text: String, base: URL
+        if let url = URL(string: location), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+            (text, base) = try await HTTPFetcher(headers: headers).playlist(url)
+        } else {
+            let file = URL(fileURLWithPath: location)
+            guard let contents = try? String(contentsOf: file, encoding: .utf8) else {
+                throw SenderError(.badInput, "\(location) is neither an http(s) URL nor a readable playlist file")
+            }
+            (text, base) = (contents, file)
+        }
+        do {
+            return (try PlaylistParser.parse(text), base)
+        } catch {
+            throw SenderError(.badInput, "\(location): \(error)")
+        }
+    }
+
+    /// A qualifier, or a bad-input error pointing at the column.
+    static func qualifier(_ text: String) throws(SenderError) -> VariantQualifier {
+        do {
+            return try VariantQualifier(parsing: text)
+        } catch {
+            throw SenderError(.badInput, "--prefer \"\(text)\": \(error)\n  \(text)\n  \(String(repeating: " ", count: max(0, error.column - 1)))^")
+        }
+    }
+}
