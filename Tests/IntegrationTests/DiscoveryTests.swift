@@ -29,7 +29,7 @@ import Testing
         #expect(raop.port == 7000)
         #expect(raop.txtValue("ft") == "0x838219")
         #expect(raop.txtValue("sf") == "0x4")
-        #expect(raop.txtValue("cn") == "0,1,2", "L16, ALAC and AAC-LC (gst-libav is installed)")
+        #expect(raop.txtValue("cn") == "0,1,2,3", "L16, ALAC, AAC-LC and AAC-ELD (gst-libav is installed)")
         #expect(raop.txtValue("et") == "0,1")
         #expect(raop.txtValue("tp") == "UDP")
         #expect(raop.txtValue("pw") == "false")
