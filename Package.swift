@@ -29,6 +29,7 @@ let package = Package(
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
                        providers: [.apt(["libgstreamer1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
@@ -57,8 +58,9 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlayHLS"),
+        .target(name: "AirPlayHTTP", dependencies: ["CCurl"]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayHLS", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

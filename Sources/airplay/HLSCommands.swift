@@ -9,10 +9,13 @@ struct HLSCommand: AsyncParsableCommand {
                                                     subcommands: [InspectCommand.self])
 }
 
-/// Headers to send with every HLS request (cookies, authorization).
+/// Headers to send with every HLS request (cookies, authorization), and an extra CA to trust.
 struct HTTPHeaderOptions: ParsableArguments {
     @Option(name: .customLong("header"), help: "An HTTP header for every request, e.g. \"Cookie: session=…\" (repeatable).")
     var headers: [String] = []
+
+    @Option(name: .customLong("ca-file"), help: "A PEM file of certificate authorities to trust besides the system's.")
+    var caFile: String?
 
     /// The headers as a dictionary.
     func parsed() throws -> [String: String] {
@@ -47,7 +50,7 @@ struct InspectCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let qualifier = try prefer.map { text throws(SenderError) in try HLSSource.qualifier(text) }
-            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed())
+            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed(), caFile: http.caFile)
             guard case .master(let master) = playlist else {
                 guard case .media(let media) = playlist else { return }
                 let encrypted = media.segments.filter { !$0.keys.isEmpty }.count
@@ -86,10 +89,10 @@ struct InspectCommand: AsyncParsableCommand {
 /// Playlists from a URL or a file, and qualifiers from text, with errors the CLI can report.
 enum HLSSource {
     /// The parsed playlist and the URL relative URIs resolve against.
-    static func load(_ location: String, headers: [String: String]) async throws(SenderError) -> (Playlist, URL) {
+    static func load(_ location: String, headers: [String: String], caFile: String?) async throws(SenderError) -> (Playlist, URL) {
         let text: String, base: URL
         if let url = URL(string: location), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
-            (text, base) = try await HTTPFetcher(headers: headers).playlist(url)
+            (text, base) = try await HTTPFetcher(headers: headers, caFile: caFile).playlist(url)
         } else {
             let file = URL(fileURLWithPath: location)
             guard let contents = try? String(contentsOf: file, encoding: .utf8) else {

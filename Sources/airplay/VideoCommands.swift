@@ -115,7 +115,7 @@ struct PlayCommand: AsyncParsableCommand {
                 let qualifier = try HLSSource.qualifier(prefer)
                 let headers: [String: String]
                 do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
-                let (playlist, base) = try await HLSSource.load(media, headers: headers)
+                let (playlist, base) = try await HLSSource.load(media, headers: headers, caFile: http.caFile)
                 guard case .master(let master) = playlist else {
                     throw SenderError(.badInput, "--prefer needs a master playlist; \(media) is a media playlist")
                 }

@@ -1,43 +1,33 @@
+import AirPlayHTTP
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// GETs over HTTP(S) for the HLS tools: playlists, keys and segments, with the headers (cookies,
-/// authorization) the user gives, bounded in size and time. Only http and https are fetched.
+/// authorization) the user gives and an optional extra CA, bounded in size and time. Only http
+/// and https are fetched.
 public struct HTTPFetcher: Sendable {
-    /// Extra request headers, e.g. `Cookie`.
-    public var headers: [String: String]
-    /// Seconds before a request is given up.
-    public var timeout: Double
+    /// The request options.
+    public var options: HTTPRequestOptions
 
-    /// A fetcher with extra headers.
-    public init(headers: [String: String] = [:], timeout: Double = 20) {
-        self.headers = headers
-        self.timeout = timeout
+    /// A fetcher with extra headers and CA file.
+    public init(headers: [String: String] = [:], caFile: String? = nil, timeout: Double = 20) {
+        options = HTTPRequestOptions(headers: headers, timeout: timeout, caFile: caFile)
     }
 
     /// The body of `url` (at most `limit` bytes) and the URL it finally came from (after redirects).
-    public func get(_ url: URL, limit: Int = 16 << 20, range: ClosedRange<Int>? = nil) async throws(SenderError) -> (Data, URL) {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw SenderError(.badInput, "\(url.absoluteString): only http and https URLs are fetched")
-        }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let range { request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range") }
-        let (data, response): (Data, URLResponse)
+    public func get(_ url: URL, limit: Int = 16 << 20) async throws(SenderError) -> (Data, URL) {
+        var options = self.options
+        options.maximumBytes = limit
+        let result: HTTPResult
         do {
-            (data, response) = try await URLSession.shared.data(for: request)
+            result = try await HTTPClient.get(url.absoluteString, options: options)
         } catch {
-            throw SenderError(.notFound, "\(url.absoluteString): \(error.localizedDescription)")
+            throw SenderError(error.unsupportedScheme ? .badInput : .notFound, error.message)
         }
-        guard let http = response as? HTTPURLResponse else { throw SenderError(.notFound, "\(url.absoluteString): not an HTTP answer") }
-        guard (200..<300).contains(http.statusCode) else {
-            throw SenderError(http.statusCode == 401 || http.statusCode == 403 ? .refused(status: http.statusCode) : .notFound,
-                              "\(url.absoluteString) answered \(http.statusCode)")
+        guard (200..<300).contains(result.status) else {
+            throw SenderError(result.status == 401 || result.status == 403 ? .refused(status: result.status) : .notFound,
+                              "\(url.absoluteString) answered \(result.status)")
         }
-        guard data.count <= limit else { throw SenderError(.badInput, "\(url.absoluteString) is larger than \(limit) bytes") }
-        return (data, http.url ?? url)
+        return (Data(result.body), URL(string: result.finalURL) ?? url)
     }
 
     /// A playlist's text and final URL.

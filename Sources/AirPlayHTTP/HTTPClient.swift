@@ -1,0 +1,192 @@
+import CCurl
+import Foundation
+
+/// How a GET is made: headers (cookies, authorization), limits, and an extra CA to trust.
+public struct HTTPRequestOptions: Sendable {
+    /// Extra request headers, e.g. `Cookie`.
+    public var headers: [String: String]
+    /// Seconds for the whole request.
+    public var timeout: Double
+    /// The most bytes accepted in a body held in memory.
+    public var maximumBytes: Int
+    /// A PEM file of certificate authorities to trust besides the system's (private CAs, tests).
+    public var caFile: String?
+
+    /// Options with defaults: 20 s, 16 MiB, the system's CAs.
+    public init(headers: [String: String] = [:], timeout: Double = 20, maximumBytes: Int = 16 << 20, caFile: String? = nil) {
+        self.headers = headers
+        self.timeout = timeout
+        self.maximumBytes = maximumBytes
+        self.caFile = caFile
+    }
+}
+
+/// An HTTP answer.
+public struct HTTPResult: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The body.
+    public var body: [UInt8]
+    /// The URL the body finally came from (after redirects).
+    public var finalURL: String
+
+    /// The body as UTF-8 text, when it is.
+    public var text: String? { String(validating: body, as: UTF8.self) }
+}
+
+/// Why a request gave no answer.
+public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+    /// True when the URL's scheme is not http or https (nothing was fetched).
+    public var unsupportedScheme: Bool
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// GETs over HTTP and HTTPS with libcurl, for playlists, keys and segments. Only http and https
+/// are ever fetched, redirects included (a sender's URL can never make us read file:// or
+/// anything else); bodies are bounded; TLS is verified against the system's CAs and an optional
+/// extra CA file. Blocking calls: the async ones run them off the caller's thread.
+public enum HTTPClient {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return true
+    }()
+
+    /// True for http and https URLs.
+    public static func isFetchable(_ url: String) -> Bool {
+        let lowered = url.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
+    /// GET into memory.
+    public static func get(_ url: String, options: HTTPRequestOptions = HTTPRequestOptions(), range: ClosedRange<Int>? = nil)
+        throws(HTTPError) -> HTTPResult {
+        let sink = MemorySink(limit: options.maximumBytes)
+        let (status, final) = try perform(url, options: options, range: range, resumeFrom: nil, sink: sink)
+        return HTTPResult(status: status, body: sink.bytes, finalURL: final)
+    }
+
+    /// GET into memory without blocking the caller's thread.
+    public static func get(_ url: String, options: HTTPRequestOptions = HTTPRequestOptions(), range: ClosedRange<Int>? = nil)
+        async throws(HTTPError) -> HTTPResult {
+        let result: Result<HTTPResult, HTTPError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do { continuation.resume(returning: .success(try get(url, options: options, range: range))) } catch {
+                    continuation.resume(returning: .failure(error as! HTTPError))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// GET appended to a file from `offset` on (a Range request when the offset is not 0), for
+    /// downloads that resume. Returns the status and the bytes written.
+    public static func download(_ url: String, to path: String, resumeFrom offset: Int, options: HTTPRequestOptions = HTTPRequestOptions(),
+                                progress: @escaping @Sendable (Int) -> Void = { _ in }) throws(HTTPError) -> (status: Int, written: Int) {
+        guard let handle = FileHandle(forWritingAtPath: path) ?? {
+            FileManager.default.createFile(atPath: path, contents: nil)
+            return FileHandle(forWritingAtPath: path)
+        }() else { throw HTTPError(message: "cannot write \(path)", unsupportedScheme: false) }
+        defer { try? handle.close() }
+        do {
+            try handle.truncate(atOffset: UInt64(offset))
+            try handle.seekToEnd()
+        } catch {
+            throw HTTPError(message: "cannot write \(path): \(error)", unsupportedScheme: false)
+        }
+        let sink = FileSink(handle: handle, progress: progress)
+        let (status, _) = try perform(url, options: options, range: nil, resumeFrom: offset > 0 ? offset : nil, sink: sink)
+        return (status, sink.written)
+    }
+
+    private static func perform(_ url: String, options: HTTPRequestOptions, range: ClosedRange<Int>?, resumeFrom: Int?, sink: Sink)
+        throws(HTTPError) -> (Int, String) {
+        guard isFetchable(url) else {
+            throw HTTPError(message: "\(url): only http and https URLs are fetched", unsupportedScheme: true)
+        }
+        _ = initialized
+        guard let handle = curl_easy_init() else { throw HTTPError(message: "libcurl cannot start", unsupportedScheme: false) }
+        defer { curl_easy_cleanup(handle) }
+        var headers: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in options.headers { headers = curl_slist_append(headers, "\(name): \(value)") }
+        defer { curl_slist_free_all(headers) }
+        let box = Unmanaged.passRetained(sink)
+        defer { box.release() }
+        _ = cairplay_curl_set_string(handle, CURLOPT_URL, url)
+        _ = cairplay_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = cairplay_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 1)
+        _ = cairplay_curl_set_long(handle, CURLOPT_MAXREDIRS, 5)
+        // Redirects may not leave http(s): a hostile server cannot point us at file:// or worse.
+        _ = cairplay_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = cairplay_curl_set_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        _ = cairplay_curl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
+        _ = cairplay_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(options.timeout, 10) * 1000))
+        _ = cairplay_curl_set_string(handle, CURLOPT_USERAGENT, "swift-airplay/1.0")
+        _ = cairplay_curl_set_string(handle, CURLOPT_ACCEPT_ENCODING, "")
+        if let headers { _ = cairplay_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headers)) }
+        if let caFile = options.caFile { _ = cairplay_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
+        if let range { _ = cairplay_curl_set_string(handle, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound)") }
+        if let resumeFrom { _ = cairplay_curl_set_off(handle, CURLOPT_RESUME_FROM_LARGE, curl_off_t(resumeFrom)) }
+        _ = cairplay_curl_set_write(handle, { data, size, count, context in
+            let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            guard let data, sink.accept(UnsafeRawBufferPointer(start: data, count: length)) else { return 0 }
+            return length
+        }, box.toOpaque())
+        let code = curl_easy_perform(handle)
+        if code != CURLE_OK {
+            if sink.overflowed { throw HTTPError(message: "\(url) is larger than \(options.maximumBytes) bytes", unsupportedScheme: false) }
+            let reason = String(cString: curl_easy_strerror(code))
+            throw HTTPError(message: "\(url): \(reason)", unsupportedScheme: code == CURLE_UNSUPPORTED_PROTOCOL)
+        }
+        let final = cairplay_curl_effective_url(handle).map { String(cString: $0) } ?? url
+        return (cairplay_curl_status(handle), final)
+    }
+}
+
+/// Where a response body goes.
+class Sink: @unchecked Sendable {
+    var overflowed = false
+    func accept(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+}
+
+final class MemorySink: Sink, @unchecked Sendable {
+    private(set) var bytes: [UInt8] = []
+    private let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    override func accept(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count + chunk.count <= limit else {
+            overflowed = true
+            return false
+        }
+        bytes.append(contentsOf: chunk)
+        return true
+    }
+}
+
+final class FileSink: Sink, @unchecked Sendable {
+    private let handle: FileHandle
+    private let progress: @Sendable (Int) -> Void
+    private(set) var written = 0
+
+    init(handle: FileHandle, progress: @escaping @Sendable (Int) -> Void) {
+        self.handle = handle
+        self.progress = progress
+    }
+
+    override func accept(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        do {
+            try handle.write(contentsOf: Data(chunk))
+        } catch {
+            return false
+        }
+        written += chunk.count
+        progress(chunk.count)
+        return true
+    }
+}
