@@ -48,6 +48,7 @@ let package = Package(
 
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
+            "AirPlayHLS", "AirPlayHTTP",
             "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia", "GStreamerMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -8,6 +8,9 @@ public struct ControlReply: Sendable {
     public var response: AirPlayResponse
     /// After a `POST /reverse` upgrade: the session whose events this connection now carries.
     public var upgradeToEventChannel: String?
+    /// Set when the answer takes I/O (the HLS gateway): the response comes from this future,
+    /// and `response` is unused. Common headers are added to it as well.
+    public var deferred: (@Sendable (any EventLoop) -> EventLoopFuture<AirPlayResponse>)?
 }
 
 /// Answers requests on the control port: server info here, video requests through `VideoSessions`.
@@ -22,6 +25,8 @@ public struct ControlRouter: Sendable {
     public var audio: AudioSessions?
     /// Whether audio is offered right now.
     public var audioEnabled: @Sendable () -> Bool
+    /// The HLS gateway the player reads playlists and keys from (loopback only).
+    public var hlsGateway: HLSGateway?
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
@@ -68,6 +73,22 @@ public struct ControlRouter: Sendable {
             response = Self.textResponse(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")
         } else if request.path == "/reverse", request.method == "POST", activeVideo != nil {
             (response, upgrade) = Self.reverse(request)
+        } else if request.path.hasPrefix("/hls/"), let gateway = hlsGateway {
+            guard request.method == "GET", Self.isLoopback(connection) else {
+                response = Self.textResponse(status: 403, "/hls/ is the player's own, served on loopback only")
+                response.version = request.version
+                Self.addCommonHeaders(&response, cseq: request.cseq)
+                return ControlReply(response: response, upgradeToEventChannel: nil)
+            }
+            let version = request.version, cseq = request.cseq
+            return ControlReply(response: AirPlayResponse(status: 500), upgradeToEventChannel: nil) { eventLoop in
+                gateway.respond(to: request, on: eventLoop).map { answer in
+                    var answer = answer
+                    answer.version = version
+                    Self.addCommonHeaders(&answer, cseq: cseq)
+                    return answer
+                }
+            }
         } else {
             response = route(request)
         }
@@ -83,10 +104,14 @@ public struct ControlRouter: Sendable {
     }
 
     /// `GET /now-playing`: JSON, for programs on the box only (loopback peers).
-    static func nowPlaying(_ audio: AudioSessions, connection: ConnectionContext?) -> AirPlayResponse {
+    /// True for connections from this box (127.0.0.0/8, ::1, IPv4-mapped loopback).
+    static func isLoopback(_ connection: ConnectionContext?) -> Bool {
         let peer = connection?.remote?.ipAddress ?? ""
-        let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
-        guard loopback else { return textResponse(status: 403, "/now-playing is served to programs on this box only") }
+        return peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+    }
+
+    static func nowPlaying(_ audio: AudioSessions, connection: ConnectionContext?) -> AirPlayResponse {
+        guard isLoopback(connection) else { return textResponse(status: 403, "/now-playing is served to programs on this box only") }
         var body = ByteBuffer()
         body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures))
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)

@@ -100,6 +100,8 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let events: EventChannels?
     private let logger: Logger
     private var upgraded = false
+    /// Writes waiting for a deferred answer before them (so responses keep request order).
+    private var pendingWrites: EventLoopFuture<Void>?
 
     init(router: ControlRouter, events: EventChannels?, logger: Logger) {
         self.router = router
@@ -120,6 +122,20 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
                 "response.status": "\(response.status)",
             ])
+            if let deferred = reply.deferred {
+                // Answers that take I/O are written when ready, still in request order.
+                let eventLoop = context.eventLoop
+                let previous = pendingWrites ?? eventLoop.makeSucceededVoidFuture()
+                let next = previous.flatMap { deferred(eventLoop) }.flatMap { answer in
+                    channel.writeAndFlush(NIOAny(answer))
+                }.recover { _ in }
+                pendingWrites = next
+                return
+            }
+            if let pending = pendingWrites, reply.upgradeToEventChannel == nil {
+                pendingWrites = pending.flatMap { channel.writeAndFlush(NIOAny(response)) }.recover { _ in }
+                return
+            }
             guard let session = reply.upgradeToEventChannel, let events else {
                 context.writeAndFlush(wrapOutboundOut(response), promise: nil)
                 return
@@ -145,6 +161,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         let channel = context.channel
         let pipeline = context.pipeline
         let logger = self.logger
+        let replies = EventChannelReplies()
         context.writeAndFlush(wrapOutboundOut(response)).flatMap {
             pipeline.removeHandler(name: Self.decoderName)
         }.flatMap {
@@ -152,11 +169,11 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }.flatMap {
             pipeline.removeHandler(self)
         }.flatMap {
-            pipeline.addHandler(EventChannelReplyDiscarder())
+            pipeline.addHandler(replies)
         }.whenComplete { result in
             switch result {
             case .success:
-                events.register(sessionID: session, channel: channel)
+                events.register(sessionID: session, channel: channel, replies: replies)
                 logger.info("event channel open", metadata: ["session": "\(session)"])
             case .failure(let error):
                 logger.warning("event channel upgrade failed", metadata: ["error": "\(error)"])
@@ -185,10 +202,37 @@ final class ResponseWriter: ChannelOutboundHandler, RemovableChannelHandler {
     }
 }
 
-/// Reads and drops the sender's replies on an event channel, so they never pile up.
-final class EventChannelReplyDiscarder: ChannelInboundHandler, Sendable {
+/// Reads the sender's replies on an event channel, in order: replies to events are dropped,
+/// replies to key requests complete their promise. Bounded: a sender that floods us is cut off.
+final class EventChannelReplies: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+    private var buffer = ByteBuffer()
+    private var waiting: [EventLoopPromise<AirPlayResponse>?] = []
+    private let decoder = AirPlayResponseDecoder()
+
+    /// Notes that a request went out (on the channel's event loop, in write order).
+    func expect(_ promise: EventLoopPromise<AirPlayResponse>?) { waiting.append(promise) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var incoming = unwrapInboundIn(data)
+        buffer.writeBuffer(&incoming)
+        do {
+            while let response = try decoder.next(from: &buffer) {
+                guard !waiting.isEmpty else { continue }
+                waiting.removeFirst()?.succeed(response)
+            }
+        } catch {
+            context.close(promise: nil)
+        }
+        buffer.discardReadBytes()
+        if buffer.readableBytes > 1 << 20 { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        for promise in waiting { promise?.fail(ChannelError.ioOnClosedChannel) }
+        waiting = []
+        context.fireChannelInactive()
+    }
 }
 
 /// The open connections, so shutdown can close them all.

@@ -35,6 +35,14 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var password: String = ""
     /// Seconds without RTSP or RTP after which an audio session ends (`audio_session_timeout`).
     public var audioSessionTimeout: Int = 30
+    /// The largest video the display shows (`video_max_resolution`): HLS variants above it are left out.
+    public var videoMaxResolution: String = "3840x2160"
+    /// Whether the display shows HDR (`video_hdr`): PQ and HLG variants are left out when not.
+    public var videoHDR: Bool = false
+    /// Whether AC-3/E-AC-3 may pass through to the audio output undecoded (`audio_passthrough`).
+    public var audioPassthrough: Bool = false
+    /// Extra certificate authorities (PEM) trusted for HTTPS playlists and keys (`tls_ca_file`).
+    public var tlsCAFile: String = ""
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -130,6 +138,14 @@ public struct ConfigurationKey: Sendable {
               summary: "An audio sender that sends neither RTSP nor RTP for this long is dropped and the output freed; default 30."),
         .init(name: "audio_takeover", allowed: "\"replace\" or \"refuse\"",
               summary: "An audio sender arriving while another streams takes over (default) or is refused with 453."),
+        .init(name: "video_max_resolution", allowed: "WIDTHxHEIGHT, e.g. \"1920x1080\"",
+              summary: "The largest video the display shows; HLS variants above it are not played; default 3840x2160."),
+        .init(name: "video_hdr", allowed: "true or false",
+              summary: "Whether the display shows HDR; without it, PQ and HLG HLS variants are not played; default false."),
+        .init(name: "audio_passthrough", allowed: "true or false",
+              summary: "Whether AC-3/E-AC-3 may go to the audio output undecoded (an HDMI receiver); default false: only variants this box decodes."),
+        .init(name: "tls_ca_file", allowed: "an absolute path to a PEM file, or empty",
+              summary: "Extra certificate authorities trusted for HTTPS playlists and keys, besides the system's; default none."),
     ]
 }
 
@@ -237,6 +253,18 @@ extension ReceiverConfiguration {
         case "video_refuse_local_urls":
             guard value.type == .bool, let flag = value.bool else { throw wrongType() }
             videoRefuseLocalURLs = flag
+        case "video_max_resolution":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            videoMaxResolution = text
+        case "video_hdr":
+            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            videoHDR = flag
+        case "audio_passthrough":
+            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            audioPassthrough = flag
+        case "tls_ca_file":
+            guard value.type == .string, let text = value.string else { throw wrongType() }
+            tlsCAFile = text
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }
@@ -268,6 +296,15 @@ extension ReceiverConfiguration {
         }
         guard !videoSink.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw ConfigurationError(key: "video_sink", message: "must be a GStreamer sink description, got an empty string")
+        }
+        let size = videoMaxResolution.lowercased().split(separator: "x")
+        guard size.count == 2, let width = Int(size[0]), let height = Int(size[1]), width > 0, height > 0 else {
+            throw ConfigurationError(key: "video_max_resolution", message: "must be WIDTHxHEIGHT, e.g. \"1920x1080\", got \"\(videoMaxResolution)\"")
+        }
+        if !tlsCAFile.isEmpty {
+            guard tlsCAFile.hasPrefix("/"), FileManager.default.isReadableFile(atPath: tlsCAFile) else {
+                throw ConfigurationError(key: "tls_ca_file", message: "must be an absolute path to a readable PEM file, got \"\(tlsCAFile)\"")
+            }
         }
         guard stateDirectory.hasPrefix("/") else {
             throw ConfigurationError(key: "state_dir", message: "must be an absolute path, got \"\(stateDirectory)\"")

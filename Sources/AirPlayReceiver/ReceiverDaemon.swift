@@ -1,4 +1,5 @@
 import AirPlayDiscovery
+import AirPlayHLS
 import AirPlayMedia
 import AirPlayWire
 import Foundation
@@ -55,7 +56,20 @@ public final class ReceiverDaemon: Service, Sendable {
             makePlayer: { () throws(MediaError) -> any MediaPlayer in try PlaybinPlayer(configuration: playerConfiguration) },
             policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
-            events: events, logger: logger)
+            events: events, gateway: makeHLSGateway(events: events), logger: logger)
+    }
+
+    /// The HLS gateway: variants within the configured display and the installed decoders; keys
+    /// over HTTPS with the sender's headers, or from the sender over its event channel.
+    private func makeHLSGateway(events: EventChannels) -> HLSGateway {
+        let size = configuration.videoMaxResolution.lowercased().split(separator: "x").compactMap { Int($0) }
+        let policy = VariantPolicy(
+            maximumResolution: Resolution(width: size.first ?? 3840, height: size.last ?? 2160), hdr: configuration.videoHDR,
+            passthrough: configuration.audioPassthrough,
+            canDecode: { codec in (VariantPolicy.decoders[codec] ?? []).contains(where: GStreamerRuntime.hasElement) })
+        return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
+                          requestKey: { sessionID, uri in await events.requestKey(sessionID: sessionID, uri: uri) },
+                          logger: logger)
     }
 
     /// RAOP sessions playing to the configured audio output.
@@ -141,6 +155,7 @@ public final class ReceiverDaemon: Service, Sendable {
         let audio = makeAudioSessions(group: group, deviceID: identity.id)
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
+        router.hlsGateway = video?.gateway
         let server = ControlServer(group: group, router: router, events: events, logger: logger)
         let port: Int
         do {
@@ -150,6 +165,7 @@ public final class ReceiverDaemon: Service, Sendable {
             throw error
         }
         logger.info("control port listening", metadata: ["port": "\(port)"])
+        video?.gateway?.setPort(port)
 
         let advertisement = ReceiverAdvertisement(deviceID: identity.id, port: UInt16(port), capabilities: capabilities)
         let notifier = self.notifier

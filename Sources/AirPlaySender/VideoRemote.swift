@@ -69,11 +69,14 @@ public struct VideoRemote: Sendable {
     }
 
     /// `POST /play` with an XML plist (both old and new receivers read it).
-    public func play(url: String, startSeconds: Double) async throws(SenderError) {
-        let body = PropertyList.dictionary([
+    public func play(url: String, startSeconds: Double, httpHeaders: [String: String] = [:]) async throws(SenderError) {
+        var fields: [String: PropertyList] = [
             "Content-Location": .string(url), "Start-Position-Seconds": .real(startSeconds),
             "Start-Position": .real(0), "X-Apple-Session-ID": .string(sessionID),
-        ]).encoded(as: .xml)
+        ]
+        // Our extension: headers the receiver sends with its playlist and key requests (cookies).
+        if !httpHeaders.isEmpty { fields["httpHeaders"] = .dictionary(httpHeaders.mapValues { .string($0) }) }
+        let body = PropertyList.dictionary(fields).encoded(as: .xml)
         _ = try await call("POST", "/play", body: body, contentType: PropertyListFormat.xml.contentType)
     }
 

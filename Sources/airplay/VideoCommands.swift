@@ -96,7 +96,7 @@ struct PlayCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Wait until playback ends, printing events (always on for local files).")
     var wait = false
 
-    @Option(name: .long, help: "For an HLS master playlist: play the best variant matching this qualifier, e.g. \"peakBitRate < 5000000\".")
+    @Option(name: .long, help: "For an HLS master playlist: play the best variant matching this qualifier, e.g. \"peakBitRate < 5000000\". (--header values also go to the receiver, for its playlist and key requests.)")
     var prefer: String?
 
     @OptionGroup var http: HTTPHeaderOptions
@@ -164,7 +164,9 @@ struct PlayCommand: AsyncParsableCommand {
                 fflush(nil)
                 if state == "stopped" { ended.fire() }
             } : nil
-            try await remote.play(url: url, startSeconds: start)
+            let headers: [String: String]
+            do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
+            try await remote.play(url: url, startSeconds: start, httpHeaders: headers)
             store.save(session: sessionID, for: address.key)
             done(options, "playing \(url) on \(address.name) (session \(sessionID))",
                  ["url": url, "receiver": address.name, "session": sessionID])

@@ -13,6 +13,9 @@ public struct PlayRequest: Hashable, Sendable {
     public var rate: Double?
     /// The sender's session (`X-Apple-Session-ID` header, else body key).
     public var sessionID: String?
+    /// Headers for the receiver's own requests for this media's playlists and keys (cookies,
+    /// authorization): our extension key `httpHeaders` in a plist body (Protocol/video.md).
+    public var httpHeaders: [String: String] = [:]
 
     /// A request from its parts.
     public init(url: String, start: StartPosition = .seconds(0), rate: Double? = nil, sessionID: String? = nil) {
@@ -47,6 +50,16 @@ public struct PlayRequest: Hashable, Sendable {
             for (key, value) in dictionary {
                 if let text = value.stringValue { fields[key.lowercased()] = text }
                 if let number = value.doubleValue { fields[key.lowercased()] = String(number) }
+            }
+            if case .dictionary(let headers)? = dictionary["httpHeaders"] {
+                for (name, value) in headers.prefix(32) {
+                    // Header injection is refused: no line breaks, bounded sizes.
+                    guard let text = value.stringValue, name.utf8.count <= 128, text.utf8.count <= 4096,
+                          !name.contains(where: { $0.isNewline || $0 == ":" }), !text.contains(where: \.isNewline) else {
+                        throw Problem(status: 400, reason: "httpHeaders must map header names to single-line strings")
+                    }
+                    httpHeaders[name] = text
+                }
             }
         } else {
             guard let text = String(bytes: bytes, encoding: .utf8) else {

@@ -27,6 +27,8 @@ public final class VideoSessions: Sendable {
         var player: any MediaPlayer
         var url: String
         var lastEventState: String?
+        /// The URL the player opened on the HLS gateway, when the media is a playlist.
+        var gatewayURL: String?
     }
 
     private let makePlayer: PlayerFactory
@@ -36,10 +38,13 @@ public final class VideoSessions: Sendable {
     private let logger: Logger
     private let current = NIOLockedValueBox<Session?>(nil)
     private let volume = NIOLockedValueBox<Double>(1)
+    /// Fronts HLS playlists for the player (variant choice, keys), when there is one.
+    public let gateway: HLSGateway?
 
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
-                events: EventChannels, logger: Logger) {
+                events: EventChannels, gateway: HLSGateway? = nil, logger: Logger) {
+        self.gateway = gateway
         self.makePlayer = makePlayer
         self.policy = policy
         self.takeover = takeover
@@ -72,6 +77,7 @@ public final class VideoSessions: Sendable {
     public func stopAll() {
         if let session = current.withLockedValue({ value -> Session? in defer { value = nil }; return value }) {
             session.player.stop()
+            if let url = session.gatewayURL { gateway?.close(url) }
             if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
         }
     }
@@ -94,20 +100,26 @@ public final class VideoSessions: Sendable {
             return Self.text(500, "cannot create a player: \(error.message)")
         }
         player.setVolume(volume.withLockedValue { $0 })
+        // HLS playlists go through the gateway: it picks the variants and fetches the keys.
+        let gatewayURL = gateway.flatMap { gateway in
+            HLSGateway.isPlaylist(play.url) ? gateway.open(origin: play.url, headers: play.httpHeaders, sessionID: sessionID) : nil
+        }
         // Check and swap under one lock, so two concurrent /play cannot both pass a refusal.
         let swap = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
             if takeover == .refuse, let active = value, active.id != sessionID,
                [.loading, .playing, .paused].contains(active.player.status.state) {
                 return (true, nil)
             }
-            defer { value = Session(id: sessionID, player: player, url: play.url) }
+            defer { value = Session(id: sessionID, player: player, url: play.url, gatewayURL: gatewayURL) }
             return (false, value)
         }
         if swap.refused {
+            if let gatewayURL { gateway?.close(gatewayURL) }
             return Self.text(409, "another sender's video is playing; this receiver refuses takeovers")
         }
         if let previous = swap.previous {
             previous.player.stop()
+            if let url = previous.gatewayURL { gateway?.close(url) }
             // A sender that replaces its own video expects no "stopped" for the old item.
             if previous.id != sessionID, previous.lastEventState != "stopped" {
                 logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
@@ -116,7 +128,7 @@ public final class VideoSessions: Sendable {
         }
         player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
         do {
-            try player.load(url: play.url, start: play.start, paused: play.rate == 0)
+            try player.load(url: gatewayURL ?? play.url, start: play.start, paused: play.rate == 0)
         } catch {
             current.withLockedValue { if $0?.player === player { $0 = nil } }
             return Self.text(400, error.message)
@@ -131,11 +143,17 @@ public final class VideoSessions: Sendable {
             return ControlRouter.plistResponse(Self.idleInfo(error: nil), format: format)
         }
         let status = session.player.status
+        let hls = session.gatewayURL.flatMap { gateway?.figures($0) }
         switch status.state {
         case .loading, .playing, .paused:
-            return ControlRouter.plistResponse(Self.info(status), format: format)
+            return ControlRouter.plistResponse(Self.info(status, hls: hls), format: format)
         default:
-            return ControlRouter.plistResponse(Self.idleInfo(error: status.error), format: format)
+            // A playlist or key the gateway could not get explains a failure better than the player can.
+            var error = status.error
+            if status.state == .failed, let reason = hls?.error {
+                error = MediaError(code: error?.code ?? -1, domain: "airplayd.hls", message: reason)
+            }
+            return ControlRouter.plistResponse(Self.idleInfo(error: error), format: format)
         }
     }
 
@@ -197,6 +215,7 @@ public final class VideoSessions: Sendable {
             return AirPlayResponse(status: 200)  // Nothing plays: stopping is already done.
         }
         session.player.stop()
+        if let url = session.gatewayURL { gateway?.close(url) }
         if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
         logger.info("video stopped", metadata: ["session": "\(session.id)"])
         return AirPlayResponse(status: 200)
@@ -284,12 +303,12 @@ public final class VideoSessions: Sendable {
         ]))
     }
 
-    static func info(_ status: MediaStatus) -> PropertyList {
+    static func info(_ status: MediaStatus, hls: HLSGateway.Figures? = nil) -> PropertyList {
         let duration = status.duration.map { $0.isFinite ? $0 : 0 } ?? 0
         let ranges = { (ranges: [TimeRange]) -> PropertyList in
             .array(ranges.map { .dictionary(["start": .real($0.start), "duration": .real($0.duration)]) })
         }
-        return .dictionary([
+        var dictionary: [String: PropertyList] = [
             "duration": .real(duration),
             "position": .real(status.position),
             "rate": .real(status.rate),
@@ -299,7 +318,20 @@ public final class VideoSessions: Sendable {
             "playbackLikelyToKeepUp": .bool(status.bufferPercent >= 100 || status.state == .playing),
             "loadedTimeRanges": ranges(status.loadedRanges),
             "seekableTimeRanges": ranges(status.seekableRanges),
-        ])
+        ]
+        if let hls {
+            // Our extension (Protocol/video.md): which HLS variants may play, and which does.
+            var variant: [String: PropertyList] = ["allowed": .array(hls.allowed.map { .integer(Int64($0)) }),
+                                                   "count": .integer(Int64(hls.variants))]
+            if let current = hls.currentDescription {
+                variant["index"] = .integer(Int64(current.index))
+                variant["bandwidth"] = .integer(Int64(current.peakBitRate))
+                variant["uri"] = .string(current.variant.uri)
+                if let resolution = current.video?.resolution { variant["resolution"] = .string(resolution.description) }
+            }
+            dictionary["hlsVariant"] = .dictionary(variant)
+        }
+        return .dictionary(dictionary)
     }
 
     static func idleInfo(error: MediaError?) -> PropertyList {

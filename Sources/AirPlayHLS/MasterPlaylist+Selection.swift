@@ -1,4 +1,3 @@
-import AirPlayHLS
 import Foundation
 
 extension MasterPlaylist {

@@ -1,0 +1,340 @@
+import AirPlayHLS
+import AirPlayHTTP
+import AirPlayWire
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Serves the HLS playlists the player reads, from the box's own control port (loopback only).
+///
+/// Why a gateway: the box decides which variants it plays (its display, HDR, decoders, audio
+/// output) before the player sees the master playlist; it learns which variant plays (the player
+/// reads that variant's playlist from us); and it fetches the keys itself, over HTTPS with the
+/// cookies or headers the sender handed over in `/play`, or, for a custom-scheme key URI, from
+/// the sender over the reverse event channel. Segments are not proxied: their URIs are made
+/// absolute and the player fetches them from the origin.
+public final class HLSGateway: Sendable {
+    /// Asks the sender of a session for a key it can reach and we cannot (a custom scheme).
+    public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], KeyError>
+
+    /// Why a key could not be had.
+    public struct KeyError: Error, Hashable, Sendable {
+        /// What went wrong.
+        public var message: String
+        /// A key error.
+        public init(_ message: String) { self.message = message }
+    }
+
+    /// What the gateway knows of a playback, for `/playback-info` and the log.
+    public struct Figures: Hashable, Sendable {
+        /// Variants in the master playlist.
+        public var variants: Int
+        /// The variants the player may adapt among.
+        public var allowed: [Int]
+        /// The others, with the reason each was left out.
+        public var refused: [Int: String]
+        /// The variant whose playlist the player read last: what plays.
+        public var current: Int?
+        /// Its peak bit rate, resolution and URI.
+        public var currentDescription: VariantDescription?
+        /// The last failure (a playlist or key that could not be fetched), for the error report.
+        public var error: String?
+    }
+
+    struct Session: Sendable {
+        var origin: String
+        var headers: [String: String]
+        var sessionID: String
+        var master: MasterPlaylist?
+        var masterURL: String?
+        var media: [String: String] = [:]      // gateway name (v3, r1, i0, m) → origin URL
+        var keys: [String] = []                // k<n> → key URI
+        var keyCache: [String: [UInt8]] = [:]
+        var figures = Figures(variants: 0, allowed: [], refused: [:])
+    }
+
+    private let sessions = NIOLockedValueBox<[String: Session]>([:])
+    private let policy: VariantPolicy
+    private let options: HTTPRequestOptions
+    private let port = NIOLockedValueBox(0)
+    private let requestKey: KeyRequester?
+    private let logger: Logger
+
+    /// A gateway with a variant policy, an optional extra CA file and a way to ask senders for keys.
+    public init(policy: VariantPolicy, caFile: String?, requestKey: KeyRequester?, logger: Logger) {
+        self.policy = policy
+        options = HTTPRequestOptions(timeout: 15, maximumBytes: 8 << 20, caFile: caFile)
+        self.requestKey = requestKey
+        self.logger = logger
+    }
+
+    /// The control port, once bound (the player reaches the gateway on 127.0.0.1 there).
+    public func setPort(_ value: Int) { port.withLockedValue { $0 = value } }
+
+    /// True for URLs the gateway should front: HLS playlists (`.m3u8`, `.m3u`).
+    public static func isPlaylist(_ url: String) -> Bool {
+        guard let path = URLComponents(string: url)?.path.lowercased() else { return false }
+        return path.hasSuffix(".m3u8") || path.hasSuffix(".m3u")
+    }
+
+    /// Starts fronting a playlist; returns the URL the player should open.
+    public func open(origin: String, headers: [String: String], sessionID: String) -> String {
+        let token = (0..<4).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max)) }.joined()
+        sessions.withLockedValue { $0[token] = Session(origin: origin, headers: headers, sessionID: sessionID) }
+        return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/main.m3u8"
+    }
+
+    /// Stops fronting the playlist behind a gateway URL.
+    public func close(_ url: String) {
+        guard let token = Self.token(of: url) else { return }
+        _ = sessions.withLockedValue { $0.removeValue(forKey: token) }
+    }
+
+    /// The figures of the playback behind a gateway URL.
+    public func figures(_ url: String) -> Figures? {
+        guard let token = Self.token(of: url) else { return nil }
+        return sessions.withLockedValue { $0[token]?.figures }
+    }
+
+    static func token(of url: String) -> String? {
+        let parts = (URLComponents(string: url)?.path ?? url).split(separator: "/")
+        guard parts.count >= 2, parts[0] == "hls" else { return nil }
+        return String(parts[1])
+    }
+
+    /// Answers `GET /hls/<token>/<name>` (the player's requests).
+    public func respond(to request: AirPlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<AirPlayResponse> {
+        let parts = request.path.split(separator: "/")
+        guard parts.count == 3, parts[0] == "hls", sessions.withLockedValue({ $0[String(parts[1])] != nil }) else {
+            return eventLoop.makeSucceededFuture(Self.text(404, "no such HLS playback"))
+        }
+        let token = String(parts[1]), name = String(parts[2])
+        let promise = eventLoop.makePromise(of: AirPlayResponse.self)
+        Task {
+            let response: AirPlayResponse
+            switch name {
+            case "main.m3u8": response = await main(token)
+            case _ where name.hasPrefix("k") && name.hasSuffix(".key"): response = await key(token, name: String(name.dropLast(4)))
+            case _ where name.hasSuffix(".m3u8"): response = await mediaPlaylist(token, name: String(name.dropLast(5)))
+            default: response = Self.text(404, "no \(name) in this playback")
+            }
+            promise.succeed(response)
+        }
+        return promise.futureResult
+    }
+
+    // MARK: Playlists
+
+    private func main(_ token: String) async -> AirPlayResponse {
+        guard let session = sessions.withLockedValue({ $0[token] }) else { return Self.text(404, "playback ended") }
+        let text: String, base: String
+        switch await fetchText(session.origin, headers: session.headers, token: token) {
+        case .success(let fetched): (text, base) = fetched
+        case .failure(let response): return response
+        }
+        let playlist: Playlist
+        do {
+            playlist = try PlaylistParser.parse(text)
+        } catch {
+            return fail(token, 502, "\(session.origin) is not a valid playlist: \(error)")
+        }
+        switch playlist {
+        case .media(let media):
+            // A media playlist played directly: rewritten like a variant's.
+            sessions.withLockedValue { $0[token]?.media["m"] = base }
+            return Self.playlist(rewrite(media, base: base, token: token).text)
+        case .master(let master):
+            let (allowed, refused) = policy.choose(master)
+            guard !allowed.isEmpty else {
+                let reasons = refused.sorted { $0.key < $1.key }.map { "variant \($0.key): \($0.value)" }.joined(separator: "; ")
+                return fail(token, 415, "no variant of \(session.origin) can be played here (\(reasons))")
+            }
+            var served = master.keeping(variants: allowed)
+            var names: [String: String] = [:]
+            served.variants = zip(allowed.sorted(), served.variants).map { index, variant in
+                names["v\(index)"] = Self.absolute(variant.uri, base)
+                return Variant(attributes: variant.attributes, uri: "v\(index).m3u8")
+            }
+            served.renditions = served.renditions.enumerated().map { index, rendition in
+                var attributes = rendition.attributes
+                if let uri = attributes["URI"] {
+                    names["r\(index)"] = Self.absolute(uri, base)
+                    attributes["URI"] = "r\(index).m3u8"
+                }
+                return Rendition(attributes: attributes)
+            }
+            served.iFrameVariants = served.iFrameVariants.enumerated().map { index, list in
+                var list = list
+                if let uri = list["URI"] {
+                    names["i\(index)"] = Self.absolute(uri, base)
+                    list["URI"] = "i\(index).m3u8"
+                }
+                return list
+            }
+            let all = VariantDescription.all(master)
+            sessions.withLockedValue { sessions in
+                sessions[token]?.master = master
+                sessions[token]?.masterURL = base
+                sessions[token]?.media.merge(names) { $1 }
+                sessions[token]?.figures.variants = master.variants.count
+                sessions[token]?.figures.allowed = allowed
+                sessions[token]?.figures.refused = refused
+            }
+            logger.info("hls variants chosen", metadata: [
+                "variants": "\(master.variants.count)", "allowed": "\(allowed.map(String.init).joined(separator: ","))",
+                "best": "\(allowed.map { all[$0] }.max { $0.peakBitRate < $1.peakBitRate }.map { Self.describe($0) } ?? "-")",
+                "refused": "\(refused.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; "))",
+            ])
+            return Self.playlist(served.text)
+        }
+    }
+
+    private func mediaPlaylist(_ token: String, name: String) async -> AirPlayResponse {
+        guard let session = sessions.withLockedValue({ $0[token] }), let origin = session.media[name] else {
+            return Self.text(404, "no playlist \(name) in this playback")
+        }
+        let text: String, base: String
+        switch await fetchText(origin, headers: session.headers, token: token) {
+        case .success(let fetched): (text, base) = fetched
+        case .failure(let response): return response
+        }
+        let media: MediaPlaylist
+        do {
+            media = try PlaylistParser.parseMedia(text)
+        } catch {
+            return fail(token, 502, "\(origin) is not a valid media playlist: \(error)")
+        }
+        if name.hasPrefix("v"), let index = Int(name.dropFirst()) {
+            let changed = sessions.withLockedValue { sessions -> VariantDescription? in
+                guard var session = sessions[token], session.figures.current != index, let master = session.master else { return nil }
+                session.figures.current = index
+                session.figures.currentDescription = VariantDescription(master, index: index)
+                sessions[token] = session
+                return session.figures.currentDescription
+            }
+            if let changed { logger.info("hls variant playing", metadata: ["variant": "\(index)", "stream": "\(Self.describe(changed))"]) }
+        }
+        return Self.playlist(rewrite(media, base: base, token: token).text)
+    }
+
+    /// Segments and maps absolute (the player fetches them from the origin); keys through us.
+    private func rewrite(_ media: MediaPlaylist, base: String, token: String) -> MediaPlaylist {
+        var copy = media
+        copy.segments = media.segments.map { segment in
+            var segment = segment
+            segment.uri = Self.absolute(segment.uri, base)
+            if var map = segment.map, let uri = map["URI"] {
+                map["URI"] = Self.absolute(uri, base)
+                segment.map = map
+            }
+            segment.keys = segment.keys.map { key in
+                // Only keys the player itself would fetch (the identity format) go through us.
+                guard let uri = key["URI"], (key["KEYFORMAT"] ?? "identity") == "identity" else { return key }
+                var key = key
+                key["URI"] = keyName(token, uri: Self.absolute(uri, base)) + ".key"
+                return key
+            }
+            return segment
+        }
+        return copy
+    }
+
+    private func keyName(_ token: String, uri: String) -> String {
+        sessions.withLockedValue { sessions -> String in
+            guard var session = sessions[token] else { return "k0" }
+            if let index = session.keys.firstIndex(of: uri) { return "k\(index)" }
+            session.keys.append(uri)
+            sessions[token] = session
+            return "k\(session.keys.count - 1)"
+        }
+    }
+
+    // MARK: Keys
+
+    private func key(_ token: String, name: String) async -> AirPlayResponse {
+        guard let index = Int(name.dropFirst()), let session = sessions.withLockedValue({ $0[token] }), index < session.keys.count else {
+            return Self.text(404, "no key \(name) in this playback")
+        }
+        let uri = session.keys[index]
+        if let cached = session.keyCache[uri] { return Self.key(cached) }
+        let bytes: [UInt8]
+        if HTTPClient.isFetchable(uri) {
+            var options = self.options
+            options.headers = session.headers
+            options.maximumBytes = 1024
+            let result: HTTPResult
+            do {
+                result = try await HTTPClient.get(uri, options: options)
+            } catch {
+                return fail(token, 502, "key \(uri): \(error.message)")
+            }
+            guard (200..<300).contains(result.status) else {
+                let hint = result.status == 401 || result.status == 403 ? " (the sender's cookies or headers are missing or refused)" : ""
+                return fail(token, 502, "key \(uri) answered \(result.status)\(hint)")
+            }
+            bytes = result.body
+        } else {
+            guard let requestKey else { return fail(token, 502, "key \(uri): custom-scheme keys need the sender, and none can be asked") }
+            switch await requestKey(session.sessionID, uri) {
+            case .success(let key): bytes = key
+            case .failure(let error): return fail(token, 502, "key \(uri): \(error.message)")
+            }
+        }
+        guard bytes.count == 16 else { return fail(token, 502, "key \(uri) is \(bytes.count) bytes, not the 16 of AES-128") }
+        sessions.withLockedValue { $0[token]?.keyCache[uri] = bytes }
+        logger.info("hls key fetched", metadata: ["key": "\(index)", "scheme": "\(URLComponents(string: uri)?.scheme ?? "?")"])
+        return Self.key(bytes)
+    }
+
+    // MARK: Helpers
+
+    /// A fetched playlist's text and final URL, or the response that tells the player why not.
+    enum Fetched {
+        case success((String, String))
+        case failure(AirPlayResponse)
+    }
+
+    private func fetchText(_ url: String, headers: [String: String], token: String) async -> Fetched {
+        var options = self.options
+        options.headers = headers
+        do {
+            let result = try await HTTPClient.get(url, options: options)
+            guard (200..<300).contains(result.status) else { return .failure(fail(token, 502, "\(url) answered \(result.status)")) }
+            guard let text = result.text else { return .failure(fail(token, 502, "\(url) is not UTF-8 text")) }
+            return .success((text, result.finalURL))
+        } catch {
+            return .failure(fail(token, 502, error.message))
+        }
+    }
+
+    private func fail(_ token: String, _ status: Int, _ reason: String) -> AirPlayResponse {
+        sessions.withLockedValue { $0[token]?.figures.error = reason }
+        logger.notice("hls gateway", metadata: ["error": "\(reason)"])
+        return Self.text(status, reason)
+    }
+
+    static func absolute(_ uri: String, _ base: String) -> String {
+        guard let baseURL = URL(string: base) else { return uri }
+        return URL(string: uri, relativeTo: baseURL)?.absoluteString ?? uri
+    }
+
+    static func describe(_ variant: VariantDescription) -> String {
+        "\(variant.peakBitRate) b/s" + (variant.video?.resolution.map { " \($0)" } ?? "") + (variant.video.map { " \($0.codec) \($0.range.rawValue)" } ?? "")
+    }
+
+    static func playlist(_ text: String) -> AirPlayResponse {
+        var buffer = ByteBuffer()
+        buffer.writeString(text)
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/vnd.apple.mpegurl", "Cache-Control": "no-cache"],
+                               body: buffer)
+    }
+
+    static func key(_ bytes: [UInt8]) -> AirPlayResponse {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(bytes)
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/octet-stream", "Cache-Control": "no-store"], body: buffer)
+    }
+
+    static func text(_ status: Int, _ reason: String) -> AirPlayResponse { ControlRouter.textResponse(status: status, reason) }
+}

@@ -1,0 +1,99 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// airplayd in front of HLS: it chooses the variants its display and decoders take, tells which
+/// one plays, and fetches AES-128 keys itself with the cookies the sender hands over.
+@Suite(.serialized) struct HLSReceiverTests {
+    private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {
+        try runCommand(try Products.executable("airplay"), arguments,
+                       environment: ["XDG_STATE_HOME": Products.scratchDirectory("xdg"), "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],
+                       timeout: timeout)
+    }
+
+    private func config(_ text: String) throws -> String {
+        let path = Products.scratchDirectory("hlsconf") + "/airplayd.toml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The playback info while it plays (its `hlsVariant` extension as XML text).
+    private func playbackInfo(_ port: Int, until condition: (String) -> Bool) -> String {
+        var text = ""
+        _ = poll(timeout: 15, interval: 0.2) {
+            text = (try? RawHTTPConnection(port: port).request("GET", "/playback-info").text) ?? ""
+            return condition(text)
+        }
+        return text
+    }
+
+    /// A display that shows at most 320x180 gets only the 320x180 variant: the 640x360 one is
+    /// left out of the master the player sees, and its playlist is never fetched.
+    @Test func theBoxPlaysOnlyWhatItsDisplayShows() throws {
+        let media = try #require(HLSSenderTests.media)
+        let daemon = try LocalDaemon(extra: ["--config", try config("video_max_resolution = \"320x180\"\n")])
+        let before = media.requests.count
+        let result = try airplay(["play", media.url("variants/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)", "--wait"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let requests = media.requests.dropFirst(before)
+        #expect(requests.contains("/variants/v0/index.m3u8") && !requests.contains("/variants/v1/index.m3u8"), "\(requests)")
+        let log = daemon.process.stderr
+        #expect(log.contains("hls variants chosen") && log.contains("allowed=0 ") && log.contains("640x360 is larger than the display's 320x180"),
+                "\(log.suffix(2000))")
+        #expect(log.contains("hls variant playing") && log.contains("variant=0"))
+    }
+
+    /// Without limits both variants may play; `/playback-info` says which one does.
+    @Test func playbackInfoSaysWhichVariantPlays() throws {
+        let media = try #require(HLSSenderTests.media)
+        let daemon = try LocalDaemon()
+        let result = try airplay(["play", media.url("variants/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let info = playbackInfo(daemon.port) { $0.contains("<key>hlsVariant</key>") && $0.contains("<key>index</key>") }
+        #expect(info.contains("<key>allowed</key>\n\t\t<array>\n\t\t\t<integer>0</integer>\n\t\t\t<integer>1</integer>"), "\(info)")
+        #expect(info.contains("<key>resolution</key>"), "\(info)")
+        _ = try airplay(["stop", "--to", "127.0.0.1:\(daemon.port)"])
+    }
+
+    /// AES-128 HLS whose key sits behind an HTTPS server that wants a session cookie: with the
+    /// cookie handed over in /play the box fetches the key and plays to the end; without it,
+    /// playback fails and says why.
+    @Test func encryptedHLSPlaysWithTheSendersCookieOnly() throws {
+        let media = try #require(HLSSenderTests.media)
+        let python = try #require(TestHost.which("python3"))
+        let openssl = try #require(TestHost.which("openssl"))
+        let tls = Products.scratchDirectory("tls")
+        try FileManager.default.createDirectory(atPath: tls + "/www/keys", withIntermediateDirectories: true)
+        let made = try runCommand(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", tls + "/key.pem",
+                                            "-out", tls + "/cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1",
+                                            "-addext", "subjectAltName=IP:127.0.0.1"], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        try Data("0123456789abcdef".utf8).write(to: URL(fileURLWithPath: tls + "/www/keys/k.bin"))
+        let keyServer = try ManagedProcess(python, [Products.repositoryRoot + "/Tests/IntegrationTests/peers/https_key_server.py",
+                                                    tls + "/www", tls + "/cert.pem", tls + "/key.pem", "session=opensesame"],
+                                           directory: tls, label: "https-keys")
+        #expect(poll(timeout: 10) { Int(keyServer.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil })
+        let keyPort = try #require(Int(keyServer.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let folder = media.directory + "/enc"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "https://127.0.0.1:\(keyPort)/keys/k.bin\n\(tls)/www/keys/k.bin\n".write(toFile: folder + "/keyinfo", atomically: true, encoding: .utf8)
+        let encoded = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-i", media.directory + "/clip.mp4", "-c", "copy", "-t", "4", "-f", "hls", "-hls_time", "2",
+            "-hls_playlist_type", "vod", "-hls_key_info_file", folder + "/keyinfo", folder + "/index.m3u8"], timeout: 60)
+        #expect(encoded.status == 0, "\(encoded.stderr)")
+
+        let daemon = try LocalDaemon(extra: ["--config", try config("tls_ca_file = \"\(tls)/cert.pem\"\n")])
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        let good = try airplay(["play", media.url("enc/index.m3u8"), "--header", "Cookie: session=opensesame", "--wait"] + to)
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        #expect(good.stdout.contains("event: stopped"))
+        #expect(daemon.process.stderr.contains("hls key fetched"), "\(daemon.process.stderr.suffix(2000))")
+        #expect(daemon.process.stderr.contains("video reached its end"))
+
+        let bad = try airplay(["play", media.url("enc/index.m3u8"), "--wait"] + to)
+        #expect(bad.status == 77, "\(bad.stdout)\(bad.stderr)")
+        #expect(bad.stderr.contains("answered 403") && bad.stderr.contains("cookies"), "\(bad.stderr)")
+        let log = try String(contentsOfFile: tls + "/www/https-requests.log", encoding: .utf8)
+        #expect(log.contains("/keys/k.bin 200") && log.contains("/keys/k.bin 403"), "\(log)")
+    }
+}
