@@ -3,7 +3,12 @@ import AirPlayWire
 import NIOCore
 import NIOPosix
 
-/// Listens on a receiver's reverse (PTTH) channel for `/event` plists of one session.
+/// Supplies an HLS key the receiver cannot fetch itself (a custom-scheme URI): the key bytes,
+/// or why not.
+public typealias KeyProvider = @Sendable (_ uri: String) async -> Result<[UInt8], SenderError>
+
+/// Listens on a receiver's reverse (PTTH) channel for `/event` plists of one session, and
+/// answers its `POST /key` requests with a key provider.
 public final class EventListener: Sendable {
     private let channel: any Channel
 
@@ -12,7 +17,7 @@ public final class EventListener: Sendable {
     /// Opens the channel: `POST /reverse` with `Upgrade: PTTH/1.0`; after the 101 every
     /// `POST /event` the receiver sends is answered 200 and handed to `onEvent`.
     public static func open(host: String, port: Int, sessionID: String,
-                            group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                            group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, keys: KeyProvider? = nil,
                             onEvent: @escaping @Sendable (PropertyList) -> Void) async throws(SenderError) -> EventListener {
         let upgraded: EventLoopPromise<Void>
         let channel: any Channel
@@ -21,7 +26,7 @@ public final class EventListener: Sendable {
                 .connectTimeout(.seconds(5))
                 .connect(host: host, port: port).get()
             upgraded = channel.eventLoop.makePromise(of: Void.self)
-            try await channel.pipeline.addHandler(ReverseChannelHandler(upgraded: upgraded, onEvent: onEvent)).get()
+            try await channel.pipeline.addHandler(ReverseChannelHandler(upgraded: upgraded, keys: keys, onEvent: onEvent)).get()
             var request = AirPlayRequest(method: "POST", target: "/reverse", version: .http11, headers: [
                 "Upgrade": "PTTH/1.0", "Connection": "Upgrade", "X-Apple-Purpose": "event", "X-Apple-Session-ID": sessionID,
             ])
@@ -55,11 +60,15 @@ final class ReverseChannelHandler: ChannelInboundHandler {
 
     private var upgraded: EventLoopPromise<Void>?
     private let onEvent: @Sendable (PropertyList) -> Void
+    private let keys: KeyProvider?
     private var buffer = ByteBuffer()
     private var requests = AirPlayRequestDecoder()
+    /// Replies go out in request order, also when a key takes a while.
+    private var lastReply: EventLoopFuture<Void>?
 
-    init(upgraded: EventLoopPromise<Void>, onEvent: @escaping @Sendable (PropertyList) -> Void) {
+    init(upgraded: EventLoopPromise<Void>, keys: KeyProvider?, onEvent: @escaping @Sendable (PropertyList) -> Void) {
         self.upgraded = upgraded
+        self.keys = keys
         self.onEvent = onEvent
     }
 
@@ -85,14 +94,51 @@ final class ReverseChannelHandler: ChannelInboundHandler {
         }
         while let message = requests.next(from: &buffer) {
             guard case .request(let request) = message else { continue }
-            if request.path == "/event", let plist = try? PropertyList(decoding: Array(request.body.readableBytesView)) {
-                onEvent(plist)
+            let eventLoop = context.eventLoop, channel = context.channel
+            let reply: EventLoopFuture<ByteBuffer>
+            if request.path == "/key" {
+                reply = answerKeyRequest(request, on: eventLoop)
+            } else {
+                if request.path == "/event", let plist = try? PropertyList(decoding: Array(request.body.readableBytesView)) {
+                    onEvent(plist)
+                }
+                reply = eventLoop.makeSucceededFuture(Self.reply(200, []))
             }
-            var reply = context.channel.allocator.buffer(capacity: 64)
-            reply.writeString("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-            context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+            let previous = lastReply ?? eventLoop.makeSucceededVoidFuture()
+            lastReply = previous.flatMap { reply }.flatMap { channel.writeAndFlush($0) }.recover { _ in }
         }
         buffer.discardReadBytes()
+    }
+
+    /// `POST /key` with a plist `{uri}`: the provider's key as the body of a 200, else 404 with the reason.
+    private func answerKeyRequest(_ request: AirPlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<ByteBuffer> {
+        guard case .dictionary(let fields)? = try? PropertyList(decoding: Array(request.body.readableBytesView)),
+              let uri = fields["uri"]?.stringValue else {
+            return eventLoop.makeSucceededFuture(Self.reply(400, Array("the key request needs a plist with uri".utf8)))
+        }
+        guard let keys else {
+            return eventLoop.makeSucceededFuture(Self.reply(404, Array("this sender has no way to get \(uri); give --key-command".utf8)))
+        }
+        let promise = eventLoop.makePromise(of: ByteBuffer.self)
+        Self.resolve(uri, with: keys, into: promise)
+        return promise.futureResult
+    }
+
+    private static func resolve(_ uri: String, with keys: @escaping KeyProvider, into promise: EventLoopPromise<ByteBuffer>) {
+        Task {
+            let result = await keys(uri)
+            switch result {
+            case .success(let key): promise.succeed(reply(200, key, type: "application/octet-stream"))
+            case .failure(let error): promise.succeed(reply(404, Array(error.message.utf8)))
+            }
+        }
+    }
+
+    static func reply(_ status: Int, _ body: [UInt8], type: String = "text/plain; charset=utf-8") -> ByteBuffer {
+        var out = ByteBuffer()
+        out.writeString("HTTP/1.1 \(status) \(status == 200 ? "OK" : "Error")\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\n\r\n")
+        out.writeBytes(body)
+        return out
     }
 
     func channelInactive(context: ChannelHandlerContext) {

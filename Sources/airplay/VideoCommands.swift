@@ -101,6 +101,9 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup var http: HTTPHeaderOptions
 
+    @Option(name: .long, help: "A command that prints the 16-byte key (raw, or 32 hex digits) for a custom-scheme key URI given as its argument; the receiver asks for such keys over the event channel.")
+    var keyCommand: String?
+
     @OptionGroup var options: ReceiverOptions
 
     func run() async throws {
@@ -155,10 +158,10 @@ struct PlayCommand: AsyncParsableCommand {
                 }
                 url = server!.url(for: file, host: local)
             }
-            let waiting = wait || server != nil
+            let waiting = wait || server != nil || keyCommand != nil
             let ended = EndSignal()
             let listener: EventListener? = waiting ? try await EventListener.open(
-                host: address.host, port: address.port, sessionID: sessionID) { event in
+                host: address.host, port: address.port, sessionID: sessionID, keys: keyCommand.map(KeyCommand.provider)) { event in
                 let state = event["state"]?.stringValue ?? "?"
                 if options.json { print(jsonLine(["event": state])) } else { print("event: \(state)") }
                 fflush(nil)
@@ -384,4 +387,46 @@ func progressLine(_ info: PlaybackInfo) -> String {
     let filled = min(width, Int(Double(width) * info.position / duration))
     let bar = String(repeating: "=", count: filled) + (filled < width ? ">" : "") + String(repeating: " ", count: max(0, width - filled - 1))
     return "[\(bar)] \(formatTime(info.position)) / \(formatTime(duration))  \(info.state)"
+}
+
+/// `--key-command CMD`: keys for custom-scheme URIs from a program of the user's (the seeds'
+/// case of keys an app resolves itself). Run as `sh -c CMD sh URI`, so the URI is `$1`; its
+/// output is the key, raw or as 32 hex digits; 8 s at most.
+enum KeyCommand {
+    static func provider(_ command: String) -> KeyProvider {
+        { uri in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command, "sh", uri]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            do {
+                try process.run()
+            } catch {
+                return .failure(SenderError(.badInput, "--key-command cannot run: \(error)"))
+            }
+            let deadline = Date().addingTimeInterval(8)
+            while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning {
+                process.terminate()
+                return .failure(SenderError(.badInput, "--key-command took more than 8 s for \(uri)"))
+            }
+            let bytes = [UInt8](output.fileHandleForReading.readDataToEndOfFile())
+            guard process.terminationStatus == 0 else {
+                let reason = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                return .failure(SenderError(.badInput, "--key-command failed for \(uri): \(reason.trimmingCharacters(in: .whitespacesAndNewlines))"))
+            }
+            if bytes.count == 16 { return .success(bytes) }
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let hex = text.hasPrefix("0x") ? String(text.dropFirst(2)) : text
+            guard hex.count == 32, let key = stride(from: 0, to: 32, by: 2).map({ index -> UInt8? in
+                let start = hex.index(hex.startIndex, offsetBy: index)
+                return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
+            }) as [UInt8?]?, key.allSatisfy({ $0 != nil }) else {
+                return .failure(SenderError(.badInput, "--key-command printed neither 16 bytes nor 32 hex digits for \(uri)"))
+            }
+            return .success(key.compactMap { $0 })
+        }
+    }
 }

@@ -96,4 +96,31 @@ import Testing
         let log = try String(contentsOfFile: tls + "/www/https-requests.log", encoding: .utf8)
         #expect(log.contains("/keys/k.bin 200") && log.contains("/keys/k.bin 403"), "\(log)")
     }
+
+    /// A key under a custom scheme (the seeds' app-resolved keys, `skd:`-style): the box cannot
+    /// fetch it, so it asks the sender over the event channel (`POST /key`), and the sender's
+    /// `--key-command` supplies it. Without one, playback fails and says what is missing.
+    @Test func aCustomSchemeKeyComesFromTheSender() throws {
+        let media = try #require(HLSSenderTests.media)
+        let folder = media.directory + "/skd"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("fedcba9876543210".utf8).write(to: URL(fileURLWithPath: folder + "/key.bin"))
+        try "skd://content/42\n\(folder)/key.bin\n".write(toFile: folder + "/keyinfo", atomically: true, encoding: .utf8)
+        let encoded = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-i", media.directory + "/clip.mp4", "-c", "copy", "-t", "4", "-f", "hls", "-hls_time", "2",
+            "-hls_playlist_type", "vod", "-hls_key_info_file", folder + "/keyinfo", folder + "/index.m3u8"], timeout: 60)
+        #expect(encoded.status == 0, "\(encoded.stderr)")
+        #expect(try String(contentsOfFile: folder + "/index.m3u8", encoding: .utf8).contains("URI=\"skd://content/42\""))
+        let daemon = try LocalDaemon()
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        let good = try airplay(["play", media.url("skd/index.m3u8"), "--key-command", "test \"$1\" = skd://content/42 && printf fedcba9876543210",
+                                "--wait"] + to)
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        #expect(daemon.process.stderr.contains("hls key fetched") && daemon.process.stderr.contains("scheme=skd"))
+        #expect(daemon.process.stderr.contains("video reached its end"))
+
+        let bad = try airplay(["play", media.url("skd/index.m3u8"), "--wait"] + to)
+        #expect(bad.status == 77, "\(bad.stdout)\(bad.stderr)")
+        #expect(bad.stderr.contains("--key-command"), "\(bad.stderr)")
+    }
 }
