@@ -76,7 +76,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "airplay", dependencies: [
-            "AirPlaySender", "AirPlayHLS", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
+            "AirPlaySender", "AirPlayHLS", "AirPlayHTTP", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

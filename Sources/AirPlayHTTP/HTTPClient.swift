@@ -82,9 +82,11 @@ public enum HTTPClient {
         return try result.get()
     }
 
-    /// GET appended to a file from `offset` on (a Range request when the offset is not 0), for
-    /// downloads that resume. Returns the status and the bytes written.
-    public static func download(_ url: String, to path: String, resumeFrom offset: Int, options: HTTPRequestOptions = HTTPRequestOptions(),
+    /// GET into a file kept up to `offset` bytes, for downloads that resume: without `range`, the
+    /// resource from `offset` on (a Range request when the offset is not 0); with `range`, those
+    /// bytes of it. Returns the status and the bytes written.
+    public static func download(_ url: String, to path: String, resumeFrom offset: Int, range: ClosedRange<Int>? = nil,
+                                options: HTTPRequestOptions = HTTPRequestOptions(),
                                 progress: @escaping @Sendable (Int) -> Void = { _ in }) throws(HTTPError) -> (status: Int, written: Int) {
         guard let handle = FileHandle(forWritingAtPath: path) ?? {
             FileManager.default.createFile(atPath: path, contents: nil)
@@ -98,7 +100,7 @@ public enum HTTPClient {
             throw HTTPError(message: "cannot write \(path): \(error)", unsupportedScheme: false)
         }
         let sink = FileSink(handle: handle, progress: progress)
-        let (status, _) = try perform(url, options: options, range: nil, resumeFrom: offset > 0 ? offset : nil, sink: sink)
+        let (status, _) = try perform(url, options: options, range: range, resumeFrom: range == nil && offset > 0 ? offset : nil, sink: sink)
         return (status, sink.written)
     }
 

@@ -20,7 +20,9 @@ public final class TestMedia: @unchecked Sendable {
     }
 
     /// Makes `seconds`-long media (`hls/index.m3u8`, `clip.mp4`, `tone.m4a`, `notmedia.txt`) and serves it;
-    /// with `variants`, also `variants/master.m3u8`: 320x180 (`v0`) and 640x360 (`v1`) H.264 variants.
+    /// with `variants`, also `variants/master.m3u8` (320x180 `v0` and 640x360 `v1` H.264 variants),
+    /// `groups/master.m3u8` (one video, English and French audio renditions) and `groups/shared.m3u8`
+    /// (two variants sharing that video, with different audio groups).
     public init(seconds: Int = 8, variants: Bool = false) throws {
         try TestHost.require(["ffmpeg", "python3"])
         directory = Products.scratchDirectory("media")
@@ -45,12 +47,36 @@ public final class TestMedia: @unchecked Sendable {
                          "-c:a", "aac", "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
                          "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
                          directory + "/variants/v%v/index.m3u8"])
+            // Separate audio renditions in English and French beside one video variant.
+            try FileManager.default.createDirectory(atPath: directory + "/groups", withIntermediateDirectories: true)
+            jobs.append(["-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25", "-f", "lavfi",
+                         "-i", "sine=frequency=440:sample_rate=44100", "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=44100",
+                         "-t", String(seconds), "-map", "0:v", "-map", "1:a", "-map", "2:a", "-c:v", "libx264", "-preset", "ultrafast",
+                         "-pix_fmt", "yuv420p", "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k",
+                         "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8",
+                         "-var_stream_map", "a:0,agroup:aud,language:en,name:English,default:yes a:1,agroup:aud,language:fr,name:French v:0,agroup:aud",
+                         directory + "/groups/s%v/index.m3u8"])
         }
         for job in jobs {
             let result = try runCommand(ffmpeg, job, timeout: 120)
             guard result.status == 0 else { throw TestHostError("ffmpeg failed: \(result.stderr)") }
         }
         try "this is not media\n".write(toFile: directory + "/notmedia.txt", atomically: true, encoding: .utf8)
+        if variants {
+            // Two variants sharing one video playlist, each with its own audio group: the
+            // auxiliary-audio case, where the video must not be downloaded twice.
+            try """
+                #EXTM3U
+                #EXT-X-VERSION:3
+                #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="stereo",NAME="English",LANGUAGE="en",DEFAULT=YES,URI="sEnglish/index.m3u8"
+                #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="hq",NAME="French HQ",LANGUAGE="fr",DEFAULT=YES,URI="sFrench/index.m3u8"
+                #EXT-X-STREAM-INF:BANDWIDTH=70400,RESOLUTION=320x180,CODECS="avc1.f4000c,mp4a.40.2",AUDIO="stereo"
+                s2/index.m3u8
+                #EXT-X-STREAM-INF:BANDWIDTH=270400,RESOLUTION=320x180,CODECS="avc1.f4000c,mp4a.40.2",AUDIO="hq"
+                s2/index.m3u8
+
+                """.write(toFile: directory + "/groups/shared.m3u8", atomically: true, encoding: .utf8)
+        }
         // A live variant of the same stream: no ENDLIST, no playlist type, a sliding window.
         let vod = try String(contentsOfFile: directory + "/hls/index.m3u8", encoding: .utf8)
         let live = vod.split(separator: "\n").filter { !$0.hasPrefix("#EXT-X-ENDLIST") && !$0.hasPrefix("#EXT-X-PLAYLIST-TYPE") }

@@ -1,12 +1,13 @@
 import AirPlayHLS
+import AirPlayHTTP
 import AirPlaySender
 import ArgumentParser
 import Foundation
 
 /// `airplay hls …`: tools for HTTP Live Streaming playlists.
 struct HLSCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "hls", abstract: "Inspect HLS playlists.",
-                                                    subcommands: [InspectCommand.self])
+    static let configuration = CommandConfiguration(commandName: "hls", abstract: "Inspect and download HLS presentations.",
+                                                    subcommands: [InspectCommand.self, DownloadCommand.self])
 }
 
 /// Headers to send with every HLS request (cookies, authorization), and an extra CA to trust.
@@ -77,6 +78,83 @@ struct InspectCommand: AsyncParsableCommand {
                     print("")
                     print(best.map { "preferred: variant \($0.index) (\($0.variant.uri))" } ?? "preferred: no variant matches")
                 }
+            }
+        } catch let error as SenderError {
+            if json { print(jsonLine(["ok": false, "error": error.message])) }
+            FileHandle.standardError.write(Data("airplay: \(error.message)\n".utf8))
+            throw ExitCode(ExitStatus.code(for: error))
+        }
+    }
+}
+
+/// `airplay hls download URL --out DIR`: an offline copy that `airplay play DIR` plays.
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "download",
+        abstract: "Download an HLS presentation for offline play: a variant, audio and subtitle renditions, and keys.",
+        discussion: "Run it again to resume: finished files are kept, a partial one is continued. Then: airplay play DIR.")
+
+    @Argument(help: "The master playlist's http(s) URL.")
+    var url: String
+
+    @Option(name: .long, help: "The variant: the best one matching this qualifier (default: the best one).")
+    var prefer: String?
+
+    @Option(name: .long, help: "Audio languages to keep, e.g. en,fr (default: the default rendition).")
+    var audio: String?
+
+    @Option(name: .long, help: "Subtitle languages to keep, e.g. en.")
+    var subtitles: String?
+
+    @Option(name: .long, help: "Also the audio of the best variant matching this qualifier (e.g. \"audio.codec == alac\"); its video is not downloaded twice.")
+    var auxAudio: String?
+
+    @Option(name: .long, help: "The folder to write.")
+    var out: String
+
+    @Option(name: .long, help: "A command printing the key for a custom-scheme key URI ($1).")
+    var keyCommand: String?
+
+    @OptionGroup var http: HTTPHeaderOptions
+
+    @Flag(name: .long, help: "Print JSON lines (progress events, then a summary).")
+    var json = false
+
+    func run() async throws {
+        do {
+            guard let source = URL(string: url), HTTPClient.isFetchable(url) else {
+                throw SenderError(.badInput, "\(url) is not an http(s) URL")
+            }
+            let selection = HLSDownloader.Selection(
+                primary: try prefer.map { text throws(SenderError) in try HLSSource.qualifier(text) },
+                audioLanguages: audio.map { $0.split(separator: ",").map(String.init) } ?? [],
+                subtitleLanguages: subtitles.map { $0.split(separator: ",").map(String.init) } ?? [],
+                auxiliaryAudio: try auxAudio.map { text throws(SenderError) in try HLSSource.qualifier(text) })
+            let headers: [String: String]
+            do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
+            let downloader = HLSDownloader(output: URL(fileURLWithPath: out),
+                                           options: .init(headers: headers, caFile: http.caFile),
+                                           keyProvider: keyCommand.map(KeyCommand.provider))
+            let live = isatty(1) == 1 && !json
+            let json = self.json
+            let master = try await downloader.download(source, selection: selection) { progress in
+                let rate = progress.elapsed > 0 ? Double(progress.bytes) / progress.elapsed : 0
+                if json {
+                    print(jsonLine(["event": "progress", "files": progress.files, "done": progress.filesDone, "bytes": progress.bytes,
+                                    "skipped": progress.skipped, "bytesPerSecond": Int(rate)]))
+                } else if live {
+                    let share = progress.files == 0 ? 1 : Double(progress.filesDone) / Double(progress.files)
+                    let bar = String(repeating: "=", count: Int(share * 30)).padding(toLength: 30, withPad: " ", startingAt: 0)
+                    print(String(format: "\r\u{1B}[K[%@] %3d%%  %d/%d files  %.1f MB  %.1f MB/s%@", bar, Int(share * 100), progress.filesDone,
+                                 progress.files, Double(progress.bytes) / 1e6, rate / 1e6,
+                                 progress.skipped > 0 ? "  (\(progress.skipped) kept from before)" : ""), terminator: "")
+                }
+                fflush(nil)
+            }
+            if live { print("") }
+            if json {
+                print(jsonLine(["ok": true, "master": master.path]))
+            } else {
+                print("downloaded to \(master.deletingLastPathComponent().path); play it with: airplay play \(master.deletingLastPathComponent().path)")
             }
         } catch let error as SenderError {
             if json { print(jsonLine(["ok": false, "error": error.message])) }

@@ -47,4 +47,79 @@ import Testing
         let none = try airplay(["play", media.url("variants/master.m3u8"), "--prefer", "peakBitRate < 1000", "--to", "127.0.0.1:\(daemon.port)"])
         #expect(none.status == 65 && none.stderr.contains("no variant"), "\(none.stderr)")
     }
+
+    /// An offline copy of the 320x180 variant, rewritten to local paths, then played from this
+    /// machine by `airplay play DIR`.
+    @Test func downloadThenPlayOffline() throws {
+        let media = try #require(Self.media)
+        let out = Products.scratchDirectory("offline") + "/copy"
+        let result = try airplay(["hls", "download", media.url("variants/master.m3u8"), "--prefer", "resolution <= 320x180", "--out", out, "--json"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let master = try String(contentsOfFile: out + "/master.m3u8", encoding: .utf8)
+        #expect(master.contains("RESOLUTION=320x180") && master.contains("video/index.m3u8") && !master.contains("640x360"), "\(master)")
+        let playlist = try String(contentsOfFile: out + "/video/index.m3u8", encoding: .utf8)
+        #expect(playlist.contains("s0.ts") && !playlist.contains("http"), "\(playlist)")
+        for index in 0..<3 {
+            #expect(FileManager.default.contents(atPath: out + "/video/s\(index).ts")
+                    == FileManager.default.contents(atPath: media.directory + "/variants/v0/index\(index).ts"))
+        }
+        let daemon = try LocalDaemon()
+        let play = try airplay(["play", out, "--to", "127.0.0.1:\(daemon.port)"])
+        #expect(play.status == 0 && play.stdout.contains("event: stopped"), "\(play.stdout)\(play.stderr)")
+        #expect(daemon.process.stderr.contains("video reached its end"))
+    }
+
+    /// An interrupted download (a finished segment lost, another half-written) goes on where it
+    /// stopped: finished segments are not fetched again, the partial one is completed.
+    @Test func anInterruptedDownloadResumes() throws {
+        let media = try #require(Self.media)
+        let out = Products.scratchDirectory("resume") + "/copy"
+        let arguments = ["hls", "download", media.url("variants/master.m3u8"), "--prefer", "resolution <= 320x180", "--out", out]
+        #expect(try airplay(arguments).status == 0)
+        let full = try #require(FileManager.default.contents(atPath: out + "/video/s1.ts"))
+        try FileManager.default.removeItem(atPath: out + "/video/s1.ts")
+        try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: out + "/video/s1.ts.part"))
+        try FileManager.default.removeItem(atPath: out + "/video/s2.ts")
+        let before = media.requests.count
+        let again = try airplay(arguments)
+        #expect(again.status == 0, "\(again.stderr)")
+        let fetched = media.requests.dropFirst(before).filter { $0.hasSuffix(".ts") }
+        #expect(fetched.sorted() == ["/variants/v0/index1.ts", "/variants/v0/index2.ts"], "\(fetched)")
+        #expect(FileManager.default.contents(atPath: out + "/video/s1.ts") == full)
+        #expect(FileManager.default.contents(atPath: out + "/video/s2.ts")
+                == FileManager.default.contents(atPath: media.directory + "/variants/v0/index2.ts"))
+    }
+
+    /// `--audio fr` keeps only the French rendition of the primary variant's audio group.
+    @Test func audioRenditionsAreChosenByLanguage() throws {
+        let media = try #require(Self.media)
+        let out = Products.scratchDirectory("lang") + "/copy"
+        let before = media.requests.count
+        let result = try airplay(["hls", "download", media.url("groups/master.m3u8"), "--audio", "fr", "--out", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        let master = try String(contentsOfFile: out + "/master.m3u8", encoding: .utf8)
+        #expect(master.contains("LANGUAGE=\"fr\"") && !master.contains("LANGUAGE=\"en\"") && master.contains("URI=\"audio/0/index.m3u8\""),
+                "\(master)")
+        #expect(FileManager.default.fileExists(atPath: out + "/audio/0/s0.ts"))
+        let requests = media.requests.dropFirst(before)
+        #expect(requests.contains("/groups/sFrench/index.m3u8") && !requests.contains("/groups/sEnglish/index.m3u8"), "\(requests)")
+    }
+
+    /// Auxiliary audio from a variant that shares the primary's video: its audio rendition is
+    /// added as a group of its own, and the video is fetched once.
+    @Test func auxiliaryAudioDoesNotDownloadTheVideoTwice() throws {
+        let media = try #require(Self.media)
+        let out = Products.scratchDirectory("aux") + "/copy"
+        let before = media.requests.count
+        let result = try airplay(["hls", "download", media.url("groups/shared.m3u8"), "--prefer", "peakBitRate < 100000",
+                                  "--aux-audio", "peakBitRate >= 100000", "--out", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        let master = try String(contentsOfFile: out + "/master.m3u8", encoding: .utf8)
+        #expect(master.contains("GROUP-ID=\"aux-hq\"") && master.contains("audio/aux0/index.m3u8"), "\(master)")
+        let segments = media.requests.dropFirst(before).filter { $0.hasPrefix("/groups/s2/") && $0.hasSuffix(".ts") }
+        let inPlaylist = try String(contentsOfFile: media.directory + "/groups/s2/index.m3u8", encoding: .utf8)
+            .components(separatedBy: "#EXTINF").count - 1
+        #expect(segments.count == Set(segments).count && segments.count == inPlaylist, "each video segment once: \(segments)")
+        #expect(FileManager.default.fileExists(atPath: out + "/audio/aux0/s0.ts"))
+    }
 }
