@@ -48,10 +48,18 @@ struct InspectCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
+    @Flag(name: .long, help: "Also print how long parsing took and the peak memory (for tools/bench/hls).")
+    var stats = false
+
     func run() async throws {
         do {
             let qualifier = try prefer.map { text throws(SenderError) in try HLSSource.qualifier(text) }
-            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed(), caFile: http.caFile)
+            var parseTime = Duration.zero
+            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed(), caFile: http.caFile, parseTime: &parseTime)
+            if stats {
+                let milliseconds = Double(parseTime.components.attoseconds) / 1e15 + Double(parseTime.components.seconds) * 1000
+                FileHandle.standardError.write(Data(String(format: "parse_ms=%.3f peak_rss_kib=%d\n", milliseconds, Self.peakRSS()).utf8))
+            }
             guard case .master(let master) = playlist else {
                 guard case .media(let media) = playlist else { return }
                 let encrypted = media.segments.filter { !$0.keys.isEmpty }.count
@@ -164,10 +172,26 @@ struct DownloadCommand: AsyncParsableCommand {
     }
 }
 
+extension InspectCommand {
+    /// VmHWM of this process in KiB.
+    static func peakRSS() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+}
+
 /// Playlists from a URL or a file, and qualifiers from text, with errors the CLI can report.
 enum HLSSource {
     /// The parsed playlist and the URL relative URIs resolve against.
     static func load(_ location: String, headers: [String: String], caFile: String?) async throws(SenderError) -> (Playlist, URL) {
+        var ignored = Duration.zero
+        return try await load(location, headers: headers, caFile: caFile, parseTime: &ignored)
+    }
+
+    /// The same, noting how long the parse alone took.
+    static func load(_ location: String, headers: [String: String], caFile: String?, parseTime: inout Duration)
+        async throws(SenderError) -> (Playlist, URL) {
         let text: String, base: URL
         if let url = URL(string: location), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
             (text, base) = try await HTTPFetcher(headers: headers, caFile: caFile).playlist(url)
@@ -179,7 +203,10 @@ enum HLSSource {
             (text, base) = (contents, file)
         }
         do {
-            return (try PlaylistParser.parse(text), base)
+            let started = ContinuousClock.now
+            let playlist = try PlaylistParser.parse(text)
+            parseTime = ContinuousClock.now - started
+            return (playlist, base)
         } catch {
             throw SenderError(.badInput, "\(location): \(error)")
         }
