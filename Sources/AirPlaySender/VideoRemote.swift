@@ -15,6 +15,19 @@ public struct PlaybackInfo: Hashable, Sendable {
     public var readyToPlay: Bool
     /// The receiver's error, if the media failed.
     public var error: String?
+    /// Alternate audio and subtitle renditions (airplayd's `hlsRenditions` extension).
+    public var renditions: [(type: String, name: String, language: String?, selected: Bool)] = []
+    /// The HLS variant that plays (airplayd's `hlsVariant` extension): index, bandwidth, resolution.
+    public var variant: (index: Int, bandwidth: Int, resolution: String?)?
+
+    /// Compares the standard fields.
+    public static func == (lhs: PlaybackInfo, rhs: PlaybackInfo) -> Bool {
+        lhs.duration == rhs.duration && lhs.position == rhs.position && lhs.rate == rhs.rate && lhs.readyToPlay == rhs.readyToPlay
+            && lhs.error == rhs.error
+    }
+
+    /// Hashes the standard fields.
+    public func hash(into hasher: inout Hasher) { hasher.combine(position) }
 
     /// Decodes a plist.
     public init(_ plist: PropertyList) {
@@ -22,6 +35,13 @@ public struct PlaybackInfo: Hashable, Sendable {
         position = plist["position"]?.doubleValue ?? 0
         rate = plist["rate"]?.doubleValue ?? 0
         readyToPlay = plist["readyToPlay"]?.boolValue ?? false
+        if case .array(let list)? = plist["hlsRenditions"] {
+            renditions = list.map { ($0["type"]?.stringValue ?? "?", $0["name"]?.stringValue ?? "", $0["language"]?.stringValue,
+                                     $0["selected"]?.boolValue ?? false) }
+        }
+        if let current = plist["hlsVariant"], let index = current["index"]?.integerValue {
+            variant = (Int(index), Int(current["bandwidth"]?.integerValue ?? 0), current["resolution"]?.stringValue)
+        }
         if let failure = plist["error"] {
             self.error = "\(failure["domain"]?.stringValue ?? "error") \(failure["code"]?.integerValue ?? 0)"
                 + (failure["description"]?.stringValue.map { ": \($0)" } ?? "")
@@ -78,6 +98,23 @@ public struct VideoRemote: Sendable {
         if !httpHeaders.isEmpty { fields["httpHeaders"] = .dictionary(httpHeaders.mapValues { .string($0) }) }
         let body = PropertyList.dictionary(fields).encoded(as: .xml)
         _ = try await call("POST", "/play", body: body, contentType: PropertyListFormat.xml.contentType)
+    }
+
+    /// `POST /setProperty?selectedMediaArray`: an audio language, and a subtitle language or
+    /// "off"; nil leaves that type as it is.
+    public func selectRenditions(audio: String?, subtitles: String?) async throws(SenderError) {
+        var entries: [PropertyList] = []
+        if let audio {
+            entries.append(.dictionary(["MediaSelectionGroupMediaType": .string("public.audible"),
+                                        "MediaSelectionOptionsExtendedLanguageTag": .string(audio)]))
+        }
+        if let subtitles {
+            var entry: [String: PropertyList] = ["MediaSelectionGroupMediaType": .string("public.legible")]
+            if subtitles.lowercased() != "off" { entry["MediaSelectionOptionsExtendedLanguageTag"] = .string(subtitles) }
+            entries.append(.dictionary(entry))
+        }
+        let body = PropertyList.dictionary(["value": .array(entries)]).encoded(as: .xml)
+        _ = try await call("POST", "/setProperty?selectedMediaArray", body: body, contentType: PropertyListFormat.xml.contentType)
     }
 
     /// `POST /rate?value=R`.

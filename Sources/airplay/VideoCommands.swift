@@ -324,12 +324,25 @@ struct StatusCommand: AsyncParsableCommand {
             let live = watch && isatty(1) == 1 && !options.json
             while true {
                 let info = try await remote.playbackInfo()
-                let object: [String: Any] = ["state": info.state, "position": info.position, "duration": info.duration ?? NSNull(),
+                var object: [String: Any] = ["state": info.state, "position": info.position, "duration": info.duration ?? NSNull(),
                                              "rate": info.rate, "error": info.error ?? NSNull()]
+                if !info.renditions.isEmpty {
+                    object["renditions"] = info.renditions.map { rendition -> [String: Any] in
+                        let language: Any = rendition.language ?? NSNull()
+                        return ["type": rendition.type, "name": rendition.name, "language": language, "selected": rendition.selected]
+                    }
+                }
+                if let variant = info.variant {
+                    let resolution: Any = variant.resolution ?? NSNull()
+                    object["variant"] = ["index": variant.index, "bandwidth": variant.bandwidth, "resolution": resolution] as [String: Any]
+                }
                 if options.json {
                     print(jsonLine(object))
                 } else {
-                    let line = progressLine(info)
+                    var line = progressLine(info)
+                    if let variant = info.variant { line += "  [variant \(variant.index)\(variant.resolution.map { " \($0)" } ?? "")]" }
+                    let chosen = info.renditions.filter(\.selected).map { "\($0.type.lowercased()) \($0.language ?? $0.name)" }
+                    if !chosen.isEmpty, !live { line += "  " + chosen.joined(separator: ", ") }
                     if live { FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8)) } else { print(line) }
                 }
                 guard watch, info.state != "stopped", info.state != "failed" else { break }
@@ -427,6 +440,26 @@ enum KeyCommand {
                 return .failure(SenderError(.badInput, "--key-command printed neither 16 bytes nor 32 hex digits for \(uri)"))
             }
             return .success(key.compactMap { $0 })
+        }
+    }
+}
+
+/// `airplay select --audio LANG --subtitles LANG|off`: switches HLS renditions on the receiver.
+struct SelectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "select",
+        abstract: "Choose the audio language and subtitles of the HLS video playing (see them with airplay status).")
+    @Option(name: .long, help: "Audio language, e.g. fr.") var audio: String?
+    @Option(name: .long, help: "Subtitle language, or off.") var subtitles: String?
+    @OptionGroup var options: ReceiverOptions
+
+    func validate() throws {
+        guard audio != nil || subtitles != nil else { throw ValidationError("give --audio and/or --subtitles") }
+    }
+
+    func run() async throws {
+        try await withReceiver(options) { address, connection, store throws(SenderError) in
+            try await remote(address, connection, store).selectRenditions(audio: audio, subtitles: subtitles)
+            done(options, "selected" + (audio.map { " audio \($0)" } ?? "") + (subtitles.map { " subtitles \($0)" } ?? ""))
         }
     }
 }

@@ -123,4 +123,34 @@ import Testing
         #expect(bad.status == 77, "\(bad.stdout)\(bad.stderr)")
         #expect(bad.stderr.contains("--key-command"), "\(bad.stderr)")
     }
+
+    /// Alternate audio renditions are listed (`airplay status`) and switched (`airplay select`,
+    /// i.e. `/setProperty?selectedMediaArray`): the box reloads at the same position with the
+    /// French rendition, whose playlist it then fetches.
+    @Test func audioRenditionsAreListedAndSwitched() throws {
+        let media = try #require(HLSSenderTests.media)
+        let daemon = try LocalDaemon()
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        /// The selected audio language and all audio languages, from `airplay status --json`.
+        func audio() -> (selected: [String], all: [String]) {
+            guard let text = try? airplay(["status", "--json"] + to).stdout,
+                  let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                  let renditions = object["renditions"] as? [[String: Any]] else { return ([], []) }
+            let audio = renditions.filter { $0["type"] as? String == "AUDIO" }
+            return (audio.filter { $0["selected"] as? Bool == true }.compactMap { $0["language"] as? String },
+                    audio.compactMap { $0["language"] as? String })
+        }
+        #expect(try airplay(["play", media.url("groups/master.m3u8")] + to).status == 0)
+        var seen = audio()
+        _ = poll(timeout: 15, interval: 0.2) { seen = audio(); return !seen.all.isEmpty }
+        #expect(seen.all == ["en", "fr"] && seen.selected == ["en"], "\(seen)")
+        let before = media.requests.count
+        let select = try airplay(["select", "--audio", "fr"] + to)
+        #expect(select.status == 0, "\(select.stderr)")
+        _ = poll(timeout: 10, interval: 0.2) { seen = audio(); return seen.selected == ["fr"] }
+        #expect(seen.selected == ["fr"], "\(seen)")
+        #expect(poll(timeout: 10) { media.requests.dropFirst(before).contains("/groups/sFrench/index.m3u8") }, "\(media.requests.suffix(10))")
+        #expect(daemon.process.stderr.contains("video renditions switched"))
+        _ = try airplay(["stop"] + to)
+    }
 }

@@ -42,7 +42,41 @@ public final class HLSGateway: Sendable {
         public var error: String?
     }
 
+    /// An alternate rendition as `/playback-info` lists it.
+    public struct RenditionInfo: Hashable, Sendable {
+        /// AUDIO or SUBTITLES.
+        public var type: String
+        /// GROUP-ID.
+        public var group: String
+        /// NAME.
+        public var name: String
+        /// LANGUAGE.
+        public var language: String?
+        /// True for the one that plays (or, for subtitles, shows).
+        public var selected: Bool
+    }
+
+    /// What a sender selected for a rendition type: a language or a name, or nothing (subtitles off).
+    public struct RenditionChoice: Hashable, Sendable {
+        /// LANGUAGE to match (case-insensitive), if any.
+        public var language: String?
+        /// NAME to match, if any.
+        public var name: String?
+        /// A choice from its parts; neither means "none" (subtitles off).
+        public init(language: String?, name: String?) {
+            self.language = language
+            self.name = name
+        }
+
+        func matches(_ rendition: Rendition) -> Bool {
+            if let language, rendition.language?.lowercased() != language.lowercased() { return false }
+            if let name, rendition.name != name { return false }
+            return language != nil || name != nil
+        }
+    }
+
     struct Session: Sendable {
+        var selection: [String: RenditionChoice] = [:]   // by TYPE
         var origin: String
         var headers: [String: String]
         var sessionID: String
@@ -151,6 +185,7 @@ public final class HLSGateway: Sendable {
                 return fail(token, 415, "no variant of \(session.origin) can be played here (\(reasons))")
             }
             var served = master.keeping(variants: allowed)
+            (served.renditions, served.variants) = Self.apply(session.selection, renditions: served.renditions, variants: served.variants)
             var names: [String: String] = [:]
             served.variants = zip(allowed.sorted(), served.variants).map { index, variant in
                 names["v\(index)"] = Self.absolute(variant.uri, base)
@@ -247,6 +282,68 @@ public final class HLSGateway: Sendable {
             session.keys.append(uri)
             sessions[token] = session
             return "k\(session.keys.count - 1)"
+        }
+    }
+
+    /// Applies the sender's rendition choices: in each group the chosen rendition becomes the
+    /// only one (DEFAULT and AUTOSELECT), so the player plays or shows it; subtitles chosen
+    /// "off" are removed with the variants' SUBTITLES attribute.
+    static func apply(_ selection: [String: RenditionChoice], renditions: [Rendition], variants: [Variant]) -> ([Rendition], [Variant]) {
+        var renditions = renditions, variants = variants
+        for (type, choice) in selection {
+            if type == "SUBTITLES", choice.language == nil, choice.name == nil {
+                renditions.removeAll { $0.type == "SUBTITLES" }
+                variants = variants.map { variant in
+                    var attributes = variant.attributes
+                    attributes["SUBTITLES"] = nil
+                    return Variant(attributes: attributes, uri: variant.uri)
+                }
+                continue
+            }
+            let groups = Set(renditions.filter { $0.type == type }.map(\.groupID))
+            for group in groups where renditions.contains(where: { $0.type == type && $0.groupID == group && choice.matches($0) }) {
+                renditions = renditions.compactMap { rendition in
+                    guard rendition.type == type, rendition.groupID == group else { return rendition }
+                    guard choice.matches(rendition) else { return nil }
+                    var attributes = rendition.attributes
+                    attributes["DEFAULT"] = "YES"
+                    attributes["AUTOSELECT"] = "YES"
+                    return Rendition(attributes: attributes)
+                }
+            }
+        }
+        return (renditions, variants)
+    }
+
+    /// The alternate audio and subtitle renditions the player may use, and which is selected.
+    public func renditions(_ url: String) -> [RenditionInfo] {
+        guard let token = Self.token(of: url), let session = sessions.withLockedValue({ $0[token] }), let master = session.master else { return [] }
+        let kept = master.keeping(variants: session.figures.allowed)
+        let current = session.figures.current.map { master.variants[$0] } ?? kept.variants.first
+        return kept.renditions.filter { ($0.type == "AUDIO" && $0.groupID == current?.audioGroup)
+            || ($0.type == "SUBTITLES" && $0.groupID == current?.subtitlesGroup) }.map { rendition in
+            let selected: Bool
+            if let choice = session.selection[rendition.type] {
+                selected = choice.matches(rendition)
+            } else {
+                selected = rendition.type == "AUDIO" ? rendition.isDefault : false
+            }
+            return RenditionInfo(type: rendition.type, group: rendition.groupID, name: rendition.name, language: rendition.language,
+                                 selected: selected)
+        }
+    }
+
+    /// Records a choice for a rendition type; true when the playback has such renditions (the
+    /// caller then reloads the player at its position).
+    public func select(_ url: String, type: String, choice: RenditionChoice) -> Bool {
+        guard let token = Self.token(of: url) else { return false }
+        return sessions.withLockedValue { sessions -> Bool in
+            guard var session = sessions[token], let master = session.master else { return false }
+            let exists = master.renditions.contains { $0.type == type && (choice.matches($0) || (choice.language == nil && choice.name == nil)) }
+            guard exists else { return false }
+            session.selection[type] = choice
+            sessions[token] = session
+            return true
         }
     }
 

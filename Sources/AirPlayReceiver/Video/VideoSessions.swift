@@ -146,7 +146,19 @@ public final class VideoSessions: Sendable {
         let hls = session.gatewayURL.flatMap { gateway?.figures($0) }
         switch status.state {
         case .loading, .playing, .paused:
-            return ControlRouter.plistResponse(Self.info(status, hls: hls), format: format)
+            var info = Self.info(status, hls: hls)
+            if let url = session.gatewayURL, let renditions = gateway?.renditions(url), !renditions.isEmpty,
+               case .dictionary(var dictionary) = info {
+                // Our extension: the alternate renditions, for senders that offer a choice.
+                dictionary["hlsRenditions"] = .array(renditions.map { rendition in
+                    var entry: [String: PropertyList] = ["type": .string(rendition.type), "group": .string(rendition.group),
+                                                         "name": .string(rendition.name), "selected": .bool(rendition.selected)]
+                    if let language = rendition.language { entry["language"] = .string(language) }
+                    return .dictionary(entry)
+                })
+                info = .dictionary(dictionary)
+            }
+            return ControlRouter.plistResponse(info, format: format)
         default:
             // A playlist or key the gateway could not get explains a failure better than the player can.
             var error = status.error
@@ -242,7 +254,71 @@ public final class VideoSessions: Sendable {
         guard let key = request.queryItems.first?.name, Self.settableProperties.contains(key) else {
             return Self.text(404, "unknown property \(request.queryItems.first?.name ?? "(none)")")
         }
+        if key == "selectedMediaArray", let refusal = selectMedia(request) { return refusal }
         return ControlRouter.plistResponse(.dictionary(["errorCode": .integer(0)]), format: ControlRouter.negotiatePlistFormat(request))
+    }
+
+    /// `selectedMediaArray`: audio and subtitle renditions to play, as a plist array (or
+    /// `{value: array}`) of dictionaries naming a type (`MediaSelectionGroupMediaType`
+    /// public.audible / public.legible, or `type` AUDIO / SUBTITLES) and a language
+    /// (`MediaSelectionOptionsExtendedLanguageTag` or `language`) or name (`MediaSelectionOptionsName`
+    /// or `name`); a subtitles entry with neither turns subtitles off. The player is reloaded at
+    /// its position when the selection changes what plays. Nil when accepted.
+    private func selectMedia(_ request: AirPlayRequest) -> AirPlayResponse? {
+        guard let plist = try? PropertyList(decoding: Array(request.body.readableBytesView)) else {
+            return Self.text(400, "selectedMediaArray needs a property list body")
+        }
+        var entries: [PropertyList] = []
+        if case .array(let array) = plist { entries = array }
+        if case .dictionary(let dictionary) = plist, case .array(let array)? = dictionary["value"] { entries = array }
+        guard let session = current.withLockedValue({ $0 }), let url = session.gatewayURL, let gateway else { return nil }
+        var changed = false
+        for case .dictionary(let entry) in entries.prefix(16) {
+            let kind = entry["MediaSelectionGroupMediaType"]?.stringValue ?? entry["type"]?.stringValue ?? ""
+            let type: String
+            switch kind.lowercased() {
+            case "public.audible", "audio": type = "AUDIO"
+            case "public.legible", "subtitles": type = "SUBTITLES"
+            default: return Self.text(400, "selectedMediaArray entries need a type: public.audible or public.legible (AUDIO or SUBTITLES)")
+            }
+            let choice = HLSGateway.RenditionChoice(
+                language: entry["MediaSelectionOptionsExtendedLanguageTag"]?.stringValue ?? entry["language"]?.stringValue,
+                name: entry["MediaSelectionOptionsName"]?.stringValue ?? entry["name"]?.stringValue)
+            changed = gateway.select(url, type: type, choice: choice) || changed
+        }
+        if changed { reload(session) }
+        return nil
+    }
+
+    /// Plays the same session again with a fresh player from its position (a new rendition
+    /// selection): the sender sees no stop, only a short rebuffer.
+    private func reload(_ session: Session) {
+        guard let url = session.gatewayURL else { return }
+        let status = session.player.status
+        let player: any MediaPlayer
+        do {
+            player = try makePlayer()
+        } catch {
+            logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
+            return
+        }
+        player.setVolume(volume.withLockedValue { $0 })
+        let swapped = current.withLockedValue { value -> Bool in
+            guard var active = value, active.player === session.player else { return false }
+            active.player = player
+            value = active
+            return true
+        }
+        guard swapped else { return }
+        session.player.stop()
+        let sessionID = session.id
+        player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
+        do {
+            try player.load(url: url, start: .seconds(status.position), paused: status.state == .paused)
+            logger.info("video renditions switched", metadata: ["session": "\(sessionID)", "position": "\(status.position)"])
+        } catch {
+            logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
+        }
     }
 
     private func getProperty(_ request: AirPlayRequest) -> AirPlayResponse {
