@@ -120,7 +120,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             let response = reply.response
             logger.debug("request", metadata: [
                 "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
-                "response.status": "\(response.status)",
+                "response.status": "\(reply.deferred == nil ? String(response.status) : "deferred")",
             ])
             if let deferred = reply.deferred {
                 // Answers that take I/O are written when ready, still in request order.

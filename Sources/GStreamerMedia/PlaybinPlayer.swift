@@ -203,7 +203,12 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         }
         if rate != oldRate {
             let position = gint64(currentPosition() * 1e9)
-            let flags = GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+            // Fast rates (4x and more) decode key frames only and drop audio, so a modest box
+            // keeps up instead of stalling.
+            let trick = abs(rate) >= 4
+                ? GST_SEEK_FLAG_TRICKMODE.rawValue | GST_SEEK_FLAG_TRICKMODE_KEY_UNITS.rawValue | GST_SEEK_FLAG_TRICKMODE_NO_AUDIO.rawValue
+                : GST_SEEK_FLAG_ACCURATE.rawValue
+            let flags = GstSeekFlags(GST_SEEK_FLAG_FLUSH.rawValue | trick)
             let ok = rate > 0
                 ? gst_element_seek(pipeline, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, position, GST_SEEK_TYPE_NONE, -1)
                 : gst_element_seek(pipeline, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, position)
