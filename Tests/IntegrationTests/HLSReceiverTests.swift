@@ -153,4 +153,30 @@ import Testing
         #expect(daemon.process.stderr.contains("video renditions switched"))
         _ = try airplay(["stop"] + to)
     }
+
+    /// Pre-, mid- and post-roll ads of another size and codec setting, joined by
+    /// EXT-X-DISCONTINUITY: the whole 12 s plays through to the end without a stall.
+    @Test func discontinuitiesPlayThroughWithoutAStall() throws {
+        let media = try #require(HLSSenderTests.media)
+        let ads = media.directory + "/ads"
+        try FileManager.default.createDirectory(atPath: ads, withIntermediateDirectories: true)
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30", "-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000",
+            "-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "30", "-c:a", "aac", "-f", "mpegts",
+            ads + "/ad0.ts"], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        let ad = "#EXTINF:2.0,\n../../ads/ad0.ts\n"
+        var playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:VOD\n" + ad
+        playlist += "#EXT-X-DISCONTINUITY\n#EXTINF:2.0,\nindex0.ts\n#EXTINF:2.0,\nindex1.ts\n#EXT-X-DISCONTINUITY\n" + ad
+        playlist += "#EXT-X-DISCONTINUITY\n#EXTINF:2.0,\nindex2.ts\n#EXT-X-DISCONTINUITY\n" + ad + "#EXT-X-ENDLIST\n"
+        try playlist.write(toFile: media.directory + "/variants/v0/ads.m3u8", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon()
+        let started = monotonicSeconds()
+        let result = try airplay(["play", media.url("variants/v0/ads.m3u8"), "--to", "127.0.0.1:\(daemon.port)", "--wait", "--json"])
+        let took = monotonicSeconds() - started
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(daemon.process.stderr.contains("video reached its end") && !daemon.process.stderr.contains("video failed"))
+        #expect(took > 11 && took < 16, "12 s of media took \(took) s")
+        print("measure: 12 s of HLS with 3 discontinuities played in \(String(format: "%.2f", took)) s from /play to stopped")
+    }
 }
