@@ -110,6 +110,10 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
         if old.password != new.password { keys.append("password") }
         if old.audioSessionTimeout != new.audioSessionTimeout { keys.append("audio_session_timeout") }
+        if old.videoMaxResolution != new.videoMaxResolution { keys.append("video_max_resolution") }
+        if old.videoHDR != new.videoHDR { keys.append("video_hdr") }
+        if old.audioPassthrough != new.audioPassthrough { keys.append("audio_passthrough") }
+        if old.tlsCAFile != new.tlsCAFile { keys.append("tls_ca_file") }
         return keys
     }
 

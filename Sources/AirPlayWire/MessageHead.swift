@@ -201,6 +201,7 @@ public enum StatusReason {
         case 455: "Method Not Valid in This State"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
+        case 502: "Bad Gateway"
         case 503: "Service Unavailable"
         case 505: "Version Not Supported"
         default: "Unknown"

@@ -55,7 +55,9 @@ struct InspectCommand: AsyncParsableCommand {
         do {
             let qualifier = try prefer.map { text throws(SenderError) in try HLSSource.qualifier(text) }
             var parseTime = Duration.zero
-            let (playlist, _) = try await HLSSource.load(url, headers: try http.parsed(), caFile: http.caFile, parseTime: &parseTime)
+            let headers: [String: String]
+            do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
+            let (playlist, _) = try await HLSSource.load(url, headers: headers, caFile: http.caFile, parseTime: &parseTime)
             if stats {
                 let milliseconds = Double(parseTime.components.attoseconds) / 1e15 + Double(parseTime.components.seconds) * 1000
                 FileHandle.standardError.write(Data(String(format: "parse_ms=%.3f peak_rss_kib=%d\n", milliseconds, Self.peakRSS()).utf8))

@@ -52,7 +52,8 @@ public struct PlayRequest: Hashable, Sendable {
                 if let number = value.doubleValue { fields[key.lowercased()] = String(number) }
             }
             if case .dictionary(let headers)? = dictionary["httpHeaders"] {
-                for (name, value) in headers.prefix(32) {
+                guard headers.count <= 32 else { throw Problem(status: 400, reason: "httpHeaders may hold at most 32 headers") }
+                for (name, value) in headers {
                     // Header injection is refused: no line breaks, bounded sizes.
                     guard let text = value.stringValue, name.utf8.count <= 128, text.utf8.count <= 4096,
                           !name.contains(where: { $0.isNewline || $0 == ":" }), !text.contains(where: \.isNewline) else {
