@@ -179,4 +179,32 @@ import Testing
         #expect(took > 11 && took < 16, "12 s of media took \(took) s")
         print("measure: 12 s of HLS with 3 discontinuities played in \(String(format: "%.2f", took)) s from /play to stopped")
     }
+
+    /// The box measures how fast the origin delivers (one segment of the leanest variant) and
+    /// starts on the richest variant that fits: on a fast link the 640x360 one, on a link slowed
+    /// to 320 kbit/s the 320x180 one.
+    @Test func theStartVariantFollowsTheMeasuredBandwidth() throws {
+        let media = try #require(HLSSenderTests.media)
+        let daemon = try LocalDaemon()
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        #expect(try airplay(["play", media.url("variants/master.m3u8")] + to).status == 0)
+        #expect(poll(timeout: 10) { daemon.process.stderr.contains("hls start variant") }, "\(daemon.process.stderr.suffix(1500))")
+        #expect(daemon.process.stderr.contains("hls start variant measured.bps=") && daemon.process.stderr.contains("variant=1"),
+                "\(daemon.process.stderr.suffix(1500))")
+        _ = try airplay(["stop"] + to)
+
+        let slow = try ManagedProcess(try #require(TestHost.which("python3")), [Products.repositoryRoot + "/tools/lib/range_server.py", media.directory],
+                                      environment: ["RANGE_SERVER_RATE": "40000"], directory: media.directory, label: "slow-http")
+        #expect(poll(timeout: 10) { Int(slow.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil })
+        let port = try #require(Int(slow.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let slowDaemon = try LocalDaemon()
+        #expect(try airplay(["play", "http://127.0.0.1:\(port)/variants/master.m3u8", "--to", "127.0.0.1:\(slowDaemon.port)"]).status == 0)
+        #expect(poll(timeout: 15) { slowDaemon.process.stderr.contains("hls start variant") }, "\(slowDaemon.process.stderr.suffix(1500))")
+        let line = slowDaemon.process.stderr.split(separator: "\n").first { $0.contains("hls start variant") }.map(String.init) ?? ""
+        #expect(line.contains("variant=0"), "\(line)")
+        let measured = line.split(separator: "measured.bps=").last.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0
+        #expect(measured > 200_000 && measured < 400_000, "measured \(measured) b/s on a 320 kbit/s link")
+        _ = try airplay(["stop", "--to", "127.0.0.1:\(slowDaemon.port)"])
+        print("measure: start variant by bandwidth: \(measured) b/s measured on a 320 kbit/s link → 320x180")
+    }
 }

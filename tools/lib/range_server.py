@@ -4,8 +4,9 @@
 Usage: range_server.py DIRECTORY [PORT]   (PORT 0 or absent: any free port; the port is printed)
 Used by the integration tests and the benchmarks to serve ffmpeg-made media over loopback.
 With RANGE_SERVER_LOG=FILE set, every request's path is appended to FILE, one per line.
+With RANGE_SERVER_RATE=BYTES_PER_SECOND set, bodies are sent no faster than that (a slow link).
 """
-import http.server, os, re, socketserver, sys
+import http.server, os, re, socketserver, sys, time
 root = sys.argv[1]
 port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -39,6 +40,22 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         return f
     def copyfile(self, source, output):
         left = getattr(self, "range_left", None)
+        rate = float(os.environ.get("RANGE_SERVER_RATE", "0"))
+        if rate > 0:
+            # A slow link: 16 KiB at a time, paced to the rate.
+            started, sent = time.monotonic(), 0
+            while left is None or left > 0:
+                chunk = source.read(16384 if left is None else min(16384, left))
+                if not chunk:
+                    break
+                output.write(chunk)
+                sent += len(chunk)
+                if left is not None:
+                    left -= len(chunk)
+                wait = sent / rate - (time.monotonic() - started)
+                if wait > 0:
+                    time.sleep(wait)
+            return
         if left is None:
             return super().copyfile(source, output)
         while left > 0:

@@ -40,6 +40,8 @@ public final class HLSGateway: Sendable {
         public var currentDescription: VariantDescription?
         /// The last failure (a playlist or key that could not be fetched), for the error report.
         public var error: String?
+        /// Bits per second the origin delivered the probe segment at, when measured.
+        public var measuredBandwidth: Double?
     }
 
     /// An alternate rendition as `/playback-info` lists it.
@@ -191,6 +193,17 @@ public final class HLSGateway: Sendable {
                 names["v\(index)"] = Self.absolute(variant.uri, base)
                 return Variant(attributes: variant.attributes, uri: "v\(index).m3u8")
             }
+            // Start where the measured bandwidth allows: players begin with the first variant
+            // listed, and adapt from there among the ones that fit.
+            let measured = session.figures.measuredBandwidth == nil
+                ? await probeBandwidth(master, allowed: allowed, base: base, headers: session.headers) : session.figures.measuredBandwidth
+            if let start = Self.startVariant(master, allowed: allowed, bandwidth: measured),
+               let position = served.variants.firstIndex(where: { $0.uri == "v\(start).m3u8" }) {
+                served.variants.insert(served.variants.remove(at: position), at: 0)
+                sessions.withLockedValue { $0[token]?.figures.measuredBandwidth = measured }
+                logger.info("hls start variant", metadata: ["variant": "\(start)",
+                                                            "measured.bps": "\(measured.map { String(Int($0)) } ?? "unknown")"])
+            }
             served.renditions = served.renditions.enumerated().map { index, rendition in
                 var attributes = rendition.attributes
                 if let uri = attributes["URI"] {
@@ -283,6 +296,34 @@ public final class HLSGateway: Sendable {
             sessions[token] = session
             return "k\(session.keys.count - 1)"
         }
+    }
+
+    /// The variant to start with: the richest allowed one whose peak bit rate fits 80 % of the
+    /// measured bandwidth, else the leanest allowed one; without a measurement, the richest.
+    static func startVariant(_ master: MasterPlaylist, allowed: [Int], bandwidth: Double?) -> Int? {
+        let candidates = allowed.map { (index: $0, rate: master.variants[$0].bandwidth) }
+        guard let leanest = candidates.min(by: { $0.rate < $1.rate }) else { return nil }
+        guard let bandwidth else { return candidates.max { $0.rate < $1.rate }?.index }
+        return candidates.filter { Double($0.rate) <= 0.8 * bandwidth }.max { $0.rate < $1.rate }?.index ?? leanest.index
+    }
+
+    /// How fast the origin delivers: the first segment of the leanest allowed variant, fetched
+    /// once (at most 4 MiB, 4 s). Nil when it cannot be measured.
+    private func probeBandwidth(_ master: MasterPlaylist, allowed: [Int], base: String, headers: [String: String]) async -> Double? {
+        guard let leanest = allowed.min(by: { master.variants[$0].bandwidth < master.variants[$1].bandwidth }) else { return nil }
+        var options = self.options
+        options.headers = headers
+        options.timeout = 4
+        guard let playlist = try? await HTTPClient.get(Self.absolute(master.variants[leanest].uri, base), options: options),
+              let text = playlist.text, let media = try? PlaylistParser.parseMedia(text), let first = media.segments.first else { return nil }
+        options.maximumBytes = 4 << 20
+        let started = ContinuousClock.now
+        guard let segment = try? await HTTPClient.get(Self.absolute(first.uri, playlist.finalURL), options: options,
+                                                       range: first.byteRange.map { ($0.offset ?? 0)...(($0.offset ?? 0) + $0.length - 1) }),
+              (200..<300).contains(segment.status), segment.body.count >= 1024 else { return nil }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return seconds > 0 ? Double(segment.body.count * 8) / seconds : nil
     }
 
     /// Applies the sender's rendition choices: in each group the chosen rendition becomes the

@@ -405,6 +405,7 @@ public final class VideoSessions: Sendable {
                 variant["uri"] = .string(current.variant.uri)
                 if let resolution = current.video?.resolution { variant["resolution"] = .string(resolution.description) }
             }
+            if let measured = hls.measuredBandwidth { variant["measuredBandwidth"] = .integer(Int64(measured)) }
             dictionary["hlsVariant"] = .dictionary(variant)
         }
         return .dictionary(dictionary)
