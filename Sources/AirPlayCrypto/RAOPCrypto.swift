@@ -93,13 +93,21 @@ public final class RAOPPacketDecryptor: @unchecked Sendable {
 
     /// The clear payload.
     public func decrypt(_ payload: [UInt8]) -> [UInt8] {
+        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: false)
+    }
+}
+
+/// RAOP's per-packet AES-128-CBC, both ways: the whole 16-byte blocks from the stream IV, the
+/// tail past the last whole block untouched.
+enum RAOPPacketCipher {
+    static func apply(context: OpaquePointer, key: [UInt8], iv: [UInt8], payload: [UInt8], encrypt: Bool) -> [UInt8] {
         let whole = payload.count & ~15
         guard whole > 0 else { return payload }
         var output = [UInt8](repeating: 0, count: whole + 16)
         var written: Int32 = 0
-        guard EVP_DecryptInit_ex(context, EVP_aes_128_cbc(), nil, key, iv) == 1,
+        guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
               EVP_CIPHER_CTX_set_padding(context, 0) == 1,
-              EVP_DecryptUpdate(context, &output, &written, payload, Int32(whole)) == 1 else { return payload }
+              EVP_CipherUpdate(context, &output, &written, payload, Int32(whole)) == 1 else { return payload }
         return Array(output.prefix(Int(written))) + payload[whole...]
     }
 }

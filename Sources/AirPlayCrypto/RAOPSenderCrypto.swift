@@ -86,13 +86,6 @@ public final class RAOPPacketEncryptor: @unchecked Sendable {
 
     /// The encrypted payload.
     public func encrypt(_ payload: [UInt8]) -> [UInt8] {
-        let whole = payload.count & ~15
-        guard whole > 0 else { return payload }
-        var output = [UInt8](repeating: 0, count: whole + 16)
-        var written: Int32 = 0
-        guard EVP_EncryptInit_ex(context, EVP_aes_128_cbc(), nil, key, iv) == 1,
-              EVP_CIPHER_CTX_set_padding(context, 0) == 1,
-              EVP_EncryptUpdate(context, &output, &written, payload, Int32(whole)) == 1 else { return payload }
-        return Array(output.prefix(Int(written))) + payload[whole...]
+        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: true)
     }
 }
