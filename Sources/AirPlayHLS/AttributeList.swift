@@ -27,7 +27,7 @@ public struct AttributeList: Hashable, Sendable, ExpressibleByDictionaryLiteral 
 
     /// A list from literal pairs; values containing characters other than enumerated-string ones are quoted.
     public init(dictionaryLiteral elements: (String, String)...) {
-        attributes = elements.map { Attribute(name: $0.0, value: $0.1, quoted: !Self.isBare($0.1)) }
+        attributes = elements.map { Attribute(name: $0.0, value: $0.1, quoted: Self.mustQuote(name: $0.0, value: $0.1)) }
     }
 
     /// Why an attribute list does not parse, with the column (1-based) within the list.
@@ -89,7 +89,7 @@ public struct AttributeList: Hashable, Sendable, ExpressibleByDictionaryLiteral 
                 if let at = attributes.firstIndex(where: { $0.name == name }) {
                     attributes[at].value = newValue
                 } else {
-                    attributes.append(Attribute(name: name, value: newValue, quoted: !Self.isBare(newValue)))
+                    attributes.append(Attribute(name: name, value: newValue, quoted: Self.mustQuote(name: name, value: newValue)))
                 }
             } else {
                 attributes.removeAll { $0.name == name }
@@ -115,6 +115,21 @@ public struct AttributeList: Hashable, Sendable, ExpressibleByDictionaryLiteral 
     /// The text form, as it goes after `#EXT-X-…:`.
     public var text: String {
         attributes.map { $0.quoted ? "\($0.name)=\"\($0.value)\"" : "\($0.name)=\($0.value)" }.joined(separator: ",")
+    }
+
+    /// Attributes whose value RFC 8216 types as a quoted-string.
+    static let quotedNames: Set<String> = [
+        "URI", "GROUP-ID", "AUDIO", "VIDEO", "SUBTITLES", "CLOSED-CAPTIONS", "CODECS", "SUPPLEMENTAL-CODECS", "NAME", "LANGUAGE",
+        "ASSOC-LANGUAGE", "CHARACTERISTICS", "CHANNELS", "INSTREAM-ID", "KEYFORMAT", "KEYFORMATVERSIONS", "DATA-ID", "VALUE",
+        "BYTERANGE", "STABLE-VARIANT-ID", "STABLE-RENDITION-ID", "PATHWAY-ID", "ID", "CLASS", "SERVER-URI",
+    ]
+
+    /// Whether a value set by the program is written in quotes: by the attribute's type, and for
+    /// unknown attributes by what the value looks like. `CLOSED-CAPTIONS=NONE` is the one
+    /// enumerated value of a quoted-string attribute.
+    static func mustQuote(name: String, value: String) -> Bool {
+        if name == "CLOSED-CAPTIONS", value == "NONE" { return false }
+        return quotedNames.contains(name) || !isBare(value)
     }
 
     /// True for values that RFC 8216 allows unquoted (numbers, enumerated strings, resolutions, hex).

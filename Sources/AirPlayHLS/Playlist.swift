@@ -107,8 +107,11 @@ public struct Resolution: Hashable, Sendable, Comparable, CustomStringConvertibl
         self.init(width: width, height: height)
     }
 
+    /// Pixels in all (as a Double: a hostile playlist's sizes cannot overflow it).
+    public var pixels: Double { Double(width) * Double(height) }
+
     /// Ordered by pixel count.
-    public static func < (lhs: Resolution, rhs: Resolution) -> Bool { lhs.width * lhs.height < rhs.width * rhs.height }
+    public static func < (lhs: Resolution, rhs: Resolution) -> Bool { lhs.pixels < rhs.pixels }
 
     /// `1920x1080`.
     public var description: String { "\(width)x\(height)" }
@@ -254,4 +257,12 @@ public struct ByteRange: Hashable, Sendable, CustomStringConvertible {
 
     /// `n@o` or `n`.
     public var description: String { offset.map { "\(length)@\($0)" } ?? "\(length)" }
+
+    /// The bytes as a closed range (offset 0 when absent); nil when empty or past `Int.max`.
+    public var closedRange: ClosedRange<Int>? {
+        let start = offset ?? 0
+        let (end, overflow) = start.addingReportingOverflow(length)
+        guard length > 0, !overflow else { return nil }
+        return start...(end - 1)
+    }
 }

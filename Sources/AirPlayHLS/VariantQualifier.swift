@@ -148,7 +148,7 @@ public indirect enum VariantQualifier: Hashable, Sendable, CustomStringConvertib
             switch op {
             case .equal: return have == wanted
             case .notEqual: return have != wanted
-            default: return numbers([Double(have.width * have.height)], Double(wanted.width * wanted.height))
+            default: return numbers([have.pixels], wanted.pixels)
             }
         case .videoRange:
             guard let have = variant.video?.range, let wanted = VideoRange(rawValue: literal.uppercased()) else { return op == .notEqual }

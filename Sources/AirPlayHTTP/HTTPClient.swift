@@ -40,9 +40,17 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
     public var message: String
     /// True when the URL's scheme is not http or https (nothing was fetched).
     public var unsupportedScheme: Bool
+    /// True when the server could not send from the offset asked for (no byte ranges).
+    public var rangeRefused = false
 
     /// The message.
     public var description: String { message }
+
+    /// An error from its parts.
+    public init(message: String, unsupportedScheme: Bool) {
+        self.message = message
+        self.unsupportedScheme = unsupportedScheme
+    }
 }
 
 /// GETs over HTTP and HTTPS with libcurl, for playlists, keys and segments. Only http and https
@@ -142,7 +150,9 @@ public enum HTTPClient {
         if code != CURLE_OK {
             if sink.overflowed { throw HTTPError(message: "\(url) is larger than \(options.maximumBytes) bytes", unsupportedScheme: false) }
             let reason = String(cString: curl_easy_strerror(code))
-            throw HTTPError(message: "\(url): \(reason)", unsupportedScheme: code == CURLE_UNSUPPORTED_PROTOCOL)
+            var error = HTTPError(message: "\(url): \(reason)", unsupportedScheme: code == CURLE_UNSUPPORTED_PROTOCOL)
+            error.rangeRefused = code == CURLE_RANGE_ERROR
+            throw error
         }
         let final = cairplay_curl_effective_url(handle).map { String(cString: $0) } ?? url
         return (cairplay_curl_status(handle), final)

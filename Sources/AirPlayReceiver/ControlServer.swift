@@ -147,7 +147,12 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 "response.status": "\(rejection.status)", "reason": "\(rejection.reason)",
             ])
             let response = router.respond(to: rejection)
-            let write = context.writeAndFlush(wrapOutboundOut(response))
+            let channel = context.channel
+            // Behind any answer still being prepared, so responses keep request order.
+            let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {
+                channel.writeAndFlush(NIOAny(response))
+            }
+            pendingWrites = write.recover { _ in }
             if rejection.closesConnection {
                 let channel = context.channel
                 write.whenComplete { _ in channel.close(promise: nil) }

@@ -139,10 +139,10 @@ public final class RAOPLink: @unchecked Sendable {
         do {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
-                .channelInitializer { [backlog, resent, roundTrips] channel in
+                .channelInitializer { [backlog, resent, roundTrips, receiverIP = client.connection.remoteIP] channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(
-                            RAOPSenderDatagramHandler(backlog: backlog, resent: resent, roundTrips: roundTrips))
+                            RAOPSenderDatagramHandler(backlog: backlog, resent: resent, roundTrips: roundTrips, receiverIP: receiverIP))
                     }
                 }
                 .bind(host: local, port: 0).get()
@@ -302,8 +302,11 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
     private let backlog: NIOLockedValueBox<[UInt16: [UInt8]]>
     private let resent: NIOLockedValueBox<Int>
     private let roundTrips: NIOLockedValueBox<[Double]>
+    private let receiverIP: String?
 
-    init(backlog: NIOLockedValueBox<[UInt16: [UInt8]]>, resent: NIOLockedValueBox<Int>, roundTrips: NIOLockedValueBox<[Double]>) {
+    init(backlog: NIOLockedValueBox<[UInt16: [UInt8]]>, resent: NIOLockedValueBox<Int>, roundTrips: NIOLockedValueBox<[Double]>,
+         receiverIP: String?) {
+        self.receiverIP = receiverIP
         self.backlog = backlog
         self.resent = resent
         self.roundTrips = roundTrips
@@ -325,7 +328,8 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
             let roundTrip = arrival - sent - max(0, held)
             if roundTrip >= 0, roundTrip < 5 { roundTrips.withLockedValue { $0 = ($0 + [roundTrip]).suffix(64) } }
         default:
-            guard bytes.count >= 8, bytes[1] & 0x7F == 0x55 else { return }
+            // Only the receiver may ask for retransmissions: anyone else could use us as an amplifier.
+            guard bytes.count >= 8, bytes[1] & 0x7F == 0x55, envelope.remoteAddress.ipAddress == receiverIP else { return }
             let first = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
             let count = min(UInt16(bytes[6]) << 8 | UInt16(bytes[7]), UInt16(RAOPLink.backlogSize))
             for offset in 0..<count {

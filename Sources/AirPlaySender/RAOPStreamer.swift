@@ -150,7 +150,20 @@ public final class RAOPStreamer: @unchecked Sendable {
         }
         guard !already else { return nil }
         // The player acknowledges at its next packet boundary (at most 8 ms away).
-        guard pausedSignal.wait(timeout: .now() + .seconds(2)) == .success else { return nil }
+        guard pausedSignal.wait(timeout: .now() + .seconds(2)) == .success else {
+            // No acknowledgement (the source blocked): take the request back, unless it landed meanwhile.
+            let landed = state.withLock { state -> Bool in
+                if state.paused { return true }
+                state.pauseRequested = false
+                return false
+            }
+            if landed {
+                // Its signal follows the flag at once: take it, so the next pause waits for its own.
+                _ = pausedSignal.wait(timeout: .now() + .seconds(1))
+                return state.withLock { ($0.sequence, $0.timestamp) }
+            }
+            return nil
+        }
         return state.withLock { ($0.sequence, $0.timestamp) }
     }
 

@@ -1,5 +1,6 @@
 import AirPlayMedia
 import CGStreamer
+import Dispatch
 import Synchronization
 
 /// Received audio played on a GStreamer sink (`autoaudiosink`, `alsasink device=hw:0`,
@@ -8,7 +9,7 @@ import Synchronization
 public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let source: UnsafeMutablePointer<GstElement>
-    private let latency = Mutex<Double?>(nil)
+    private let latency = Mutex<(value: Double?, askedAt: Double)>((nil, -10))
 
     /// Builds and starts the pipeline; throws when the sink description does not parse.
     public init(sink description: String, sampleRate: Int = 44100, channels: Int = 2) throws(MediaError) {
@@ -37,14 +38,15 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
         samples.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
     }
 
-    /// The pipeline's latency, asked once it has settled (a live sink knows it after its first buffers).
+    /// The pipeline's latency, asked once, on the first call (from the playout, outside its
+    /// lock). A sink that has not prerolled yet answers 0: the schedule then ignores the sink's
+    /// latency (a few tens of milliseconds) rather than moving mid-stream when it learns it.
     public var presentationDelay: Double {
-        latency.withLock { cached in
-            if let cached { return cached }
+        latency.withLock { state in
+            if let value = state.value { return value }
             let nanoseconds = cairplay_query_latency(pipeline)
-            guard nanoseconds >= 0 else { return 0 }
-            cached = Double(nanoseconds) / 1e9
-            return cached!
+            state.value = nanoseconds > 0 ? Double(nanoseconds) / 1e9 : 0
+            return state.value!
         }
     }
 

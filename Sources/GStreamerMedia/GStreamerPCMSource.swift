@@ -31,6 +31,8 @@ public final class GStreamerPCMSource: @unchecked Sendable {
     private let sink: UnsafeMutablePointer<GstElement>
     private var pending: [Int16] = []
     private var finished = false
+    /// The read end of standard input's pipe, which `fdsrc` does not close.
+    private var ownedDescriptor: Int32 = -1
     /// The tags found while the file opened, and its duration.
     public private(set) var tags = TrackTags()
 
@@ -78,7 +80,15 @@ public final class GStreamerPCMSource: @unchecked Sendable {
         copier.start()
         let isWAV = prefix.count >= 12 && prefix[0..<4].elementsEqual("RIFF".utf8) && prefix[8..<12].elementsEqual("WAVE".utf8)
         let decode = isWAV ? "decodebin" : "rawaudioparse use-sink-caps=false format=pcm pcm-format=s16le sample-rate=44100 num-channels=2"
-        return try GStreamerPCMSource(launch: "fdsrc fd=\(readEnd) ! \(decode) ! " + output, name: "standard input", start: 0)
+        do {
+            let source = try GStreamerPCMSource(launch: "fdsrc fd=\(readEnd) ! \(decode) ! " + output, name: "standard input", start: 0)
+            source.ownedDescriptor = readEnd
+            return source
+        } catch {
+            // Closing the read end ends the copier thread too (its writes fail).
+            Glibc.close(readEnd)
+            throw error
+        }
     }
 
     private init(launch: String, name: String, start: Double) throws(MediaError) {
@@ -139,6 +149,7 @@ public final class GStreamerPCMSource: @unchecked Sendable {
 
     deinit {
         gst_element_set_state(pipeline, GST_STATE_NULL)
+        if ownedDescriptor >= 0 { Glibc.close(ownedDescriptor) }
         gst_object_unref(UnsafeMutableRawPointer(sink))
         gst_object_unref(UnsafeMutableRawPointer(pipeline))
     }

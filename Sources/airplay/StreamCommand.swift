@@ -44,6 +44,9 @@ struct StreamCommand: AsyncParsableCommand {
     static func decibels(_ volume: Double) -> Double { volume <= 0 ? -144 : -30 + 30 * volume / 100 }
 
     func run() async throws {
+        // A reader that goes away (a closed stdout, a failed stdin pipeline) is an error to
+        // report, not a signal that kills us.
+        signal(SIGPIPE, SIG_IGN)
         let display = StreamDisplay(json: json)
         let source: GStreamerPCMSource
         do {
@@ -97,9 +100,9 @@ struct StreamCommand: AsyncParsableCommand {
         item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
         let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
         // progress: start/current/end in RTP time; the file's first frame is `start` seconds before ours.
-        let trackStart = start.timestamp &- UInt32(self.start * 44100)
+        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(self.start * 44100))
         let progress = { (current: UInt32) -> (UInt32, UInt32, UInt32)? in
-            tags.duration.map { (trackStart, current, trackStart &+ UInt32($0 * 44100)) }
+            tags.duration.map { (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
         }
         for link in links {
             await link.sendMetadata(item, artwork: artwork, progress: progress(start.timestamp), rtpTime: start.timestamp)

@@ -419,13 +419,15 @@ enum KeyCommand {
             } catch {
                 return .failure(SenderError(.badInput, "--key-command cannot run: \(error)"))
             }
+            // Read while it runs: a command that prints a lot must not block on a full pipe.
+            let collected = Task.detached { [UInt8](output.fileHandleForReading.readDataToEndOfFile()) }
             let deadline = Date().addingTimeInterval(8)
             while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             if process.isRunning {
                 process.terminate()
                 return .failure(SenderError(.badInput, "--key-command took more than 8 s for \(uri)"))
             }
-            let bytes = [UInt8](output.fileHandleForReading.readDataToEndOfFile())
+            let bytes = await collected.value
             guard process.terminationStatus == 0 else {
                 let reason = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 return .failure(SenderError(.badInput, "--key-command failed for \(uri): \(reason.trimmingCharacters(in: .whitespacesAndNewlines))"))

@@ -242,3 +242,29 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// Values a hostile playlist can carry: they parse or fail, and never trap in arithmetic.
+@Suite struct HostileValueTests {
+    @Test func byteRangesThatAreEmptyOrOverflowHaveNoClosedRange() {
+        #expect(ByteRange(length: 0, offset: nil).closedRange == nil)
+        #expect(ByteRange(length: 1, offset: Int.max).closedRange == nil)
+        #expect(ByteRange(length: 10, offset: 5).closedRange == 5...14)
+        #expect(ByteRange("1@9223372036854775807")?.closedRange == nil)
+    }
+
+    @Test func hugeResolutionsCompareWithoutOverflow() throws {
+        let master = try PlaylistParser.parseMaster("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1,RESOLUTION=4294967296x4294967296\nv.m3u8\n")
+        let variant = VariantDescription(master, index: 0)
+        #expect(try VariantQualifier(parsing: "resolution >= 3840x2160").matches(variant))
+    }
+
+    @Test func aBandwidthBeyondIntIsRefusedWithItsLine() {
+        do {
+            _ = try PlaylistParser.parse("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=99999999999999999999\nv.m3u8\n")
+            Issue.record("parsed")
+        } catch {
+            #expect(error.line == 2)
+        }
+    }
+}
+

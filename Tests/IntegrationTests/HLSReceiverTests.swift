@@ -207,4 +207,24 @@ import Testing
         _ = try airplay(["stop", "--to", "127.0.0.1:\(slowDaemon.port)"])
         print("measure: start variant by bandwidth: \(measured) b/s measured on a 320 kbit/s link → 320x180")
     }
+
+    /// A playlist built to hurt: an empty byte range where the box measures bandwidth, and a
+    /// key URI index nobody handed out. Playback fails with a reason; the daemon stays up.
+    @Test func hostilePlaylistsFailCleanly() throws {
+        let media = try #require(HLSSenderTests.media)
+        let folder = media.directory + "/hostile"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=100000,RESOLUTION=320x180,CODECS=\"avc1.42c00d\"\nmedia.m3u8\n"
+            .write(toFile: folder + "/master.m3u8", atomically: true, encoding: .utf8)
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-BYTERANGE:0\n#EXTINF:2,\n../variants/v0/index0.ts\n#EXT-X-ENDLIST\n"
+            .write(toFile: folder + "/media.m3u8", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon()
+        _ = try airplay(["play", media.url("hostile/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)"])
+        Thread.sleep(forTimeInterval: 2)
+        let key = try RawHTTPConnection(port: daemon.port).request("GET", "/hls/0000/k-1.key")
+        #expect(key.status == 404)
+        #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(1500))")
+        #expect(try RawHTTPConnection(port: daemon.port).request("GET", "/server-info").status == 200)
+        _ = try airplay(["stop", "--to", "127.0.0.1:\(daemon.port)"])
+    }
 }

@@ -54,6 +54,9 @@ public final class AudioPlayout: @unchecked Sendable {
         var framesOut = 0
         /// Adding or removing frames until the output is back within `settled`.
         var correcting = false
+        /// The output's delay, taken when the run starts and kept: a sink that learns its
+        /// latency later must not move the schedule mid-run (that would cut audio).
+        var delay: Double?
     }
 
     private struct State {
@@ -181,7 +184,9 @@ public final class AudioPlayout: @unchecked Sendable {
 
     private func run() {
         while true {
-            switch state.withLock({ nextStep(&$0, now: Self.now()) }) {
+            // Asked outside the lock: a GStreamer sink answers through its own locks.
+            let delay = output.presentationDelay
+            switch state.withLock({ nextStep(&$0, now: Self.now(), delay: delay) }) {
             case .stop:
                 return
             case .idle:
@@ -195,7 +200,7 @@ public final class AudioPlayout: @unchecked Sendable {
     }
 
     /// Decides what the output thread does now; consumes a packet only when it is written.
-    private func nextStep(_ state: inout State, now: Double) -> Step {
+    private func nextStep(_ state: inout State, now: Double, delay: Double) -> Step {
         guard state.running else { return .stop }
         guard var run = state.run else {
             state.waitingForData = true
@@ -236,7 +241,8 @@ public final class AudioPlayout: @unchecked Sendable {
         // When this packet should be written: its meant time, less the output's own delay.
         let meant = timeline?.localTime(of: key)
             ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
-        let target = meant - output.presentationDelay
+        if run.delay == nil { run.delay = delay }
+        let target = meant - (run.delay ?? 0)
         if run.outputStart == nil { run.outputStart = target - Double(run.framesOut) / sampleRate }
         var due = run.outputStart! + Double(run.framesOut) / sampleRate
         // > 0: the output's clock is behind the sender's timeline for this packet.

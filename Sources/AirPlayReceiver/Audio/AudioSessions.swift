@@ -82,7 +82,7 @@ public final class AudioSessions: Sendable {
             set { state.withLockedValue { $0.volume = newValue } }
         }
         /// The sender's address: UDP datagrams from anywhere else are ignored.
-        lazy var senderHost: [UInt8]? = connection.remote.map(AudioSessions.hostBytes)
+        let senderHost: [UInt8]?
         /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
         let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
 
@@ -92,6 +92,7 @@ public final class AudioSessions: Sendable {
             self.stream = stream
             self.decryptor = decryptor
             timeline = SenderTimeline(sampleRate: stream.sampleRate)
+            senderHost = connection.remote.map(AudioSessions.hostBytes)
         }
 
         /// What the session measured.

@@ -222,6 +222,12 @@ public final class HLSGateway: Sendable {
             }
             let all = VariantDescription.all(master)
             sessions.withLockedValue { sessions in
+                // A master read again (a rendition switch) may list other variants: forget the old indices.
+                if sessions[token]?.master != master {
+                    sessions[token]?.figures.current = nil
+                    sessions[token]?.figures.currentDescription = nil
+                    sessions[token]?.media = [:]
+                }
                 sessions[token]?.master = master
                 sessions[token]?.masterURL = base
                 sessions[token]?.media.merge(names) { $1 }
@@ -255,7 +261,8 @@ public final class HLSGateway: Sendable {
         }
         if name.hasPrefix("v"), let index = Int(name.dropFirst()) {
             let changed = sessions.withLockedValue { sessions -> VariantDescription? in
-                guard var session = sessions[token], session.figures.current != index, let master = session.master else { return nil }
+                guard var session = sessions[token], session.figures.current != index, let master = session.master,
+                      master.variants.indices.contains(index) else { return nil }
                 session.figures.current = index
                 session.figures.currentDescription = VariantDescription(master, index: index)
                 sessions[token] = session
@@ -319,7 +326,7 @@ public final class HLSGateway: Sendable {
         options.maximumBytes = 4 << 20
         let started = ContinuousClock.now
         guard let segment = try? await HTTPClient.get(Self.absolute(first.uri, playlist.finalURL), options: options,
-                                                       range: first.byteRange.map { ($0.offset ?? 0)...(($0.offset ?? 0) + $0.length - 1) }),
+                                                       range: first.byteRange.flatMap(\.closedRange)),
               (200..<300).contains(segment.status), segment.body.count >= 1024 else { return nil }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -360,7 +367,7 @@ public final class HLSGateway: Sendable {
     public func renditions(_ url: String) -> [RenditionInfo] {
         guard let token = Self.token(of: url), let session = sessions.withLockedValue({ $0[token] }), let master = session.master else { return [] }
         let kept = master.keeping(variants: session.figures.allowed)
-        let current = session.figures.current.map { master.variants[$0] } ?? kept.variants.first
+        let current = session.figures.current.flatMap { master.variants.indices.contains($0) ? master.variants[$0] : nil } ?? kept.variants.first
         return kept.renditions.filter { ($0.type == "AUDIO" && $0.groupID == current?.audioGroup)
             || ($0.type == "SUBTITLES" && $0.groupID == current?.subtitlesGroup) }.map { rendition in
             let selected: Bool
@@ -391,7 +398,8 @@ public final class HLSGateway: Sendable {
     // MARK: Keys
 
     private func key(_ token: String, name: String) async -> AirPlayResponse {
-        guard let index = Int(name.dropFirst()), let session = sessions.withLockedValue({ $0[token] }), index < session.keys.count else {
+        guard let index = Int(name.dropFirst()), index >= 0, let session = sessions.withLockedValue({ $0[token] }),
+              index < session.keys.count else {
             return Self.text(404, "no key \(name) in this playback")
         }
         let uri = session.keys[index]

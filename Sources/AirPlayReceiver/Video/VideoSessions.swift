@@ -131,6 +131,7 @@ public final class VideoSessions: Sendable {
             try player.load(url: gatewayURL ?? play.url, start: play.start, paused: play.rate == 0)
         } catch {
             current.withLockedValue { if $0?.player === player { $0 = nil } }
+            if let gatewayURL { gateway?.close(gatewayURL) }
             return Self.text(400, error.message)
         }
         logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])

@@ -143,7 +143,7 @@ public final class HLSDownloader: @unchecked Sendable {
                 let codecs = primary.variant.codecs.filter { !$0.hasPrefix("mp4a") && !$0.hasPrefix("ac-3") && !$0.hasPrefix("ec-3") }
                     + chosen.variant.codecs.filter { $0.hasPrefix("mp4a") || $0.hasPrefix("ac-3") || $0.hasPrefix("ec-3") || $0.hasPrefix("alac") }
                 attributes["CODECS"] = codecs.joined(separator: ",")
-                attributes["BANDWIDTH"] = String(primary.peakBitRate + chosen.peakBitRate / 10)
+                attributes["BANDWIDTH"] = String(primary.peakBitRate.addingReportingOverflow(chosen.peakBitRate / 10).partialValue.magnitude)
                 local.variants.append(Variant(attributes: attributes, uri: "video/index.m3u8"))
             }
         }
@@ -255,21 +255,7 @@ public final class HLSDownloader: @unchecked Sendable {
     private func fetch(_ job: Job, to final: URL) throws(SenderError) -> Int {
         let part = final.path + ".part"
         let existing = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int) ?? 0
-        var fileOptions = options
-        fileOptions.timeout = 120
-        let result: (status: Int, written: Int)
-        do {
-            if let range = job.byteRange {
-                let first = (range.offset ?? 0) + existing
-                let last = (range.offset ?? 0) + range.length - 1
-                result = first > last ? (206, 0) : try HTTPClient.download(job.url, to: part, resumeFrom: existing, range: first...last,
-                                                                            options: fileOptions)
-            } else {
-                result = try HTTPClient.download(job.url, to: part, resumeFrom: existing, options: fileOptions)
-            }
-        } catch {
-            throw SenderError(.connectionLost, error.message)
-        }
+        let result = try transfer(job, part: part, existing: existing)
         guard (200..<300).contains(result.status) else {
             throw SenderError(result.status == 401 || result.status == 403 ? .refused(status: result.status) : .notFound,
                               "\(job.url) answered \(result.status)")
@@ -285,6 +271,44 @@ public final class HLSDownloader: @unchecked Sendable {
             throw SenderError(.badInput, "cannot finish \(final.path): \(error)")
         }
         return result.written
+    }
+
+    /// The GET itself: a byte range (which must come back as 206), or the file from `existing`
+    /// on, starting over when the server cannot resume.
+    private func transfer(_ job: Job, part: String, existing: Int) throws(SenderError) -> (status: Int, written: Int) {
+        var fileOptions = options
+        fileOptions.timeout = 120
+        if let range = job.byteRange {
+            guard let bytes = range.closedRange, bytes.lowerBound <= Int.max - existing else {
+                throw SenderError(.badInput, "\(job.url): byte range \(range) is empty or too large")
+            }
+            let first = bytes.lowerBound + existing
+            guard first <= bytes.upperBound else { return (206, 0) }
+            let result: (status: Int, written: Int)
+            do {
+                result = try HTTPClient.download(job.url, to: part, resumeFrom: existing, range: first...bytes.upperBound, options: fileOptions)
+            } catch {
+                throw SenderError(.connectionLost, error.message)
+            }
+            if result.status == 200 {
+                // The server ignored Range and sent the whole resource, not the segment.
+                try? FileManager.default.removeItem(atPath: part)
+                throw SenderError(.badInput, "\(job.url) ignores byte ranges; its byte-range segments cannot be downloaded")
+            }
+            return result
+        }
+        do {
+            return try HTTPClient.download(job.url, to: part, resumeFrom: existing, options: fileOptions)
+        } catch {
+            guard existing > 0, error.rangeRefused else { throw SenderError(.connectionLost, error.message) }
+        }
+        // The server cannot resume: this file starts again from its first byte.
+        try? FileManager.default.removeItem(atPath: part)
+        do {
+            return try HTTPClient.download(job.url, to: part, resumeFrom: 0, options: fileOptions)
+        } catch {
+            throw SenderError(.connectionLost, error.message)
+        }
     }
 
     private func fetchText(_ url: String) async throws(SenderError) -> (String, String) {
@@ -326,8 +350,8 @@ public final class HLSDownloader: @unchecked Sendable {
     static func previousEnd(_ segments: [Segment], before index: Int) -> Int {
         var end = 0
         for segment in segments[..<index] where segment.uri == segments[index].uri {
-            if let range = segment.byteRange { end = (range.offset ?? end) + range.length }
+            if let range = segment.byteRange { end = (range.offset ?? end).addingReportingOverflow(range.length).partialValue }
         }
-        return end
+        return max(0, end)
     }
 }
