@@ -56,7 +56,12 @@ public final class ReceiverDaemon: Service, Sendable {
             makePlayer: { () throws(MediaError) -> any MediaPlayer in try PlaybinPlayer(configuration: playerConfiguration) },
             policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
-            events: events, gateway: makeHLSGateway(events: events), logger: logger)
+            events: events, gateway: makeHLSGateway(events: events),
+            makeTrickPlayer: { () throws(MediaError) -> any MediaPlayer in
+                var trick = playerConfiguration
+                trick.element = "playbin"
+                return try PlaybinPlayer(configuration: trick)
+            }, logger: logger)
     }
 
     /// The HLS gateway: variants within the configured display and the installed decoders; keys

@@ -20,6 +20,9 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         public var loadTimeout: Double
         /// Seconds of network inactivity before an HTTP source gives up.
         public var networkTimeout: UInt32
+        /// The playbin element: playbin3 normally; playbin (whose hlsdemux plays the I-frame
+        /// chunks of trick play, where hlsdemux2 stalls).
+        public var element: String = "playbin3"
 
         /// A configuration from its parts.
         public init(videoSink: String, audioOutput: String, loadTimeout: Double = 20, networkTimeout: UInt32 = 10) {
@@ -37,6 +40,8 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         var state: MediaState = .idle
         var wantPaused = false
         var pendingSeek: Double?
+        /// A rate asked for before the media loaded, applied once it has (trick play starts so).
+        var pendingRate: Double?
         var pendingFraction: Double?
         var prerolled = false
         /// A start position was sought after the first preroll; the state waits for that seek.
@@ -62,7 +67,8 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     public init(configuration: Configuration) throws(MediaError) {
         GStreamerRuntime.initialize()
         self.configuration = configuration
-        guard let element = gst_element_factory_make("playbin3", "airplay-player")
+        guard let element = gst_element_factory_make(configuration.element, "airplay-player")
+                ?? gst_element_factory_make("playbin3", "airplay-player")
                 ?? gst_element_factory_make("playbin", "airplay-player") else {
             throw MediaError(code: -1, domain: "airplayd.gstreamer", message: "no playbin element: install gstreamer1.0-plugins-base")
         }
@@ -197,8 +203,11 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         }
         let (ready, oldRate) = inner.withLock { ($0.prerolled, $0.rate) }
         if !ready {
-            inner.withLock { $0.wantPaused = false }
-            guard rate == 1 else { throw MediaError(code: -6, domain: "airplayd.rate", message: "rate \(rate) before the media loaded") }
+            // Applied once the media has loaded.
+            inner.withLock {
+                $0.wantPaused = false
+                $0.pendingRate = rate == 1 ? nil : rate
+            }
             return
         }
         if rate != oldRate {
@@ -393,9 +402,15 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         }
         if let seek { try? self.seek(to: seek) }
         if firstPreroll {
+            let rate = inner.withLock { inner -> Double? in
+                defer { inner.pendingRate = nil }
+                return inner.pendingRate
+            }
             if paused {
                 inner.withLock { $0.state = .paused }
                 notify()
+            } else if let rate, rate != 1 {
+                try? setRate(rate)
             } else {
                 gst_element_set_state(pipeline, GST_STATE_PLAYING)
             }

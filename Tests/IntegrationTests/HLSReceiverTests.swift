@@ -5,9 +5,12 @@ import Testing
 /// airplayd in front of HLS: it chooses the variants its display and decoders take, tells which
 /// one plays, and fetches AES-128 keys itself with the cookies the sender hands over.
 @Suite(.serialized) struct HLSReceiverTests {
+    /// One state folder for the suite, so `rate`, `stop` and `status` address the session `play` started.
+    static let state = Products.scratchDirectory("xdg")
+
     private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {
         try runCommand(try Products.executable("airplay"), arguments,
-                       environment: ["XDG_STATE_HOME": Products.scratchDirectory("xdg"), "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],
+                       environment: ["XDG_STATE_HOME": Self.state, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],
                        timeout: timeout)
     }
 
@@ -150,7 +153,7 @@ import Testing
         _ = poll(timeout: 10, interval: 0.2) { seen = audio(); return seen.selected == ["fr"] }
         #expect(seen.selected == ["fr"], "\(seen)")
         #expect(poll(timeout: 10) { media.requests.dropFirst(before).contains("/groups/sFrench/index.m3u8") }, "\(media.requests.suffix(10))")
-        #expect(daemon.process.stderr.contains("video renditions switched"))
+        #expect(daemon.process.stderr.contains("video reloaded"))
         _ = try airplay(["stop"] + to)
     }
 
@@ -226,5 +229,54 @@ import Testing
         #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(1500))")
         #expect(try RawHTTPConnection(port: daemon.port).request("GET", "/server-info").status == 200)
         _ = try airplay(["stop", "--to", "127.0.0.1:\(daemon.port)"])
+    }
+
+    /// Fast playback (4x and more) of HLS with an I-frame playlist plays that playlist, one
+    /// key frame at a time through the gateway (`trick.m3u8`, `c<n>.ts`, each I-frame with its
+    /// segment's PAT/PMT); back at 1x the box returns to the variants at the same position.
+    @Test func fastRatesPlayTheIFramePlaylist() throws {
+        let media = try #require(HLSSenderTests.media)
+        let folder = media.directory + "/trick"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25", "-t", "30", "-c:v", "libx264",
+            "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0",
+            "-f", "hls", "-hls_time", "4", "-hls_playlist_type", "vod", folder + "/media.m3u8"], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        let frames = try runCommand(try #require(TestHost.which("python3")),
+                                    [Products.repositoryRoot + "/Tests/IntegrationTests/peers/make_iframe_playlist.py",
+                                     folder + "/media.m3u8", folder + "/iframes.m3u8"], timeout: 60)
+        #expect(frames.status == 0, "\(frames.stderr)")
+        try """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=400000,RESOLUTION=320x180,CODECS="avc1.42c00d"
+            media.m3u8
+            #EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=60000,RESOLUTION=320x180,CODECS="avc1.42c00d",URI="iframes.m3u8"
+
+            """.write(toFile: folder + "/master.m3u8", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon()
+        let to = ["--to", "127.0.0.1:\(daemon.port)"]
+        #expect(try airplay(["play", media.url("trick/master.m3u8")] + to).status == 0)
+        func status() -> [String: Any] {
+            let text = (try? airplay(["status", "--json"] + to).stdout) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        }
+        #expect(poll(timeout: 15, interval: 0.2) { status()["state"] as? String == "playing" })
+        #expect(try airplay(["rate", "8"] + to).status == 0)
+        #expect(poll(timeout: 10) { daemon.process.stderr.contains("hls trick play") }, "\(daemon.process.stderr.suffix(1500))")
+        var fast: [String: Any] = [:]
+        #expect(poll(timeout: 10, interval: 0.2) { fast = status(); return fast["rate"] as? Double == 8 && fast["state"] as? String == "playing" },
+                "\(fast)")
+        let before = fast["position"] as? Double ?? 0
+        Thread.sleep(forTimeInterval: 1.5)
+        let after = status()["position"] as? Double ?? 0
+        #expect(after - before > 4, "8x moved from \(before) to \(after) in 1.5 s")
+        #expect(try airplay(["rate", "1"] + to).status == 0)
+        var normal: [String: Any] = [:]
+        #expect(poll(timeout: 10, interval: 0.2) { normal = status(); return normal["rate"] as? Double == 1 && normal["state"] as? String == "playing" },
+                "\(normal)")
+        #expect(daemon.process.stderr.contains("video reloaded"))
+        print("measure: 8x on the I-frame playlist moved \(String(format: "%.1f", after - before)) s in 1.5 s")
+        _ = try airplay(["stop"] + to)
     }
 }

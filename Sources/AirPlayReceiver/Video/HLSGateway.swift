@@ -87,6 +87,10 @@ public final class HLSGateway: Sendable {
         var media: [String: String] = [:]      // gateway name (v3, r1, i0, m) → origin URL
         var keys: [String] = []                // k<n> → key URI
         var keyCache: [String: [UInt8]] = [:]
+        /// Trick-play chunks (`c<n>.ts`): a resource and the byte range of one I-frame.
+        var chunks: [(url: String, range: ByteRange?)] = []
+        /// The leading PSI packets (PAT, PMT, SDT) of a transport stream resource, by URL.
+        var psi: [String: [UInt8]] = [:]
         var figures = Figures(variants: 0, allowed: [], refused: [:])
     }
 
@@ -151,6 +155,9 @@ public final class HLSGateway: Sendable {
             let response: AirPlayResponse
             switch name {
             case "main.m3u8": response = await main(token)
+            case "trick.m3u8": response = trickMaster(token)
+            case _ where name.hasPrefix("t") && name.hasSuffix(".m3u8"): response = await trickPlaylist(token, name: String(name.dropLast(5)))
+            case _ where name.hasPrefix("c") && name.hasSuffix(".ts"): response = await chunk(token, name: String(name.dropLast(3)))
             case _ where name.hasPrefix("k") && name.hasSuffix(".key"): response = await key(token, name: String(name.dropLast(4)))
             case _ where name.hasSuffix(".m3u8"): response = await mediaPlaylist(token, name: String(name.dropLast(5)))
             default: response = Self.text(404, "no \(name) in this playback")
@@ -393,6 +400,111 @@ public final class HLSGateway: Sendable {
             sessions[token] = session
             return true
         }
+    }
+
+    // MARK: Trick play
+
+    /// The URL the player opens for fast playback, when the playlist has an I-frame playlist
+    /// the display can show; nil otherwise.
+    public func trickURL(_ url: String) -> String? {
+        guard let token = Self.token(of: url), let session = sessions.withLockedValue({ $0[token] }), let master = session.master,
+              trickVariant(master) != nil else { return nil }
+        return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/trick.m3u8"
+    }
+
+    /// The richest I-frame playlist within the display, and its index.
+    func trickVariant(_ master: MasterPlaylist) -> (index: Int, attributes: AttributeList)? {
+        master.iFrameVariants.enumerated().filter { _, list in
+            guard let size = list["RESOLUTION"].flatMap(Resolution.init) else { return true }
+            return size.width <= policy.maximumResolution.width && size.height <= policy.maximumResolution.height
+        }.max { ($0.element.integer("BANDWIDTH") ?? 0) < ($1.element.integer("BANDWIDTH") ?? 0) }.map { ($0.offset, $0.element) }
+    }
+
+    /// A master whose one variant is the I-frame playlist, played as ordinary segments.
+    private func trickMaster(_ token: String) -> AirPlayResponse {
+        guard let session = sessions.withLockedValue({ $0[token] }), let master = session.master,
+              let (index, list) = trickVariant(master), let base = session.masterURL, let uri = list["URI"] else {
+            return Self.text(404, "this playback has no I-frame playlist")
+        }
+        sessions.withLockedValue { $0[token]?.media["t\(index)"] = Self.absolute(uri, base) }
+        var trick = MasterPlaylist()
+        var attributes = AttributeList()
+        for name in ["BANDWIDTH", "CODECS", "RESOLUTION", "VIDEO-RANGE"] {
+            if let value = list[name] { attributes.attributes.append(.init(name: name, value: value, quoted: name == "CODECS")) }
+        }
+        trick.variants = [Variant(attributes: attributes, uri: "t\(index).m3u8")]
+        logger.info("hls trick play", metadata: ["iframes": "\(index)"])
+        return Self.playlist(trick.text)
+    }
+
+    /// The I-frame playlist with each I-frame as a chunk of its own (`c<n>.ts`), so players
+    /// that only know ordinary segments can play it.
+    private func trickPlaylist(_ token: String, name: String) async -> AirPlayResponse {
+        guard let session = sessions.withLockedValue({ $0[token] }), let origin = session.media[name] else {
+            return Self.text(404, "no playlist \(name) in this playback")
+        }
+        let text: String, base: String
+        switch await fetchText(origin, headers: session.headers, token: token) {
+        case .success(let fetched): (text, base) = fetched
+        case .failure(let response): return response
+        }
+        guard var media = try? PlaylistParser.parseMedia(text) else { return fail(token, 502, "\(origin) is not a valid I-frame playlist") }
+        media = rewrite(media, base: base, token: token)
+        media.iFramesOnly = false
+        let first = sessions.withLockedValue { sessions -> Int in
+            let start = sessions[token]?.chunks.count ?? 0
+            sessions[token]?.chunks += media.segments.map { ($0.uri, $0.byteRange) }
+            return start
+        }
+        media.segments = media.segments.enumerated().map { offset, segment in
+            var segment = segment
+            segment.uri = "c\(first + offset).ts"
+            segment.byteRange = nil
+            return segment
+        }
+        return Self.playlist(media.text)
+    }
+
+    /// One I-frame: its resource's leading PSI packets (so a demuxer knows the streams), then
+    /// its byte range.
+    private func chunk(_ token: String, name: String) async -> AirPlayResponse {
+        guard let index = Int(name.dropFirst()), index >= 0, let session = sessions.withLockedValue({ $0[token] }),
+              index < session.chunks.count else { return Self.text(404, "no chunk \(name) in this playback") }
+        let (url, range) = session.chunks[index]
+        var options = self.options
+        options.headers = session.headers
+        do {
+            var psi = session.psi[url]
+            if psi == nil, (range?.offset ?? 0) > 0 {
+                let head = try await HTTPClient.get(url, options: options, range: 0...(188 * 16 - 1))
+                psi = Self.leadingPSI(head.body)
+                sessions.withLockedValue { $0[token]?.psi[url] = psi }
+            }
+            let frame = try await HTTPClient.get(url, options: options, range: range?.closedRange)
+            guard (200..<300).contains(frame.status) else { return fail(token, 502, "\(url) answered \(frame.status)") }
+            var buffer = ByteBuffer()
+            if (range?.offset ?? 0) > 0 { buffer.writeBytes(psi ?? []) }
+            buffer.writeBytes(frame.body)
+            return AirPlayResponse(status: 200, headers: ["Content-Type": "video/mp2t"], body: buffer)
+        } catch {
+            return fail(token, 502, error.message)
+        }
+    }
+
+    /// The transport stream packets before the first PES start: PAT, PMT, SDT and the like.
+    static func leadingPSI(_ bytes: [UInt8]) -> [UInt8] {
+        var end = 0
+        while end + 188 <= bytes.count, bytes[end] == 0x47 {
+            let start = bytes[end + 1] & 0x40 != 0
+            let control = (bytes[end + 3] >> 4) & 0x3
+            var payload = end + 4
+            if control & 0x2 != 0 { payload += 1 + Int(bytes[end + 4]) }
+            // A PES starts with 00 00 01; sections start with a pointer field.
+            if start, payload + 3 <= end + 188, bytes[payload] == 0, bytes[payload + 1] == 0, bytes[payload + 2] == 1 { break }
+            if !start { break }
+            end += 188
+        }
+        return Array(bytes.prefix(end))
     }
 
     // MARK: Keys

@@ -21,6 +21,8 @@ public enum VideoTakeover: String, Hashable, Sendable {
 public final class VideoSessions: Sendable {
     /// Makes a fresh player for each `/play`.
     public typealias PlayerFactory = @Sendable () throws(MediaError) -> any MediaPlayer
+    /// Makes the player for trick play (fast rates on an HLS I-frame playlist).
+    private let makeTrickPlayer: PlayerFactory?
 
     private struct Session {
         var id: String
@@ -29,6 +31,8 @@ public final class VideoSessions: Sendable {
         var lastEventState: String?
         /// The URL the player opened on the HLS gateway, when the media is a playlist.
         var gatewayURL: String?
+        /// True while the player plays the I-frame playlist (fast rates).
+        var trick = false
     }
 
     private let makePlayer: PlayerFactory
@@ -43,8 +47,9 @@ public final class VideoSessions: Sendable {
 
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
-                events: EventChannels, gateway: HLSGateway? = nil, logger: Logger) {
+                events: EventChannels, gateway: HLSGateway? = nil, makeTrickPlayer: PlayerFactory? = nil, logger: Logger) {
         self.gateway = gateway
+        self.makeTrickPlayer = makeTrickPlayer
         self.makePlayer = makePlayer
         self.policy = policy
         self.takeover = takeover
@@ -198,6 +203,18 @@ public final class VideoSessions: Sendable {
             return Self.text(400, "POST /rate needs ?value=RATE (0 pauses, 1 plays)")
         }
         return withCurrentSession(request) { session in
+            // Fast playback of HLS with an I-frame playlist plays that playlist; back at a
+            // normal rate, the variants again.
+            if let url = session.gatewayURL, let gateway {
+                if abs(rate) >= 4, !session.trick, let trickURL = gateway.trickURL(url) {
+                    reload(session, url: trickURL, rate: rate, trick: true)
+                    return AirPlayResponse(status: 200)
+                }
+                if abs(rate) < 4, rate != 0, session.trick {
+                    reload(session, url: url, rate: rate, trick: false)
+                    return AirPlayResponse(status: 200)
+                }
+            }
             do {
                 if rate == 0 {
                     session.player.pause()
@@ -287,18 +304,17 @@ public final class VideoSessions: Sendable {
                 name: entry["MediaSelectionOptionsName"]?.stringValue ?? entry["name"]?.stringValue)
             changed = gateway.select(url, type: type, choice: choice) || changed
         }
-        if changed { reload(session) }
+        if changed { reload(session, url: url, rate: nil, trick: false) }
         return nil
     }
 
     /// Plays the same session again with a fresh player from its position (a new rendition
     /// selection): the sender sees no stop, only a short rebuffer.
-    private func reload(_ session: Session) {
-        guard let url = session.gatewayURL else { return }
+    private func reload(_ session: Session, url: String, rate: Double?, trick: Bool) {
         let status = session.player.status
         let player: any MediaPlayer
         do {
-            player = try makePlayer()
+            player = try (trick ? makeTrickPlayer ?? makePlayer : makePlayer)()
         } catch {
             logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
             return
@@ -307,6 +323,7 @@ public final class VideoSessions: Sendable {
         let swapped = current.withLockedValue { value -> Bool in
             guard var active = value, active.player === session.player else { return false }
             active.player = player
+            active.trick = trick
             value = active
             return true
         }
@@ -315,8 +332,10 @@ public final class VideoSessions: Sendable {
         let sessionID = session.id
         player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
         do {
-            try player.load(url: url, start: .seconds(status.position), paused: status.state == .paused)
-            logger.info("video renditions switched", metadata: ["session": "\(sessionID)", "position": "\(status.position)"])
+            try player.load(url: url, start: .seconds(status.position), paused: rate == nil && status.state == .paused)
+            if let rate { try player.setRate(rate) }
+            logger.info(trick ? "video trick play" : "video reloaded", metadata: [
+                "session": "\(sessionID)", "position": "\(status.position)", "rate": "\(rate ?? status.rate)"])
         } catch {
             logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
         }
