@@ -123,4 +123,34 @@ import Testing
         #expect(segments.count == Set(segments).count && segments.count == inPlaylist, "each video segment once: \(segments)")
         #expect(FileManager.default.fileExists(atPath: out + "/audio/aux0/s0.ts"))
     }
+
+    /// A download killed mid-way (SIGKILL, from a server slowed to 100 kB/s) and run again from
+    /// another server: the segments finished before the kill are not fetched again.
+    @Test func aKilledDownloadResumesWithoutRefetching() throws {
+        let media = try #require(Self.media)
+        let python = try #require(TestHost.which("python3"))
+        let out = Products.scratchDirectory("killed") + "/copy"
+        let slow = try ManagedProcess(python, [Products.repositoryRoot + "/tools/lib/range_server.py", media.directory],
+                                      environment: ["RANGE_SERVER_RATE": "100000"], directory: media.directory, label: "slow-http")
+        #expect(poll(timeout: 10) { Int(slow.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil })
+        let slowPort = try #require(Int(slow.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let download = try ManagedProcess(try Products.executable("airplay"), [
+            "hls", "download", "http://127.0.0.1:\(slowPort)/variants/master.m3u8", "--prefer", "resolution <= 320x180", "--out", out,
+        ], environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: media.directory, label: "download")
+        #expect(poll(timeout: 20, interval: 0.05) { FileManager.default.fileExists(atPath: out + "/video/s0.ts") })
+        download.signal(SIGKILL)
+        _ = download.waitForExit(timeout: 5)
+        #expect(!FileManager.default.fileExists(atPath: out + "/video/s2.ts"), "killed before the end")
+        let finished = (0..<3).filter { FileManager.default.fileExists(atPath: out + "/video/s\($0).ts") }
+        let before = media.requests.count
+        let again = try airplay(["hls", "download", media.url("variants/master.m3u8"), "--prefer", "resolution <= 320x180", "--out", out])
+        #expect(again.status == 0, "\(again.stderr)")
+        let fetched = Set(media.requests.dropFirst(before).filter { $0.hasSuffix(".ts") })
+        for index in finished { #expect(!fetched.contains("/variants/v0/index\(index).ts"), "s\(index) was fetched again: \(fetched)") }
+        for index in 0..<3 {
+            #expect(FileManager.default.contents(atPath: out + "/video/s\(index).ts")
+                    == FileManager.default.contents(atPath: media.directory + "/variants/v0/index\(index).ts"))
+        }
+        print("measure: killed download kept \(finished.count) finished segment(s); fetched again: \(fetched.sorted())")
+    }
 }
