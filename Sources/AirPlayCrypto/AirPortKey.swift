@@ -1,8 +1,22 @@
+import COpenSSL
+
 /// The RSA key of the AirPort Express, which AirPlay 1 senders use to check a receiver
 /// (`Apple-Challenge` → `Apple-Response`) and to wrap the AES key of encrypted streams
 /// (`a=rsaaeskey`). It was extracted from the device years ago and is public knowledge; every
 /// open RAOP receiver has to answer with it, because senders only accept this key.
 enum AirPortKey {
+    /// The key as an OpenSSL object (the caller frees it with `EVP_PKEY_free`).
+    static func load() throws(CryptoError) -> OpaquePointer {
+        let bytes = Array(pem.utf8)
+        let loaded = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let loaded else { throw CryptoError.openSSL("loading the RAOP RSA key") }
+        return loaded
+    }
+
     static let pem = """
         -----BEGIN RSA PRIVATE KEY-----
         MIIEpQIBAAKCAQEA59dE8qLieItsH1WgjrcFRKj6eUWqi+bGLOX1HL3U3GhC/j0Qg90u3sG/1CUt

@@ -21,16 +21,7 @@ public final class RAOPIdentity: @unchecked Sendable {
     private let key: OpaquePointer
 
     /// Loads the AirPort key.
-    public init() throws(CryptoError) {
-        let pem = Array(AirPortKey.pem.utf8)
-        let loaded = pem.withUnsafeBytes { bytes -> OpaquePointer? in
-            guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let loaded else { throw CryptoError.openSSL("loading the RAOP RSA key") }
-        key = loaded
-    }
+    public init() throws(CryptoError) { key = try AirPortKey.load() }
 
     deinit { EVP_PKEY_free(key) }
 

@@ -1,10 +1,19 @@
 import Foundation
 
+/// A playlist's URIs against the URL the playlist came from.
+public enum PlaylistURI {
+    /// `uri` resolved against `base` (absolute URIs stay as they are; text that is not a URL too).
+    public static func resolve(_ uri: String, against base: String) -> String {
+        guard let baseURL = URL(string: base) else { return uri }
+        return URL(string: uri, relativeTo: baseURL)?.absoluteString ?? uri
+    }
+}
+
 extension MasterPlaylist {
     /// The URIs made absolute against `base`, so the playlist can be served from elsewhere.
     public func absolutized(against base: URL) -> MasterPlaylist {
         var copy = self
-        func absolute(_ uri: String) -> String { URL(string: uri, relativeTo: base)?.absoluteString ?? uri }
+        func absolute(_ uri: String) -> String { PlaylistURI.resolve(uri, against: base.absoluteString) }
         copy.variants = variants.map { Variant(attributes: $0.attributes, uri: absolute($0.uri)) }
         copy.renditions = renditions.map { rendition in
             var attributes = rendition.attributes

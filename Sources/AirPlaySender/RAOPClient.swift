@@ -90,19 +90,8 @@ public final class RAOPClient: @unchecked Sendable {
             "Apple-Challenge": String(Base64.encode(challenge).filter { $0 != "=" }),
         ])
         guard let answer = response.headers["Apple-Response"] else { return nil }
-        let address = Self.addressBytes(connection.remoteIP)
+        let address = connection.remoteIP.map(IPAddressBytes.of) ?? []
         return crypto.verify(appleResponse: answer, challenge: challenge, receiverAddress: address, deviceID: deviceID)
-    }
-
-    /// 4 bytes for IPv4 (also IPv4-mapped IPv6), 16 for IPv6.
-    static func addressBytes(_ text: String?) -> [UInt8] {
-        guard var text else { return [] }
-        if text.hasPrefix("::ffff:"), text.contains(".") { text = String(text.dropFirst(7)) }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return []
     }
 
     /// `realm` and `nonce` of a `WWW-Authenticate: Digest …` header.

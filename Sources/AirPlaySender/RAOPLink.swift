@@ -275,23 +275,13 @@ public final class RAOPLink: @unchecked Sendable {
 /// Our clock as receivers see it: NTP 32.32 (seconds since 1900), the wall clock read once and
 /// then advanced by the monotonic clock, so it never steps while we stream.
 public enum RAOPClock {
-    private static let base: (uptime: Double, wall: Double) = {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return (ProcessInfo.processInfo.systemUptime, Double(time.tv_sec) + 2_208_988_800 + Double(time.tv_nsec) / 1e9)
-    }()
+    private static let base = (uptime: ProcessInfo.processInfo.systemUptime, wall: NTPTime.wallClock())
 
     /// Our NTP clock at a monotonic time.
-    public static func ntp(atUptime uptime: Double) -> UInt64 {
-        let seconds = base.wall + (uptime - base.uptime)
-        let whole = seconds.rounded(.down)
-        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
-    }
+    public static func ntp(atUptime uptime: Double) -> UInt64 { NTPTime.timestamp(base.wall + (uptime - base.uptime)) }
 
     /// The monotonic time of an NTP time of ours.
-    static func uptime(ofNTP ntp: UInt64) -> Double {
-        Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 - base.wall + base.uptime
-    }
+    static func uptime(ofNTP ntp: UInt64) -> Double { NTPTime.seconds(ntp) - base.wall + base.uptime }
 }
 
 /// Answers resend requests (0x55) from the backlog with retransmissions (0x56), timing requests

@@ -186,14 +186,7 @@ public final class AudioSessions: Sendable {
     }
 
     /// Our address on the connection as 4 (IPv4, also IPv4-mapped IPv6) or 16 bytes.
-    static func addressBytes(_ address: SocketAddress?) -> [UInt8] {
-        guard let text = address?.ipAddress.map(plainIP) else { return [] }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return []
-    }
+    static func addressBytes(_ address: SocketAddress?) -> [UInt8] { address?.ipAddress.map(IPAddressBytes.of) ?? [] }
 
     private func answer(_ request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
         // OPTIONS stays open so senders can check the receiver and learn that a password is needed;
@@ -689,11 +682,5 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
 /// The wall clock as NTP 32.32 fixed point (seconds since 1900).
 enum NTPClock {
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        let seconds = UInt64(time.tv_sec) + 2_208_988_800
-        let fraction = (UInt64(time.tv_nsec) << 32) / 1_000_000_000
-        return seconds << 32 | fraction
-    }
+    static func now() -> UInt64 { NTPTime.timestamp(NTPTime.wallClock()) }
 }

@@ -73,13 +73,10 @@ public final class SenderTimeline: Sendable {
     public static func now() -> Double { ProcessInfo.processInfo.systemUptime }
 
     /// NTP 32.32 fixed point as seconds.
-    static func seconds(_ ntp: UInt64) -> Double { Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 }
+    static func seconds(_ ntp: UInt64) -> Double { NTPTime.seconds(ntp) }
 
     /// Seconds as NTP 32.32 fixed point.
-    static func ntp(_ seconds: Double) -> UInt64 {
-        let whole = seconds.rounded(.down)
-        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
-    }
+    static func ntp(_ seconds: Double) -> UInt64 { NTPTime.timestamp(seconds) }
 
     /// A timing request stamped with our clock `at` (the sender copies it back as the origin).
     public static func request(at local: Double = now()) -> [UInt8] {

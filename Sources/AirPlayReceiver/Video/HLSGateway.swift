@@ -252,19 +252,10 @@ public final class HLSGateway: Sendable {
     }
 
     private func mediaPlaylist(_ token: String, name: String) async -> AirPlayResponse {
-        guard let session = sessions.withLockedValue({ $0[token] }), let origin = session.media[name] else {
-            return Self.text(404, "no playlist \(name) in this playback")
-        }
-        let text: String, base: String
-        switch await fetchText(origin, headers: session.headers, token: token) {
-        case .success(let fetched): (text, base) = fetched
+        let media: MediaPlaylist, base: String
+        switch await fetchMedia(token, name: name) {
+        case .success(let fetched): (media, base) = fetched
         case .failure(let response): return response
-        }
-        let media: MediaPlaylist
-        do {
-            media = try PlaylistParser.parseMedia(text)
-        } catch {
-            return fail(token, 502, "\(origin) is not a valid media playlist: \(error)")
         }
         if name.hasPrefix("v"), let index = Int(name.dropFirst()) {
             let changed = sessions.withLockedValue { sessions -> VariantDescription? in
@@ -440,15 +431,11 @@ public final class HLSGateway: Sendable {
     /// The I-frame playlist with each I-frame as a chunk of its own (`c<n>.ts`), so players
     /// that only know ordinary segments can play it.
     private func trickPlaylist(_ token: String, name: String) async -> AirPlayResponse {
-        guard let session = sessions.withLockedValue({ $0[token] }), let origin = session.media[name] else {
-            return Self.text(404, "no playlist \(name) in this playback")
-        }
-        let text: String, base: String
-        switch await fetchText(origin, headers: session.headers, token: token) {
-        case .success(let fetched): (text, base) = fetched
+        var media: MediaPlaylist, base: String
+        switch await fetchMedia(token, name: name) {
+        case .success(let fetched): (media, base) = fetched
         case .failure(let response): return response
         }
-        guard var media = try? PlaylistParser.parseMedia(text) else { return fail(token, 502, "\(origin) is not a valid I-frame playlist") }
         media = rewrite(media, base: base, token: token)
         media.iFramesOnly = false
         let first = sessions.withLockedValue { sessions -> Int in
@@ -553,6 +540,29 @@ public final class HLSGateway: Sendable {
         case failure(AirPlayResponse)
     }
 
+    /// A parsed media playlist and the URL its URIs resolve against, or the response saying why not.
+    enum FetchedMedia {
+        case success((MediaPlaylist, String))
+        case failure(AirPlayResponse)
+    }
+
+    /// The media playlist behind a gateway name (`v3`, `r1`, `t0`…), fetched from the origin and parsed.
+    private func fetchMedia(_ token: String, name: String) async -> FetchedMedia {
+        guard let session = sessions.withLockedValue({ $0[token] }), let origin = session.media[name] else {
+            return .failure(Self.text(404, "no playlist \(name) in this playback"))
+        }
+        switch await fetchText(origin, headers: session.headers, token: token) {
+        case .failure(let response):
+            return .failure(response)
+        case .success(let (text, base)):
+            do {
+                return .success((try PlaylistParser.parseMedia(text), base))
+            } catch {
+                return .failure(fail(token, 502, "\(origin) is not a valid media playlist: \(error)"))
+            }
+        }
+    }
+
     private func fetchText(_ url: String, headers: [String: String], token: String) async -> Fetched {
         var options = self.options
         options.headers = headers
@@ -572,10 +582,7 @@ public final class HLSGateway: Sendable {
         return Self.text(status, reason)
     }
 
-    static func absolute(_ uri: String, _ base: String) -> String {
-        guard let baseURL = URL(string: base) else { return uri }
-        return URL(string: uri, relativeTo: baseURL)?.absoluteString ?? uri
-    }
+    static func absolute(_ uri: String, _ base: String) -> String { PlaylistURI.resolve(uri, against: base) }
 
     static func describe(_ variant: VariantDescription) -> String {
         "\(variant.peakBitRate) b/s" + (variant.video?.resolution.map { " \($0)" } ?? "") + (variant.video.map { " \($0.codec) \($0.range.rawValue)" } ?? "")

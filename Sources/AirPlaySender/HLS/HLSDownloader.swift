@@ -312,16 +312,9 @@ public final class HLSDownloader: @unchecked Sendable {
     }
 
     private func fetchText(_ url: String) async throws(SenderError) -> (String, String) {
-        let result: HTTPResult
-        do { result = try await HTTPClient.get(url, options: options) } catch {
-            throw SenderError(error.unsupportedScheme ? .badInput : .notFound, error.message)
-        }
-        guard (200..<300).contains(result.status) else {
-            throw SenderError(result.status == 401 || result.status == 403 ? .refused(status: result.status) : .notFound,
-                              "\(url) answered \(result.status)")
-        }
-        guard let text = result.text else { throw SenderError(.badInput, "\(url) is not UTF-8 text") }
-        return (text, result.finalURL)
+        guard let location = URL(string: url) else { throw SenderError(.badInput, "\(url) is not a URL") }
+        let (text, final) = try await HTTPFetcher(options: options).playlist(location)
+        return (text, final.absoluteString)
     }
 
     private func write(_ text: String, to path: String) throws(SenderError) { try write(Data(text.utf8), to: path) }
@@ -336,10 +329,7 @@ public final class HLSDownloader: @unchecked Sendable {
         }
     }
 
-    private func absolute(_ uri: String, _ base: String) -> String {
-        guard let baseURL = URL(string: base) else { return uri }
-        return URL(string: uri, relativeTo: baseURL)?.absoluteString ?? uri
-    }
+    private func absolute(_ uri: String, _ base: String) -> String { PlaylistURI.resolve(uri, against: base) }
 
     static func fileExtension(_ url: String) -> String {
         let ext = (URLComponents(string: url)?.path ?? url).split(separator: ".").last.map(String.init) ?? "bin"

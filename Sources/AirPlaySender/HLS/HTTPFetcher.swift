@@ -8,6 +8,9 @@ public struct HTTPFetcher: Sendable {
     /// The request options.
     public var options: HTTPRequestOptions
 
+    /// A fetcher with given request options.
+    public init(options: HTTPRequestOptions) { self.options = options }
+
     /// A fetcher with extra headers and CA file.
     public init(headers: [String: String] = [:], caFile: String? = nil, timeout: Double = 20) {
         options = HTTPRequestOptions(headers: headers, timeout: timeout, caFile: caFile)

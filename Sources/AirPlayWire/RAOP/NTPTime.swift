@@ -1,0 +1,38 @@
+import Foundation
+
+/// NTP timestamps as RAOP carries them: 32.32 fixed point, seconds since 1900.
+public enum NTPTime {
+    /// Seconds between the NTP era (1900) and the Unix epoch (1970).
+    public static let unixOffset: Double = 2_208_988_800
+
+    /// A timestamp as seconds.
+    public static func seconds(_ ntp: UInt64) -> Double { Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296 }
+
+    /// Seconds as a timestamp.
+    public static func timestamp(_ seconds: Double) -> UInt64 {
+        let whole = seconds.rounded(.down)
+        return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
+    }
+
+    /// The wall clock now, in NTP seconds.
+    public static func wallClock() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + unixOffset + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// IP addresses as the bytes RAOP signs (`Apple-Response`): 4 for IPv4, also written as
+/// IPv4-mapped IPv6, else 16; empty for text that is no address.
+public enum IPAddressBytes {
+    /// The bytes of an address in text form.
+    public static func of(_ text: String) -> [UInt8] {
+        var address = text
+        if address.hasPrefix("::ffff:"), address.contains(".") { address = String(address.dropFirst(7)) }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, address, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return []
+    }
+}
