@@ -94,6 +94,7 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
+        .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia",

@@ -86,6 +86,7 @@ public final class ReceiverDaemon: Service, Sendable {
                 if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
                 return try GStreamerPCMOutput(sink: output)
             },
+            decoders: NativeAndGStreamerDecoders(),
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(),
             faultDropPercent: Self.faultDropPercent(logger: logger), logger: logger)
@@ -248,5 +249,39 @@ public final class ReceiverDaemon: Service, Sendable {
         await server.shutdown()
         try? await group.shutdownGracefully()
         logger.info("stopped")
+    }
+}
+
+/// The decoders airplayd plays RAOP with: ALAC in Swift (no pipeline, bit-exact with FFmpeg),
+/// AAC-LC and AAC-ELD through GStreamer's `avdec_aac`.
+struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
+    func validate(_ stream: RAOPStreamDescription) throws(AudioDecodeError) {
+        switch stream.codec {
+        case .pcm:
+            return
+        case .alac(let fmtp):
+            _ = try ALACDecoder.Configuration(fmtp: fmtp)
+        case .aacLC, .aacELD:
+            guard stream.aacConfig != nil else {
+                throw .malformed("mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
+            }
+            guard GStreamerRuntime.hasElement("avdec_aac") else { throw .unsupported("no AAC decoder: install gstreamer1.0-libav") }
+        }
+    }
+
+    func makeDecoder(for stream: RAOPStreamDescription) throws(AudioDecodeError) -> (any AudioDecoder)? {
+        switch stream.codec {
+        case .pcm:
+            return nil
+        case .alac(let fmtp):
+            return try ALACDecoder(fmtp: fmtp)
+        case .aacLC, .aacELD:
+            guard let config = stream.aacConfig else { throw .malformed("no AudioSpecificConfig") }
+            do {
+                return try GStreamerAudioDecoder(aacConfig: config, sampleRate: stream.sampleRate, channels: stream.channels)
+            } catch {
+                throw .unsupported(error.message)
+            }
+        }
     }
 }

@@ -1,9 +1,12 @@
 import AirPlayMedia
 import CGStreamer
 
-/// Decodes compressed RAOP packets (ALAC, AAC) to interleaved S16 PCM, one packet in, its frames
-/// out, through GStreamer's decoders (`avdec_alac`, `avdec_aac` from gst-libav).
-public final class GStreamerAudioDecoder: @unchecked Sendable {
+/// Decodes compressed RAOP packets (AAC; ALAC for cross-checks) to interleaved S16 PCM, one packet
+/// in, its frames out, through GStreamer's decoders (`avdec_aac`, `avdec_alac` from gst-libav).
+///
+/// Building the pipeline and each `decode` wait on GStreamer's threads: call them from a
+/// session's decode queue, never from an event loop. Calls are serialised by that queue.
+public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let source: UnsafeMutablePointer<GstElement>
     private let sink: UnsafeMutablePointer<GstElement>
@@ -56,8 +59,15 @@ public final class GStreamerAudioDecoder: @unchecked Sendable {
         gst_object_unref(UnsafeMutableRawPointer(pipeline))
     }
 
+    /// The decoded samples of one packet; throws `noOutput` when nothing comes out in 200 ms.
+    public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int16] {
+        let samples = decodeOrEmpty(packet)
+        guard !samples.isEmpty else { throw .noOutput }
+        return samples
+    }
+
     /// The decoded samples of one packet; empty when the packet does not decode in time.
-    public func decode(_ packet: [UInt8]) -> [Int16] {
+    public func decodeOrEmpty(_ packet: [UInt8]) -> [Int16] {
         packet.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
         var samples = [Int16](repeating: 0, count: maximumBytes / 2)
         let count = samples.withUnsafeMutableBytes { raw in

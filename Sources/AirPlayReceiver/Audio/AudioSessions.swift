@@ -2,7 +2,6 @@ import AirPlayCrypto
 import AirPlayMedia
 import AirPlayWire
 import Foundation
-import GStreamerMedia
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -53,8 +52,8 @@ public final class AudioSessions: Sendable {
         let stream: RAOPStreamDescription
         /// Set for encrypted streams (`et=1`).
         let decryptor: RAOPPacketDecryptor?
-        /// Set for ALAC streams; L16 needs none.
-        var decoder: GStreamerAudioDecoder?
+        /// Set for compressed streams (ALAC, AAC): decodes off the event loops.
+        let decoding: RAOPDecodeQueue?
         /// The sender's clock, from its sync packets and its answers to our timing requests.
         let timeline: SenderTimeline
         /// Touched from the RTSP connection, the UDP channels and the watchdog: all under one lock.
@@ -70,6 +69,8 @@ public final class AudioSessions: Sendable {
             /// Packets asked for again (0x55), and retransmissions received (0x56).
             var requested = 0
             var retransmitted = 0
+            /// Datagrams dropped before the playout, by reason: never silent.
+            var dropped: [String: Int] = [:]
         }
         let state = NIOLockedValueBox(Mutable())
         var playout: AudioPlayout? { state.withLockedValue { $0.playout } }
@@ -86,21 +87,33 @@ public final class AudioSessions: Sendable {
         /// The UDP channels by role; registration finishes after the SETUP reply, so it is locked.
         let udp = NIOLockedValueBox<(channels: [UDPRole: any Channel], ended: Bool, setUp: Bool)>(([:], false, false))
 
-        init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?) {
+        init(connection: ConnectionContext, number: Int, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?,
+             decoding: RAOPDecodeQueue?) {
             self.connection = connection
             self.number = number
             self.stream = stream
             self.decryptor = decryptor
+            self.decoding = decoding
             timeline = SenderTimeline(sampleRate: stream.sampleRate)
             senderHost = connection.remote.map(AudioSessions.hostBytes)
         }
 
         /// What the session measured.
         var figures: StreamFigures {
-            let (requested, retransmitted) = state.withLockedValue { ($0.requested, $0.retransmitted) }
+            let (requested, retransmitted, dropped) = state.withLockedValue { ($0.requested, $0.retransmitted, $0.dropped) }
             return StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
                                  playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures,
-                                 requested: requested, retransmitted: retransmitted)
+                                 requested: requested, retransmitted: retransmitted, dropped: dropped)
+        }
+
+        /// Counts a datagram dropped before the playout; says whether to log it (the first ten
+        /// of each reason, then every thousandth).
+        func drop(_ reason: String) -> Bool {
+            state.withLockedValue { state in
+                let count = (state.dropped[reason] ?? 0) + 1
+                state.dropped[reason] = count
+                return count <= 10 || count % 1000 == 0
+            }
         }
     }
 
@@ -118,6 +131,9 @@ public final class AudioSessions: Sendable {
         public var requested = 0
         /// Retransmitted packets received.
         public var retransmitted = 0
+        /// Datagrams dropped before reaching the playout, by reason (wrong sender, not RAOP,
+        /// undecodable, decoder backlog…).
+        public var dropped: [String: Int] = [:]
         /// True once the session has ended (the figures are then the last session's).
         public var ended = false
     }
@@ -127,6 +143,7 @@ public final class AudioSessions: Sendable {
     private let authenticator: DigestAuthenticator?
     private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
+    private let decoders: any RAOPDecoderFactory
     private let takeover: AudioTakeover
     private let sessionTimeout: Double
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
@@ -140,7 +157,7 @@ public final class AudioSessions: Sendable {
 
     /// Audio sessions playing to outputs made by `makeOutput`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
-                takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying, faultDropPercent: Int = 0,
+                decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying, faultDropPercent: Int = 0,
                 logger: Logger) {
         self.faultDropPercent = faultDropPercent
         self.group = group
@@ -153,6 +170,7 @@ public final class AudioSessions: Sendable {
             identity = nil
         }
         self.makeOutput = makeOutput
+        self.decoders = decoders
         self.takeover = takeover
         self.sessionTimeout = sessionTimeout
         self.nowPlaying = nowPlaying
@@ -272,25 +290,13 @@ public final class AudioSessions: Sendable {
         } catch {
             return ControlRouter.textResponse(status: 400, "SDP: \(error)")
         }
-        var decoder: GStreamerAudioDecoder?
-        switch stream.codec {
-        case .pcm:
-            break
-        case .alac(let fmtp):
-            do {
-                decoder = try GStreamerAudioDecoder(alacFmtp: fmtp)
-            } catch {
-                return ControlRouter.textResponse(status: 415, "ALAC stream not playable: \(error.message)")
-            }
-        case .aacLC, .aacELD:
-            guard let config = stream.aacConfig else {
-                return ControlRouter.textResponse(status: 400, "mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
-            }
-            do {
-                decoder = try GStreamerAudioDecoder(aacConfig: config, sampleRate: stream.sampleRate, channels: stream.channels)
-            } catch {
-                return ControlRouter.textResponse(status: 415, "AAC stream not playable: \(error.message)")
-            }
+        if stream.codec == .aacLC || stream.codec == .aacELD, stream.aacConfig == nil {
+            return ControlRouter.textResponse(status: 400, "mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
+        }
+        do {
+            try decoders.validate(stream)
+        } catch {
+            return ControlRouter.textResponse(status: 415, "\(Self.codecName(stream.codec)) stream not playable: \(error)")
         }
         var decryptor: RAOPPacketDecryptor?
         if let wrapped = stream.rsaAESKey {
@@ -306,9 +312,9 @@ public final class AudioSessions: Sendable {
         guard stream.sampleRate == 44100, stream.channels == 2 else {
             return ControlRouter.textResponse(status: 415, "only 44100 Hz stereo is played")
         }
-        let session = Session(connection: connection, number: counter.withLockedValue { $0 += 1; return $0 }, stream: stream,
-                              decryptor: decryptor)
-        session.decoder = decoder
+        let number = counter.withLockedValue { $0 += 1; return $0 }
+        let decoding = stream.codec == .pcm ? nil : RAOPDecodeQueue(session: number, stream: stream, factory: decoders)
+        let session = Session(connection: connection, number: number, stream: stream, decryptor: decryptor, decoding: decoding)
         let outcome = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
             if let active = value, active.connection.id != connection.id, takeover == .refuse {
                 return (true, nil)
@@ -483,7 +489,12 @@ public final class AudioSessions: Sendable {
                 "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
                 "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
                 "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
+                "dropped": "\(figures.dropped.values.reduce(0, +))",
             ])
+            for (reason, count) in figures.dropped.sorted(by: { $0.key < $1.key }) {
+                logger.notice("audio datagrams dropped", metadata: ["session": "\(session.number)", "reason": "\(reason)",
+                                                                   "count": "\(count)"])
+            }
         }
     }
 
@@ -583,19 +594,11 @@ public final class AudioSessions: Sendable {
     /// An audio packet arrived: decode, ask for what is missing, hand to the playout.
     fileprivate func audioPacket(_ packet: RAOPAudioPacket, session: Session, channel: any Channel, retransmitted: Bool) {
         session.lastActivity = ProcessInfo.processInfo.systemUptime
-        guard let playout = session.playout else { return }
-        let payload = session.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
-        var samples: [Int16]
-        if let decoder = session.decoder {
-            samples = decoder.decode(payload)
-            guard !samples.isEmpty else { return }
-        } else {
-            // L16 is big-endian on the wire.
-            samples = [Int16](repeating: 0, count: payload.count / 2)
-            for index in samples.indices {
-                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
-            }
+        guard let playout = session.playout else {
+            dropped(session, "audio before SETUP finished", sequence: packet.sequence)
+            return
         }
+        let payload = session.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
         if session.state.withLockedValue({ state -> Bool in
             defer { state.paused = false }
             return state.paused
@@ -620,7 +623,26 @@ public final class AudioSessions: Sendable {
             }
             if let gap { requestResend(first: gap.first, count: gap.count, session: session, channel: channel) }
         }
-        playout.receive(timestamp: packet.timestamp, samples: samples)
+        guard let decoding = session.decoding else {
+            playout.receive(timestamp: packet.timestamp, samples: RAOPDecodeQueue.bigEndianL16(payload))
+            return
+        }
+        let timestamp = packet.timestamp, sequence = packet.sequence
+        let queued = decoding.decode(payload) { [self] result in
+            switch result {
+            case .success(let samples): playout.receive(timestamp: timestamp, samples: samples)
+            case .failure(let error): dropped(session, "\(error)", sequence: sequence)
+            }
+        }
+        if !queued { dropped(session, "decoder backlog", sequence: sequence) }
+    }
+
+    /// Counts a dropped datagram and logs it at debug (rate-limited per reason).
+    fileprivate func dropped(_ session: Session, _ reason: String, sequence: UInt16? = nil) {
+        guard session.drop(reason) else { return }
+        logger.debug("audio datagram dropped", metadata: [
+            "session": "\(session.number)", "reason": "\(reason)", "sequence": "\(sequence.map(String.init) ?? "-")",
+        ])
     }
 
     /// Sends a resend request (0x55) for `count` packets from `first` to the sender's control port.
@@ -651,10 +673,16 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        guard let session, let owner, envelope.data.readableBytes <= 65536,
-              // Only the sender whose RTSP session this is may feed it.
-              AudioSessions.hostBytes(envelope.remoteAddress) == session.senderHost,
-              let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else { return }
+        guard let session, let owner else { return }
+        // Only the sender whose RTSP session this is may feed it, from any of its ports.
+        guard AudioSessions.hostBytes(envelope.remoteAddress) == session.senderHost else {
+            owner.dropped(session, "datagram from another host (\(role))")
+            return
+        }
+        guard let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else {
+            owner.dropped(session, "not a RAOP packet (\(role), \(envelope.data.readableBytes) bytes)")
+            return
+        }
         switch (role, packet) {
         case (.audio, .audio(let audio)):
             // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
@@ -675,7 +703,7 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
             buffer.writeBytes(reply)
             context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
         default:
-            break
+            owner.dropped(session, "unexpected packet on the \(role) port")
         }
     }
 }

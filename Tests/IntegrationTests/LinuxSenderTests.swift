@@ -1,0 +1,38 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// The RAOP senders every Linux desktop has, from Debian: PulseAudio's `module-raop-sink` and
+/// PipeWire's `libpipewire-module-raop-sink`. Both send ALAC escape frames (uncompressed, with a
+/// frame count and no END element), audio from an ephemeral UDP port rather than their
+/// control or timing port, and RSA/AES or clear packets. All of it must play bit-exact.
+@Suite(.serialized) struct LinuxSenderTests {
+    private func output(_ path: String) throws -> [Int16] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The daemon's closing line for the session: `received=…`, `dropped=…`.
+    private func sessionSummary(_ daemon: LocalDaemon) -> String {
+        daemon.process.stderr.split(separator: "\n").last { $0.contains("audio session ended") }.map(String.init) ?? ""
+    }
+
+    @Test(arguments: ["RSA", "none"])
+    func pulseAudioPlaysBitExact(encryption: String) throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
+        let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let pulse = try PulseAudioRAOPSender()
+        let played = try pulse.play(padded, port: daemon.port, encryption: encryption)
+        #expect(played.status == 0, "paplay: \(played.stderr)")
+        #expect(poll(timeout: 10) { self.sessionSummary(daemon).contains("received=") }, "the session ends when the sink goes")
+        let summary = sessionSummary(daemon)
+        #expect(daemon.process.stderr.contains("codec=ALAC encrypted=\(encryption == "RSA")"))
+        #expect(summary.contains("dropped=0"), "\(summary)")
+        let comparison = sweep.compare(try output(raw))
+        #expect(comparison.offset != nil, "the sweep is found in the output; \(summary)")
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); \(summary)")
+        print("measure: PulseAudio RAOP sink (\(encryption)), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; \(summary)")
+    }
+}
