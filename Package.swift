@@ -49,7 +49,7 @@ let package = Package(
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP",
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia", "GStreamerMedia",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -70,7 +70,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
-            "AirPlayReceiver",
+            "AirPlayReceiver", "AirPlayMedia", "AirPlayWire", "GStreamerMedia",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -99,6 +99,8 @@ let package = Package(
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),

@@ -67,15 +67,15 @@ public struct ControlRouter: Sendable {
         } else if request.path == "/now-playing", request.method == "GET", let audio = activeAudio {
             response = Self.nowPlaying(audio, connection: connection)
         } else if request.version.isRTSP, AudioSessions.methods.contains(request.method) {
-            response = Self.textResponse(status: activeAudio == nil ? 405 : 454,
+            response = AirPlayResponse.text(status: activeAudio == nil ? 405 : 454,
                                          activeAudio == nil ? "audio is turned off on this receiver" : "no connection context")
         } else if request.version.isRTSP, !["GET", "POST"].contains(request.method) {
-            response = Self.textResponse(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")
+            response = AirPlayResponse.text(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")
         } else if request.path == "/reverse", request.method == "POST", activeVideo != nil {
             (response, upgrade) = Self.reverse(request)
         } else if request.path.hasPrefix("/hls/"), let gateway = hlsGateway {
             guard request.method == "GET", Self.isLoopback(connection) else {
-                response = Self.textResponse(status: 403, "/hls/ is the player's own, served on loopback only")
+                response = AirPlayResponse.text(status: 403, "/hls/ is the player's own, served on loopback only")
                 response.version = request.version
                 Self.addCommonHeaders(&response, cseq: request.cseq)
                 return ControlReply(response: response, upgradeToEventChannel: nil)
@@ -111,7 +111,7 @@ public struct ControlRouter: Sendable {
     }
 
     static func nowPlaying(_ audio: AudioSessions, connection: ConnectionContext?) -> AirPlayResponse {
-        guard isLoopback(connection) else { return textResponse(status: 403, "/now-playing is served to programs on this box only") }
+        guard isLoopback(connection) else { return AirPlayResponse.text(status: 403, "/now-playing is served to programs on this box only") }
         var body = ByteBuffer()
         body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures))
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
@@ -120,7 +120,7 @@ public struct ControlRouter: Sendable {
     /// `POST /reverse` with `Upgrade: PTTH/1.0`: 101, and the connection carries the session's events.
     static func reverse(_ request: AirPlayRequest) -> (AirPlayResponse, String?) {
         guard request.headers["Upgrade"]?.uppercased() == "PTTH/1.0" else {
-            return (textResponse(status: 400, "POST /reverse needs Upgrade: PTTH/1.0"), nil)
+            return (AirPlayResponse.text(status: 400, "POST /reverse needs Upgrade: PTTH/1.0"), nil)
         }
         let session = request.headers["X-Apple-Session-ID"] ?? "anonymous"
         return (AirPlayResponse(status: 101, headers: ["Upgrade": "PTTH/1.0", "Connection": "Upgrade"]), session)
@@ -128,7 +128,7 @@ public struct ControlRouter: Sendable {
 
     /// The response to a request the decoder refused.
     public func respond(to rejection: RequestRejection) -> AirPlayResponse {
-        var response = Self.textResponse(status: rejection.status, rejection.reason)
+        var response = AirPlayResponse.text(status: rejection.status, rejection.reason)
         response.version = rejection.version.name == "PTTH" ? .http11 : rejection.version
         if rejection.closesConnection { response.headers.add(name: "Connection", value: "close") }
         Self.addCommonHeaders(&response, cseq: rejection.cseq)
@@ -138,10 +138,10 @@ public struct ControlRouter: Sendable {
     private func route(_ request: AirPlayRequest) -> AirPlayResponse {
         let path = request.path
         guard let methods = routes[path] else {
-            return Self.textResponse(status: 404, "no resource at \(path.prefix(200))")
+            return AirPlayResponse.text(status: 404, "no resource at \(path.prefix(200))")
         }
         guard methods.contains(request.method) else {
-            var response = Self.textResponse(status: 405, "\(request.method) is not allowed on \(path)")
+            var response = AirPlayResponse.text(status: 405, "\(request.method) is not allowed on \(path)")
             response.headers.add(name: "Allow", value: methods.joined(separator: ", "))
             return response
         }
@@ -150,7 +150,7 @@ public struct ControlRouter: Sendable {
             return Self.plistResponse(serverInfo().propertyList, format: Self.negotiatePlistFormat(request))
         default:
             if let video = activeVideo, VideoSessions.routes[path] != nil { return video.respond(to: request) }
-            return Self.textResponse(status: 404, "no resource at \(path)")
+            return AirPlayResponse.text(status: 404, "no resource at \(path)")
         }
     }
 
@@ -173,9 +173,12 @@ public struct ControlRouter: Sendable {
         return AirPlayResponse(status: status, headers: ["Content-Type": format.contentType], body: body)
     }
 
-    static func textResponse(status: Int, _ text: String) -> AirPlayResponse {
-        AirPlayResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"],
-                        body: ByteBuffer(string: text + "\n"))
+    /// A response made ready to send for a request of `version` with `cseq`: version, `Server`, `CSeq`.
+    func finish(_ response: AirPlayResponse, version: ProtocolVersion, cseq: String?) -> AirPlayResponse {
+        var response = response
+        response.version = version
+        Self.addCommonHeaders(&response, cseq: cseq)
+        return response
     }
 
     private static func addCommonHeaders(_ response: inout AirPlayResponse, cseq: String?) {

@@ -4,20 +4,39 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
+/// How many control connections are served and how long each may wait.
+public struct ControlConnectionPolicy: Hashable, Sendable {
+    /// Connections served at once; the next gets 503 and is closed.
+    public var maxConnections: Int
+    /// Request and idle time-outs.
+    public var timeouts: ConnectionTimeouts.Limits
+
+    /// A policy from its parts.
+    public init(maxConnections: Int, timeouts: ConnectionTimeouts.Limits) {
+        self.maxConnections = maxConnections
+        self.timeouts = timeouts
+    }
+
+    /// 32 connections, 10 s per request, 120 s idle.
+    public static let `default` = ControlConnectionPolicy(maxConnections: 32, timeouts: .default)
+}
+
 /// The TCP control port: HTTP and RTSP requests framed by `AirPlayRequestDecoder`, answered by a `ControlRouter`.
 public final class ControlServer: Sendable {
     private let group: any EventLoopGroup
     private let router: ControlRouter
     private let logger: Logger
     private let limits: RequestLimits
+    private let policy: ControlConnectionPolicy
     private let connections = ConnectionRegistry()
     private let events: EventChannels?
     private let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
 
     /// A server; call `bind` to listen.
     public init(group: any EventLoopGroup, router: ControlRouter, events: EventChannels? = nil,
-                limits: RequestLimits = .default, logger: Logger) {
+                limits: RequestLimits = .default, policy: ControlConnectionPolicy = .default, logger: Logger) {
         self.events = events
+        self.policy = policy
         self.group = group
         self.router = router
         self.limits = limits
@@ -31,11 +50,13 @@ public final class ControlServer: Sendable {
         let limits = self.limits
         let connections = self.connections
         let events = self.events
+        let policy = self.policy
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
+                let overLimit = connections.count >= policy.maxConnections
                 connections.add(channel)
                 var connectionLogger = logger
                 connectionLogger[metadataKey: "peer"] = "\(channel.remoteAddress.map(Self.describe) ?? "unknown")"
@@ -46,13 +67,19 @@ public final class ControlServer: Sendable {
                     router.audio?.connectionClosed(ObjectIdentifier(channel))
                     sessionLogger.info("control connection closed")
                 }
+                let clock = ConnectionClock(limits: policy.timeouts)
+                let id = ObjectIdentifier(channel)
                 return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
+                        clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, logger: sessionLogger))
                     try channel.pipeline.syncOperations.addHandler(
                         ResponseWriter(), name: ControlConnectionHandler.encoderName)
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)), name: ControlConnectionHandler.decoderName)
                     try channel.pipeline.syncOperations.addHandler(
-                        ControlConnectionHandler(router: router, events: events, logger: sessionLogger))
+                        ControlConnectionHandler(router: router, events: events, clock: clock, refuse: overLimit
+                            ? "this receiver serves \(policy.maxConnections) connections at once; try again later" : nil,
+                            logger: sessionLogger), name: ControlConnectionHandler.handlerName)
                 }
             }
         let channel: any Channel
@@ -85,112 +112,6 @@ public final class ControlServer: Sendable {
         case .v6: "[\(address.ipAddress ?? "?")]:\(address.port ?? 0)"
         default: "\(address)"
         }
-    }
-}
-
-/// Answers each decoded request in order on one connection.
-final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = InboundRequest
-    typealias OutboundOut = AirPlayResponse
-
-    static let encoderName = "airplay-response-encoder"
-    static let decoderName = "airplay-request-decoder"
-
-    private let router: ControlRouter
-    private let events: EventChannels?
-    private let logger: Logger
-    private var upgraded = false
-    /// Writes waiting for a deferred answer before them (so responses keep request order).
-    private var pendingWrites: EventLoopFuture<Void>?
-
-    init(router: ControlRouter, events: EventChannels?, logger: Logger) {
-        self.router = router
-        self.events = events
-        self.logger = logger
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !upgraded else { return }
-        switch unwrapInboundIn(data) {
-        case .request(let request):
-            let channel = context.channel
-            let connection = ConnectionContext(id: ObjectIdentifier(channel), local: channel.localAddress,
-                                               remote: channel.remoteAddress, close: { channel.close(promise: nil) })
-            let reply = router.reply(to: request, connection: connection)
-            let response = reply.response
-            logger.debug("request", metadata: [
-                "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
-                "response.status": "\(reply.deferred == nil ? String(response.status) : "deferred")",
-            ])
-            if let deferred = reply.deferred {
-                // Answers that take I/O are written when ready, still in request order.
-                let eventLoop = context.eventLoop
-                let previous = pendingWrites ?? eventLoop.makeSucceededVoidFuture()
-                let next = previous.flatMap { deferred(eventLoop) }.flatMap { answer in
-                    channel.writeAndFlush(NIOAny(answer))
-                }.recover { _ in }
-                pendingWrites = next
-                return
-            }
-            if let pending = pendingWrites, reply.upgradeToEventChannel == nil {
-                pendingWrites = pending.flatMap { channel.writeAndFlush(NIOAny(response)) }.recover { _ in }
-                return
-            }
-            guard let session = reply.upgradeToEventChannel, let events else {
-                context.writeAndFlush(wrapOutboundOut(response), promise: nil)
-                return
-            }
-            upgraded = true
-            upgrade(context: context, response: response, session: session, events: events)
-        case .rejected(let rejection):
-            logger.notice("request refused", metadata: [
-                "response.status": "\(rejection.status)", "reason": "\(rejection.reason)",
-            ])
-            let response = router.respond(to: rejection)
-            let channel = context.channel
-            // Behind any answer still being prepared, so responses keep request order.
-            let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {
-                channel.writeAndFlush(NIOAny(response))
-            }
-            pendingWrites = write.recover { _ in }
-            if rejection.closesConnection {
-                let channel = context.channel
-                write.whenComplete { _ in channel.close(promise: nil) }
-            }
-        }
-    }
-
-    /// After the 101, the connection is ours to write requests on: drop the HTTP codecs and
-    /// ignore whatever the sender answers (its replies to our `POST /event`).
-    private func upgrade(context: ChannelHandlerContext, response: AirPlayResponse, session: String, events: EventChannels) {
-        let channel = context.channel
-        let pipeline = context.pipeline
-        let logger = self.logger
-        let replies = EventChannelReplies()
-        context.writeAndFlush(wrapOutboundOut(response)).flatMap {
-            pipeline.removeHandler(name: Self.decoderName)
-        }.flatMap {
-            pipeline.removeHandler(name: Self.encoderName)
-        }.flatMap {
-            pipeline.removeHandler(self)
-        }.flatMap {
-            pipeline.addHandler(replies)
-        }.whenComplete { result in
-            switch result {
-            case .success:
-                events.register(sessionID: session, channel: channel, replies: replies)
-                logger.info("event channel open", metadata: ["session": "\(session)"])
-            case .failure(let error):
-                logger.warning("event channel upgrade failed", metadata: ["error": "\(error)"])
-                channel.close(promise: nil)
-            }
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.
-        logger.info("control connection error", metadata: ["error": "\(error)"])
-        context.close(promise: nil)
     }
 }
 

@@ -15,7 +15,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var audio: Bool
     /// A password protects the receiver.
     public var passwordRequired: Bool
-    /// ALAC can be decoded (an ALAC decoder is installed).
+    /// ALAC can be decoded (airplayd always can: it has its own decoder).
     public var alac: Bool
     /// AAC-LC can be decoded (an AAC decoder is installed).
     public var aac: Bool

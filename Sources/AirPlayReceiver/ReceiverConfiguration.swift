@@ -35,6 +35,12 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var password: String = ""
     /// Seconds without RTSP or RTP after which an audio session ends (`audio_session_timeout`).
     public var audioSessionTimeout: Int = 30
+    /// Control connections served at once (`max_connections`); more get 503.
+    public var maxConnections: Int = 32
+    /// Seconds a request may take to arrive whole (`request_timeout`); then 408 and close.
+    public var requestTimeout: Int = 10
+    /// Seconds a control connection may sit with nothing in flight (`idle_timeout`).
+    public var idleTimeout: Int = 120
     /// The largest video the display shows (`video_max_resolution`): HLS variants above it are left out.
     public var videoMaxResolution: String = "3840x2160"
     /// Whether the display shows HDR (`video_hdr`): PQ and HLG variants are left out when not.
@@ -136,6 +142,12 @@ public struct ConfigurationKey: Sendable {
               summary: "Password AirPlay audio senders must give (RFC 2617 Digest, realm raop); advertised as pw=true."),
         .init(name: "audio_session_timeout", allowed: "an integer from 2 to 3600 (seconds)",
               summary: "An audio sender that sends neither RTSP nor RTP for this long is dropped and the output freed; default 30."),
+        .init(name: "max_connections", allowed: "an integer from 2 to 1024",
+              summary: "Control connections served at once; the next one gets 503 Service Unavailable; default 32."),
+        .init(name: "request_timeout", allowed: "an integer from 1 to 300 (seconds)",
+              summary: "A request must arrive whole this long after its first byte, or 408 and the connection closes; default 10."),
+        .init(name: "idle_timeout", allowed: "an integer from 5 to 86400 (seconds)",
+              summary: "A control connection with nothing in flight (and no audio session) closes after this long; default 120."),
         .init(name: "audio_takeover", allowed: "\"replace\" or \"refuse\"",
               summary: "An audio sender arriving while another streams takes over (default) or is refused with 453."),
         .init(name: "video_max_resolution", allowed: "WIDTHxHEIGHT, e.g. \"1920x1080\"",
@@ -194,6 +206,12 @@ extension ReceiverConfiguration {
         func wrongType() -> ConfigurationError {
             ConfigurationError(key: key, message: "must be \(rule), got \(Self.describe(value))")
         }
+        /// An integer key within its range.
+        func integer(in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+            guard value.type == .int, let number = value.int else { throw wrongType() }
+            guard range.contains(number) else { throw ConfigurationError(key: key, message: "must be \(rule), got \(number)") }
+            return number
+        }
         switch key {
         case "name":
             guard let text = value.string, value.type == .string else { throw wrongType() }
@@ -237,9 +255,13 @@ extension ReceiverConfiguration {
             }
             videoTakeover = text
         case "audio_session_timeout":
-            guard value.type == .int, let number = value.int else { throw wrongType() }
-            guard (2...3600).contains(number) else { throw ConfigurationError(key: key, message: "must be \(rule), got \(number)") }
-            audioSessionTimeout = number
+            audioSessionTimeout = try integer(in: 2...3600)
+        case "max_connections":
+            maxConnections = try integer(in: 2...1024)
+        case "request_timeout":
+            requestTimeout = try integer(in: 1...300)
+        case "idle_timeout":
+            idleTimeout = try integer(in: 5...86400)
         case "password":
             guard value.type == .string, let text = value.string else { throw wrongType() }
             guard text.utf8.count <= 64 else { throw ConfigurationError(key: key, message: "must be at most 64 bytes") }

@@ -3,7 +3,6 @@ import AirPlayHLS
 import AirPlayMedia
 import AirPlayWire
 import Foundation
-import GStreamerMedia
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -21,46 +20,49 @@ public final class ReceiverDaemon: Service, Sendable {
     private let logger: Logger
     private let notifier: SystemdNotifier
     private let reloadConfiguration: @Sendable () throws -> ReceiverConfiguration
+    private let media: any ReceiverMediaEngine
 
-    /// A daemon for a validated configuration.
+    /// A daemon for a validated configuration, playing through `media`.
     /// - Parameter reloadConfiguration: reads the configuration again on SIGHUP (`systemctl reload`).
-    public init(configuration: ReceiverConfiguration, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(),
+    public init(configuration: ReceiverConfiguration, media: any ReceiverMediaEngine, logger: Logger,
+                notifier: SystemdNotifier = SystemdNotifier(),
                 reloadConfiguration: @escaping @Sendable () throws -> ReceiverConfiguration) {
+        self.media = media
         self.configuration = configuration
         self.logger = logger
         self.notifier = notifier
         self.reloadConfiguration = reloadConfiguration
     }
 
-    /// Capabilities from the configuration, limited to what the installed GStreamer can do.
-    public static func detectCapabilities(_ configuration: ReceiverConfiguration, logger: Logger) -> ReceiverCapabilities {
+    /// Capabilities from the configuration, limited to what the installed media stack can do.
+    public static func detectCapabilities(_ configuration: ReceiverConfiguration, media: any ReceiverMediaEngine,
+                                          logger: Logger) -> ReceiverCapabilities {
         var video = configuration.videoEnabled
-        if video && !GStreamerRuntime.hasElement("playbin") {
+        if video && !media.canPlayURLs {
             logger.warning("video turned off: GStreamer has no playbin (install gstreamer1.0-plugins-base)")
             video = false
         }
-        let hls = video && (GStreamerRuntime.hasElement("hlsdemux") || GStreamerRuntime.hasElement("hlsdemux2"))
+        let hls = video && media.canPlayHLS
         if video && !hls {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
                                     passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty,
-                                    alac: GStreamerRuntime.hasElement("avdec_alac"), aac: GStreamerRuntime.hasElement("avdec_aac"))
+                                    alac: true, aac: media.canDecodeAAC)
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.
     private func makeVideoSessions(events: EventChannels) -> VideoSessions {
-        let playerConfiguration = PlaybinPlayer.Configuration(videoSink: configuration.videoSink,
-                                                              audioOutput: configuration.audioOutput)
+        let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput)
         return VideoSessions(
-            makePlayer: { () throws(MediaError) -> any MediaPlayer in try PlaybinPlayer(configuration: playerConfiguration) },
+            makePlayer: { () throws(MediaError) -> any MediaPlayer in
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: false)
+            },
             policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
             events: events, gateway: makeHLSGateway(events: events),
             makeTrickPlayer: { () throws(MediaError) -> any MediaPlayer in
-                var trick = playerConfiguration
-                trick.element = "playbin"
-                return try PlaybinPlayer(configuration: trick)
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: true)
             }, logger: logger)
     }
 
@@ -71,7 +73,7 @@ public final class ReceiverDaemon: Service, Sendable {
         let policy = VariantPolicy(
             maximumResolution: Resolution(width: size.first ?? 3840, height: size.last ?? 2160), hdr: configuration.videoHDR,
             passthrough: configuration.audioPassthrough,
-            canDecode: { codec in (VariantPolicy.decoders[codec] ?? []).contains(where: GStreamerRuntime.hasElement) })
+            canDecode: { [media] codec in media.canDecode(codec: codec) })
         return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
                           requestKey: { sessionID, uri in await events.requestKey(sessionID: sessionID, uri: uri) },
                           logger: logger)
@@ -79,14 +81,14 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// RAOP sessions playing to the configured audio output.
     private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID) -> AudioSessions {
-        let output = configuration.audioOutput
+        let (output, media) = (configuration.audioOutput, self.media)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
             makeOutput: { () throws -> any PCMOutput in
                 if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
-                return try GStreamerPCMOutput(sink: output)
+                return try media.makePCMOutput(sink: output)
             },
-            decoders: NativeAndGStreamerDecoders(),
+            decoders: media.raopDecoders,
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(),
             faultDropPercent: Self.faultDropPercent(logger: logger), logger: logger)
@@ -116,6 +118,9 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
         if old.password != new.password { keys.append("password") }
         if old.audioSessionTimeout != new.audioSessionTimeout { keys.append("audio_session_timeout") }
+        if old.maxConnections != new.maxConnections { keys.append("max_connections") }
+        if old.requestTimeout != new.requestTimeout { keys.append("request_timeout") }
+        if old.idleTimeout != new.idleTimeout { keys.append("idle_timeout") }
         if old.videoMaxResolution != new.videoMaxResolution { keys.append("video_max_resolution") }
         if old.videoHDR != new.videoHDR { keys.append("video_hdr") }
         if old.audioPassthrough != new.audioPassthrough { keys.append("audio_passthrough") }
@@ -125,8 +130,8 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
-        logger.info("starting", metadata: ["gstreamer": "\(GStreamerRuntime.version)"])
-        let capabilities = Self.detectCapabilities(configuration, logger: logger)
+        logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
+        let capabilities = Self.detectCapabilities(configuration, media: media, logger: logger)
         let store = DeviceIdentityStore(directory: configuration.stateDirectory)
         let identity: (id: DeviceID, source: DeviceIDSource)
         do {
@@ -139,18 +144,18 @@ public final class ReceiverDaemon: Service, Sendable {
 
         let currentName = NIOLockedValueBox(configuration.name)
         let currentCapabilities = NIOLockedValueBox(capabilities)
-        let playbackPossible = GStreamerRuntime.hasElement("playbin")
+        let playbackPossible = media.canPlayURLs
         if capabilities.video {
             // A sink description that does not parse is a configuration error, caught at start.
             do {
-                _ = try PlaybinPlayer.makeSink(configuration.videoSink)
+                try media.validateSink(configuration.videoSink)
             } catch {
                 throw ConfigurationError(key: "video_sink", message: error.message)
             }
         }
-        if capabilities.video || capabilities.audio {
+        if (capabilities.video || capabilities.audio) && !configuration.audioOutput.hasPrefix("raw:") {
             do {
-                _ = try PlaybinPlayer.makeSink(PlaybinPlayer.audioDescription(configuration.audioOutput))
+                try media.validateSink(configuration.audioOutput)
             } catch {
                 throw ConfigurationError(key: "audio_output", message: error.message)
             }
@@ -166,7 +171,10 @@ public final class ReceiverDaemon: Service, Sendable {
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
-        let server = ControlServer(group: group, router: router, events: events, logger: logger)
+        let policy = ControlConnectionPolicy(
+            maxConnections: configuration.maxConnections,
+            timeouts: .init(requestTimeout: Double(configuration.requestTimeout), idleTimeout: Double(configuration.idleTimeout)))
+        let server = ControlServer(group: group, router: router, events: events, policy: policy, logger: logger)
         let port: Int
         do {
             port = try await server.bind(port: configuration.port)
@@ -212,12 +220,12 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
 
-        let reloader = Task { [configuration, reloadConfiguration] in
+        let reloader = Task { [configuration, reloadConfiguration, media] in
             for await _ in hangups {
                 notifier.send("RELOADING=1\nSTATUS=Reloading configuration")
                 do {
                     let fresh = try reloadConfiguration()
-                    var newCapabilities = Self.detectCapabilities(fresh, logger: logger)
+                    var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
                     // The password itself only changes with a restart, so the pw flag stays as it is.
                     newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
                     for key in Self.keysNeedingRestart(old: configuration, new: fresh) {
@@ -249,39 +257,5 @@ public final class ReceiverDaemon: Service, Sendable {
         await server.shutdown()
         try? await group.shutdownGracefully()
         logger.info("stopped")
-    }
-}
-
-/// The decoders airplayd plays RAOP with: ALAC in Swift (no pipeline, bit-exact with FFmpeg),
-/// AAC-LC and AAC-ELD through GStreamer's `avdec_aac`.
-struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
-    func validate(_ stream: RAOPStreamDescription) throws(AudioDecodeError) {
-        switch stream.codec {
-        case .pcm:
-            return
-        case .alac(let fmtp):
-            _ = try ALACDecoder.Configuration(fmtp: fmtp)
-        case .aacLC, .aacELD:
-            guard stream.aacConfig != nil else {
-                throw .malformed("mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
-            }
-            guard GStreamerRuntime.hasElement("avdec_aac") else { throw .unsupported("no AAC decoder: install gstreamer1.0-libav") }
-        }
-    }
-
-    func makeDecoder(for stream: RAOPStreamDescription) throws(AudioDecodeError) -> (any AudioDecoder)? {
-        switch stream.codec {
-        case .pcm:
-            return nil
-        case .alac(let fmtp):
-            return try ALACDecoder(fmtp: fmtp)
-        case .aacLC, .aacELD:
-            guard let config = stream.aacConfig else { throw .malformed("no AudioSpecificConfig") }
-            do {
-                return try GStreamerAudioDecoder(aacConfig: config, sampleRate: stream.sampleRate, channels: stream.channels)
-            } catch {
-                throw .unsupported(error.message)
-            }
-        }
     }
 }

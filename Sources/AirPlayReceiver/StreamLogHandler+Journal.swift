@@ -33,8 +33,17 @@ public struct JournalAwareLogHandler: LogHandler {
     }
 
     /// Formats and writes one event.
+    public func log(event: LogEvent) {
+        emit(level: event.level, message: event.message, metadata: event.metadata)
+    }
+
+    /// Formats and writes one event (the entry point of swift-log before `LogEvent`).
     public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
                     source: String, file: String, function: String, line: UInt) {
+        emit(level: level, message: message, metadata: explicit)
+    }
+
+    private func emit(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?) {
         var merged = metadata
         if let explicit { merged.merge(explicit) { _, new in new } }
         let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.quote("\($0.value)"))" }

@@ -317,17 +317,19 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
             let held = Double(Int64(bitPattern: timing.transmit &- timing.receive)) / 4_294_967_296
             let roundTrip = arrival - sent - max(0, held)
             if roundTrip >= 0, roundTrip < 5 { roundTrips.withLockedValue { $0 = ($0 + [roundTrip]).suffix(64) } }
-        default:
+        case .resendRequest(let request):
             // Only the receiver may ask for retransmissions: anyone else could use us as an amplifier.
-            guard bytes.count >= 8, bytes[1] & 0x7F == 0x55, envelope.remoteAddress.ipAddress == receiverIP else { return }
-            let first = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
-            let count = min(UInt16(bytes[6]) << 8 | UInt16(bytes[7]), UInt16(RAOPLink.backlogSize))
+            guard envelope.remoteAddress.ipAddress == receiverIP else { return }
+            let first = request.first
+            let count = min(request.count, UInt16(RAOPLink.backlogSize))
             for offset in 0..<count {
                 guard let packet = backlog.withLockedValue({ $0[first &+ offset] }) else { continue }
                 write([0x80, 0xD6, UInt8((first &+ offset) >> 8), UInt8((first &+ offset) & 0xFF)] + packet,
                       to: envelope.remoteAddress, context: context)
                 resent.withLockedValue { $0 += 1 }
             }
+        default:
+            break
         }
     }
 

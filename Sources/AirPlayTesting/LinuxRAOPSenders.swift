@@ -21,7 +21,7 @@ public final class PulseAudioRAOPSender: @unchecked Sendable {
         let script = "load-module module-null-sink sink_name=idle\nload-module module-native-protocol-unix\n"
         try script.write(toFile: directory + "/default.pa", atomically: true, encoding: .utf8)
         daemon = try ManagedProcess(try Self.path("pulseaudio"), [
-            "-n", "-F", directory + "/default.pa", "--daemonize=no", "--exit-idle-time=-1", "--log-target=stderr",
+            "-n", "-F", directory + "/default.pa", "--daemonize=no", "--exit-idle-time=-1", "--log-target=stderr", "-v",
         ], environment: environment, directory: directory, label: "pulseaudio")
         let ready = poll(timeout: 10) { FileManager.default.fileExists(atPath: self.directory + "/pulse/native") || !self.daemon.isRunning }
         guard ready, daemon.isRunning else { throw TestHostError("pulseaudio did not start: \(daemon.stderr)") }
@@ -34,13 +34,18 @@ public final class PulseAudioRAOPSender: @unchecked Sendable {
 
     /// Plays a WAV file to the receiver at 127.0.0.1:`port` with `encryption` (`RSA` or `none`)
     /// and ALAC, then unloads the sink (which ends the RTSP session). Returns paplay's result.
-    public func play(_ wav: String, port: Int, encryption: String, timeout: Double = 60) throws -> CommandResult {
+    /// `sinkReady` tells when the receiver has answered the sink's first OPTIONS: a stream
+    /// started before that can leave the sink waiting for ever.
+    public func play(_ wav: String, port: Int, encryption: String, timeout: Double = 60,
+                     sinkReady: () -> Bool = { true }) throws -> CommandResult {
         let load = try runCommand(try Self.path("pactl"), [
             "load-module", "module-raop-sink", "server=127.0.0.1:\(port)", "protocol=UDP", "encryption=\(encryption)",
             "codec=ALAC", "sink_name=raop",
         ], environment: environment, timeout: 10)
         guard load.status == 0 else { throw TestHostError("module-raop-sink: \(load.stderr)") }
         let module = load.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard poll(timeout: 10, sinkReady) else { throw TestHostError("the RAOP sink never asked the receiver for OPTIONS") }
+        Thread.sleep(forTimeInterval: 0.5)
         let played = try runCommand(try Self.path("paplay"), ["-d", "raop", wav], environment: environment, timeout: timeout)
         _ = try runCommand(try Self.path("pactl"), ["unload-module", module], environment: environment, timeout: 10)
         return played
@@ -67,5 +72,119 @@ public enum PaddedSweep {
         ], timeout: 60)
         guard result.status == 0 else { throw TestHostError("ffmpeg: \(result.stderr)") }
         return padded
+    }
+}
+
+/// PipeWire's `libpipewire-module-raop-sink` (Debian's pipewire 0.3.65) as a RAOP sender: a
+/// private `pipewire` with no session manager, no D-Bus and a dummy driver, whose RAOP sink
+/// points at one receiver; `pw-play` is linked to it by hand with `pw-link`.
+///
+/// What it takes, found the hard way: `module-access` (without it every client waits for
+/// permissions that never come), `adapter.auto-port-config` on both nodes (no session manager
+/// makes ports), and a 352-frame quantum (0.3.65 otherwise rounds the sink's packets to 256
+/// frames and sends them in bursts). The sink only connects to the receiver once audio flows.
+public final class PipeWireRAOPSender: @unchecked Sendable {
+    private let directory: String
+    private let daemon: ManagedProcess
+    private let environment: [String: String]
+    private static let sink = "raop_sink"
+    private static let autoPorts = "{ mode = dsp monitor = false control = false position = preserve }"
+
+    /// Starts the private PipeWire with its sink aimed at 127.0.0.1:`port`, encrypting with
+    /// `encryption` (`RSA` or `none`); returns once the sink's ports exist.
+    public init(port: Int, encryption: String) throws {
+        try TestHost.require(["pipewire", "pw-play", "pw-link"])
+        directory = Products.scratchDirectory("pipewire")
+        let runtime = directory + "/run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        environment = ["XDG_RUNTIME_DIR": runtime, "PIPEWIRE_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "disabled:",
+                       "DBUS_SYSTEM_BUS_ADDRESS": "disabled:", "HOME": directory]
+        let config = """
+            context.properties = {
+                core.daemon = true
+                core.name = pipewire-0
+                support.dbus = false
+                default.clock.rate = 44100
+                default.clock.allowed-rates = [ 44100 ]
+                default.clock.quantum = 352
+                default.clock.min-quantum = 352
+                default.clock.max-quantum = 352
+                clock.power-of-two-quantum = false
+            }
+            context.spa-libs = {
+                audio.convert.* = audioconvert/libspa-audioconvert
+                support.* = support/libspa-support
+            }
+            context.modules = [
+                { name = libpipewire-module-rt args = { nice.level = -11 rt.prio = 88 } flags = [ ifexists nofail ] }
+                { name = libpipewire-module-protocol-native }
+                { name = libpipewire-module-access args = { } }
+                { name = libpipewire-module-client-node }
+                { name = libpipewire-module-adapter }
+                { name = libpipewire-module-spa-node-factory }
+                { name = libpipewire-module-metadata }
+                { name = libpipewire-module-link-factory }
+                { name = libpipewire-module-raop-sink
+                  args = {
+                      raop.hostname = "127.0.0.1"
+                      raop.port = \(port)
+                      raop.transport = "udp"
+                      raop.encryption.type = "\(encryption)"
+                      raop.audio.codec = "ALAC"
+                      stream.props = { node.name = "\(Self.sink)" media.class = "Audio/Sink" adapter.auto-port-config = \(Self.autoPorts) }
+                  }
+                }
+            ]
+            context.objects = [
+                { factory = spa-node-factory
+                  args = { factory.name = support.node.driver node.name = Dummy-Driver node.group = pipewire.dummy priority.driver = 20000 } }
+            ]
+            """
+        // A file name of its own: no drop-in directory under /etc or /usr applies to it.
+        let path = directory + "/airplay-test-raop.conf"
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        daemon = try ManagedProcess(try PulseAudioRAOPSender.path("pipewire"), ["-c", path], environment: environment,
+                                    directory: directory, label: "pipewire")
+        guard poll(timeout: 10, interval: 0.1, { self.ports(inputs: true, of: Self.sink).count >= 2 || !self.daemon.isRunning }),
+              daemon.isRunning else {
+            throw TestHostError("pipewire's RAOP sink did not appear: \(daemon.stderr.suffix(2000))")
+        }
+    }
+
+    deinit {
+        daemon.stop(grace: 3)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The log so far.
+    public var log: String { daemon.stderr }
+
+    /// The input (or output) ports of a node, as `pw-link` names them.
+    private func ports(inputs: Bool, of node: String) -> [String] {
+        guard let link = try? PulseAudioRAOPSender.path("pw-link"),
+              let result = try? runCommand(link, [inputs ? "-i" : "-o"], environment: environment, timeout: 5) else { return [] }
+        return result.stdout.split(separator: "\n").map(String.init).filter { $0.hasPrefix(node + ":") }
+    }
+
+    /// Plays a WAV file through the sink to its end (left to left, right to right).
+    public func play(_ wav: String, timeout: Double = 60) throws {
+        let name = "raop_test_play"
+        let player = try ManagedProcess(try PulseAudioRAOPSender.path("pw-play"), [
+            "--target", "0", "-P", "{ node.name = \(name) node.autoconnect = false adapter.auto-port-config = \(Self.autoPorts) }", wav,
+        ], environment: environment, directory: directory, label: "pw-play")
+        guard poll(timeout: 10, interval: 0.1, { self.ports(inputs: false, of: name).count >= 2 || !player.isRunning }) else {
+            throw TestHostError("pw-play's ports did not appear: \(player.stderr)")
+        }
+        let link = try PulseAudioRAOPSender.path("pw-link")
+        for port in ports(inputs: false, of: name) {
+            let channel = port.split(separator: "_").last.map(String.init) ?? ""
+            let result = try runCommand(link, [port, "\(Self.sink):playback_\(channel)"], environment: environment, timeout: 5)
+            guard result.status == 0 else { throw TestHostError("pw-link \(port): \(result.stderr)") }
+        }
+        guard let status = player.waitForExit(timeout: timeout) else {
+            player.stop()
+            throw TestHostError("pw-play did not finish in \(timeout) s")
+        }
+        guard status == 0 else { throw TestHostError("pw-play exited with \(status): \(player.stderr)") }
     }
 }

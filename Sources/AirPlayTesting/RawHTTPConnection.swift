@@ -99,6 +99,22 @@ public final class RawHTTPConnection: @unchecked Sendable {
         return nil
     }
 
+    /// Waits until the peer closes the connection (after reading anything it still sends);
+    /// false when it is still open after `timeout` seconds.
+    public func waitForClose(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while deadline.timeIntervalSinceNow > 0 {
+            do {
+                try receive(timeout: deadline.timeIntervalSinceNow)
+            } catch let error as TestHostError where error.description.contains("closed") {
+                return true
+            } catch {
+                return false
+            }
+        }
+        return false
+    }
+
     private func receive(timeout: Double) throws {
         var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         let ready = poll(&pollDescriptor, 1, Int32(max(1, timeout * 1000)))

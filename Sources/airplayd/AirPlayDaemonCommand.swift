@@ -56,7 +56,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
         let logger = Logger(label: "airplayd")
         let command = self
-        let daemon = ReceiverDaemon(configuration: settings, logger: logger) { try command.resolveConfiguration() }
+        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(), logger: logger) {
+            try command.resolveConfiguration()
+        }
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],

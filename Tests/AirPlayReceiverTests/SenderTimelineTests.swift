@@ -38,6 +38,24 @@ import Testing
         #expect(abs((figures.roundTripMilliseconds ?? 0) - 2) < 0.01)
     }
 
+    /// PipeWire 0.3.65's sync packets say "now minus latency" = "next": no latency at all. The
+    /// receiver gives such a sender its own buffer (0.5 s), so the first frame is not already
+    /// late when it arrives; a sender that asks for more (pyatv's 1.5 s) gets what it asks.
+    @Test func aSenderClaimingNoLatencyGetsTheFloor() throws {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0.5)
+        let (reply, arrival) = sender.reply(sentAt: 100)
+        timeline.addTimingReply(reply, arrival: arrival)
+        timeline.addSync(Self.sync(playing: 44100, next: 44100, at: sender.clock(100.5)), arrival: 100.5)
+        #expect(abs(try #require(timeline.localTime(of: 44100)) - 101.0) < 1e-5, "sent at 100.5, heard at 101")
+        #expect(timeline.figures.senderClock)
+
+        let generous = SenderTimeline(sampleRate: 44100, minimumLatency: 0.5)
+        generous.addTimingReply(reply, arrival: arrival)
+        generous.addSync(Self.sync(playing: 0, next: 66150, at: sender.clock(100.5)), arrival: 100.5)
+        #expect(abs(try #require(generous.localTime(of: 66150)) - 102.0) < 1e-5, "1.5 s after it was sent")
+    }
+
     @Test func aSlowExchangeDoesNotMoveTheOffset() throws {
         let sender = FakeSender()
         let timeline = SenderTimeline(sampleRate: 44100)

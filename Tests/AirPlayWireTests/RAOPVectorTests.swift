@@ -210,6 +210,7 @@ private func wireHex(_ bytes: [UInt8]) -> String {
         case .timingRequest: "timingRequest"
         case .timingReply: "timingReply"
         case .retransmitted: "retransmitted"
+        case .resendRequest: "resendRequest"
         }
     }
 
@@ -222,14 +223,18 @@ private func wireHex(_ bytes: [UInt8]) -> String {
 
     /// Version bits `10`, type in the low 7 bits of byte 1, marker in its top bit; then the fields of
     /// each type at fixed big-endian offsets. Anything short, of another version or of an unknown
-    /// type parses to nil, and so does a resend request, which only senders receive.
+    /// type parses to nil. A resend request parses as one (only senders act on it).
     @Test(arguments: vectors.indices)
     func parsesDatagram(index: Int) throws {
         let vector = Self.vectors[index]
         let bytes = try #require(wireBytes(hex: vector.bytes), "\(vector.what)")
         let parsed = RAOPPacket.parse(bytes)
         guard let expected = vector.expect else {
-            #expect(parsed == nil, "\(vector.what)")
+            if let resend = vector.resendRequest {
+                #expect(parsed == .resendRequest(RAOPResendRequest(first: resend.firstSequence, count: resend.count)), "\(vector.what)")
+            } else {
+                #expect(parsed == nil, "\(vector.what)")
+            }
             return
         }
         let packet = try #require(parsed, "\(vector.what)")
@@ -259,6 +264,8 @@ private func wireHex(_ bytes: [UInt8]) -> String {
                 if case .timingReply = packet { isReply = true } else { isReply = false }
                 #expect(timing.bytes(reply: isReply) == bytes, "\(vector.what)")
             }
+        case .resendRequest:
+            Issue.record("resend requests have no `expect` in the vectors")
         }
     }
 
@@ -272,7 +279,9 @@ private func wireHex(_ bytes: [UInt8]) -> String {
                                UInt8(resend.count >> 8), UInt8(resend.count & 0xFF)]
         #expect(bytes == layout)
         #expect(bytes[1] & 0x7F == 0x55)
-        #expect(RAOPPacket.parse(bytes) == nil, "a receiver does not accept resend requests")
+        let request = RAOPResendRequest(first: resend.firstSequence, count: resend.count)
+        #expect(request.bytes == bytes, "one encoder for receiver and tests")
+        #expect(RAOPPacket.parse(bytes) == .resendRequest(request))
     }
 
     /// A retransmission (0x56) carries the original audio packet after a 4-byte header, unchanged.

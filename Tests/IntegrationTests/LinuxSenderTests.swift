@@ -24,8 +24,10 @@ import Testing
         let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
         let pulse = try PulseAudioRAOPSender()
-        let played = try pulse.play(padded, port: daemon.port, encryption: encryption)
-        #expect(played.status == 0, "paplay: \(played.stderr)")
+        let played = try pulse.play(padded, port: daemon.port, encryption: encryption) {
+            daemon.process.stderr.contains("request.method=OPTIONS")
+        }
+        #expect(played.status == 0, "paplay: \(played.stderr)\npulseaudio: \(pulse.log.suffix(4000))")
         #expect(poll(timeout: 10) { self.sessionSummary(daemon).contains("received=") }, "the session ends when the sink goes")
         let summary = sessionSummary(daemon)
         #expect(daemon.process.stderr.contains("codec=ALAC encrypted=\(encryption == "RSA")"))
@@ -34,5 +36,24 @@ import Testing
         #expect(comparison.offset != nil, "the sweep is found in the output; \(summary)")
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); \(summary)")
         print("measure: PulseAudio RAOP sink (\(encryption)), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; \(summary)")
+    }
+
+    @Test(arguments: ["RSA", "none"])
+    func pipeWirePlaysBitExact(encryption: String) throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
+        let raw = sweep.directory + "/pipewire-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        let pipewire = try PipeWireRAOPSender(port: daemon.port, encryption: encryption)
+        try pipewire.play(padded)
+        // PipeWire sends no TEARDOWN: the session ends when the sender goes.
+        withExtendedLifetime(pipewire) {}
+        #expect(daemon.process.stderr.contains("codec=ALAC encrypted=\(encryption == "RSA")"), "\(pipewire.log.suffix(2000))")
+        let comparison = sweep.compare(try output(raw))
+        let figures = try RAOPClockTests.streamFigures(daemon.port)
+        #expect(comparison.offset != nil, "the sweep is found in the output; \(figures)")
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); \(figures)")
+        #expect(figures["lost"] as? Int == 0, "\(figures)")
+        print("measure: PipeWire RAOP sink (\(encryption)), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; \(figures)")
     }
 }

@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// The output runs on our monotonic clock. When the sender's clock drifts from ours, single
 /// frames are inserted or removed (averaged with their neighbours, so there is no click) to keep
-/// the output within 2 ms of the meant time (shairport-sync's default tolerance too). A jump of
+/// the output within 2 ms of the meant time (shairport-sync's default tolerance too), once it
+/// has been out of it for a whole second (a single noisy sync packet moves nothing). A jump of
 /// more than 20 ms in the sender's timeline is followed at once instead. Gaps are filled with
 /// silence when their time comes (and reported as lost); duplicates and packets older than what
 /// already played are dropped.
@@ -54,6 +55,8 @@ public final class AudioPlayout: @unchecked Sendable {
         var framesOut = 0
         /// Adding or removing frames until the output is back within `settled`.
         var correcting = false
+        /// Packets in a row beyond `tolerance` while not correcting.
+        var outOfTolerance = 0
         /// The output's delay, taken when the run starts and kept: a sink that learns its
         /// latency later must not move the schedule mid-run (that would cut audio).
         var delay: Double?
@@ -90,6 +93,8 @@ public final class AudioPlayout: @unchecked Sendable {
 
     private let output: any PCMOutput
     private let timeline: SenderTimeline?
+    /// Packets in a second: how long the output must be out of tolerance before it is corrected.
+    private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
     private let sampleRate: Double
     private let channels: Int
     private let framesPerPacket: Int
@@ -267,12 +272,18 @@ public final class AudioPlayout: @unchecked Sendable {
             if frames.isEmpty { state.stats.skipped += 1 }
         } else if abs(error) > Self.tolerance || (run.correcting && abs(error) > Self.settled) {
             // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
-            // from 2 ms off until back within half a millisecond.
-            frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
-            if error > 0 { state.stats.framesRemoved += 1 } else { state.stats.framesInserted += 1 }
-            run.correcting = true
+            // once the output has been 2 ms off for a whole second, until back within half a
+            // millisecond. A moment's excursion (a noisy sync packet or timing answer, which the
+            // timeline smooths away) changes nothing: real drift takes seconds to build up.
+            run.outOfTolerance += 1
+            if run.correcting || run.outOfTolerance >= confirmationPackets {
+                frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+                if error > 0 { state.stats.framesRemoved += 1 } else { state.stats.framesInserted += 1 }
+                run.correcting = true
+            }
         } else {
             run.correcting = false
+            run.outOfTolerance = 0
         }
         state.packets[key] = nil
         run.nextTimestamp = key &+ UInt32(samples.count / channels)

@@ -27,7 +27,7 @@ public final class DigestAuthenticator: Sendable {
         if let header = request.headers["Authorization"], Self.verify(header, method: request.method, nonce: nonce, password: password) {
             return nil
         }
-        var response = ControlRouter.textResponse(status: 401, "a password is required (Digest, realm \"\(Self.realm)\")")
+        var response = AirPlayResponse.text(status: 401, "a password is required (Digest, realm \"\(Self.realm)\")")
         response.headers.add(name: "WWW-Authenticate", value: "Digest realm=\"\(Self.realm)\", nonce=\"\(nonce)\"")
         return response
     }

@@ -67,7 +67,16 @@ public final class SenderTimeline: Sendable {
     private let state = NIOLockedValueBox(State())
 
     /// A timeline for a stream at `sampleRate` frames per second.
-    public init(sampleRate: Int) { self.sampleRate = Double(sampleRate) }
+    /// The least latency a sender's frames are given. PipeWire 0.3.65's sync packets claim none
+    /// ("now minus latency" equals "next"): every frame would be due the instant it is sent.
+    private let minimumLatency: Double
+
+    /// A timeline for a stream at `sampleRate`; frames play at least `minimumLatency` seconds
+    /// after the sender sends them, whatever latency its sync packets imply.
+    public init(sampleRate: Int, minimumLatency: Double = 0) {
+        self.sampleRate = Double(sampleRate)
+        self.minimumLatency = minimumLatency
+    }
 
     /// Our monotonic clock in seconds; also what our timing requests carry.
     public static func now() -> Double { ProcessInfo.processInfo.systemUptime }
@@ -101,12 +110,14 @@ public final class SenderTimeline: Sendable {
 
     /// A sync packet arrived at our time `arrival`.
     public func addSync(_ sync: RAOPSync, arrival: Double = now()) {
-        let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime))
+        // The frame being sent now is meant to play one latency from now; a latency below the
+        // floor is raised to it (the frames play later, the same on every receiver).
+        let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate
+        let lift = max(0, minimumLatency - latency)
+        let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime) + lift)
         state.withLockedValue { state in
             guard let offset = Self.offset(state.exchanges, at: arrival) else { return }
-            // The frame being sent now is meant to play one latency from now.
-            let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate
-            let meant = anchor.senderTime - offset + latency
+            let meant = anchor.senderTime - lift - offset + latency
             if abs(meant - (arrival + latency)) > Self.plausibility || latency > 10 {
                 state.implausible += 1
                 state.trusted = false

@@ -76,9 +76,10 @@ public final class EventChannels: Sendable {
         buffer.writeString("POST /event HTTP/1.1\r\nContent-Type: text/x-apple-plist+xml\r\n")
         buffer.writeString("Content-Length: \(body.count)\r\nX-Apple-Session-ID: \(sessionID)\r\n\r\n")
         buffer.writeBytes(body)
+        let request = buffer
         channel.eventLoop.execute {
             replies?.expect(nil)
-            channel.writeAndFlush(buffer, promise: nil)
+            channel.writeAndFlush(request, promise: nil)
         }
         logger.debug("event sent", metadata: ["session": "\(sessionID)", "event": "\(event["state"]?.stringValue ?? "?")"])
     }

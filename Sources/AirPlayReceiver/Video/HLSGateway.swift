@@ -601,5 +601,5 @@ public final class HLSGateway: Sendable {
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/octet-stream", "Cache-Control": "no-store"], body: buffer)
     }
 
-    static func text(_ status: Int, _ reason: String) -> AirPlayResponse { ControlRouter.textResponse(status: status, reason) }
+    static func text(_ status: Int, _ reason: String) -> AirPlayResponse { AirPlayResponse.text(status: status, reason) }
 }

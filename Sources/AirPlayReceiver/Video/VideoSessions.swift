@@ -441,6 +441,6 @@ public final class VideoSessions: Sendable {
     }
 
     static func text(_ status: Int, _ reason: String) -> AirPlayResponse {
-        ControlRouter.textResponse(status: status, reason)
+        AirPlayResponse.text(status: status, reason)
     }
 }

@@ -13,6 +13,8 @@ public enum RAOPPacket: Hashable, Sendable {
     case timingRequest(RAOPTiming)
     /// Payload type 0x56: an audio packet we asked to be resent.
     case retransmitted(RAOPAudioPacket)
+    /// Payload type 0x55: the receiver asks for packets again.
+    case resendRequest(RAOPResendRequest)
 
     /// Parses a datagram; nil for anything that is not a well-formed RAOP packet.
     public static func parse(_ bytes: [UInt8]) -> RAOPPacket? {
@@ -28,6 +30,9 @@ public enum RAOPPacket: Hashable, Sendable {
             guard bytes.count >= 20 else { return nil }
             return .sync(RAOPSync(rtpTimeNowMinusLatency: be32(bytes, 4), ntpTime: be64(bytes, 8), rtpTimeNext: be32(bytes, 16),
                                   isFirst: bytes[0] & 0x10 != 0))
+        case 0x55:
+            guard bytes.count >= 8 else { return nil }
+            return .resendRequest(RAOPResendRequest(first: be16(bytes, 4), count: be16(bytes, 6)))
         case 0x52, 0x53:
             guard bytes.count >= 32 else { return nil }
             let timing = RAOPTiming(origin: be64(bytes, 8), receive: be64(bytes, 16), transmit: be64(bytes, 24))
@@ -132,5 +137,25 @@ public struct RAOPTiming: Hashable, Sendable {
         var out: [UInt8] = [0x80, reply ? 0xD3 : 0xD2, 0x00, 0x07, 0, 0, 0, 0]
         for value in [origin, receive, transmit] { out += withUnsafeBytes(of: value.bigEndian, Array.init) }
         return out
+    }
+}
+
+/// A resend request: the receiver asks for `count` audio packets from sequence `first` again,
+/// on the sender's control port; they come back as 0x56 retransmissions.
+public struct RAOPResendRequest: Hashable, Sendable {
+    /// The first missing sequence number.
+    public var first: UInt16
+    /// How many packets from it.
+    public var count: UInt16
+
+    /// A request from its parts.
+    public init(first: UInt16, count: UInt16) {
+        self.first = first
+        self.count = count
+    }
+
+    /// The wire form: marker and payload type 0x55 (0xD5), sequence 1, then first and count.
+    public var bytes: [UInt8] {
+        [0x80, 0xD5, 0x00, 0x01, UInt8(first >> 8), UInt8(first & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)]
     }
 }

@@ -1,0 +1,138 @@
+import AirPlayWire
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// The three UDP ports of a RAOP session.
+enum RAOPPortRole: String, Hashable, Sendable, CaseIterable {
+    /// `server_port`: audio packets.
+    case audio
+    /// `control_port`: sync packets, resend requests and retransmissions.
+    case control
+    /// `timing_port`: NTP-like timing requests and replies.
+    case timing
+}
+
+/// Binding a session's UDP ports and the per-packet address checks.
+enum RAOPPorts {
+    /// Binds a UDP socket on `host`, port 0, synchronously: SETUP's reply needs the port, and a
+    /// bind is a non-blocking system call. NIO adopts the socket afterwards; datagrams that
+    /// arrive before wait in it.
+    static func bindUDP(host: String) throws -> (NIOBSDSocket.Handle, Int) {
+        let address = try SocketAddress(ipAddress: host, port: 0)
+        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
+        let status = address.withSockAddr { bind(descriptor, $0, socklen_t($1)) }
+        guard status == 0 else {
+            Glibc.close(descriptor)
+            throw IOError(errnoCode: errno, reason: "bind")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        let port = withUnsafePointer(to: &storage) { pointer -> Int in
+            family == AF_INET6
+                ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+        return (descriptor, port)
+    }
+
+    /// Hands a bound socket to NIO with `handler`; `adopted` runs with the channel once it is live.
+    static func adopt(_ descriptor: NIOBSDSocket.Handle, group: any EventLoopGroup, handler: RAOPDatagramHandler,
+                      adopted: @escaping @Sendable (any Channel) -> Void) {
+        DatagramBootstrap(group: group)
+            // NIO reads 2 KiB datagrams by default; ALAC packets of 4096 frames are larger.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+            }
+            .withBoundSocket(descriptor)
+            .whenComplete { result in
+                if case .success(let channel) = result { adopted(channel) }
+            }
+    }
+
+    /// The host part of an address as 4 bytes (IPv4, also IPv4-mapped IPv6) or 16 (IPv6), read
+    /// straight from the socket address: no text on the per-packet path.
+    static func hostBytes(_ address: SocketAddress) -> [UInt8] {
+        switch address {
+        case .v4(let v4):
+            return withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            return bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) ? Array(bytes.suffix(4)) : bytes
+        default:
+            return []
+        }
+    }
+
+    /// The sender's address with another port (its control or timing port from SETUP).
+    static func address(_ remote: SocketAddress, port: UInt16) -> SocketAddress {
+        var address = remote
+        address.port = Int(port)
+        return address
+    }
+}
+
+/// Receives one UDP port's datagrams for a session and hands them, parsed, to `AudioSessions`.
+///
+/// `@unchecked Sendable`: NIO calls it on its channel's loop only; the references it keeps are
+/// to `Sendable` objects.
+final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    private let role: RAOPPortRole
+    private weak var session: RAOPSessionResources?
+    private weak var owner: AudioSessions?
+
+    init(role: RAOPPortRole, session: RAOPSessionResources, owner: AudioSessions) {
+        self.role = role
+        self.session = session
+        self.owner = owner
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let session, let owner else { return }
+        // Only the sender whose RTSP session this is may feed it, from any of its ports
+        // (PulseAudio and PipeWire send audio from an ephemeral one).
+        guard RAOPPorts.hostBytes(envelope.remoteAddress) == session.senderHost else {
+            owner.dropped(session, "datagram from another host (\(role))")
+            return
+        }
+        guard let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else {
+            owner.dropped(session, "not a RAOP packet (\(role), \(envelope.data.readableBytes) bytes)")
+            return
+        }
+        switch (role, packet) {
+        case (.audio, .audio(let audio)):
+            // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
+            if owner.faultDropPercent > 0, Int((UInt32(audio.sequence) &* 2_654_435_761) >> 16) % 100 < owner.faultDropPercent { return }
+            owner.audioPacket(audio, session: session, retransmitted: false)
+        case (.control, .retransmitted(let audio)):
+            owner.audioPacket(audio, session: session, retransmitted: true)
+        case (.control, .sync(let sync)):
+            owner.senderAlive(session)
+            session.timeline.addSync(sync)
+        case (.timing, .timingReply(let reply)):
+            session.timeline.addTimingReply(reply)
+        case (.timing, .timingRequest(let request)):
+            // Answer a sender's timing request with our clock.
+            let now = NTPClock.now()
+            let reply = RAOPTiming(origin: request.transmit, receive: now, transmit: NTPClock.now()).bytes(reply: true)
+            var buffer = context.channel.allocator.buffer(capacity: reply.count)
+            buffer.writeBytes(reply)
+            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
+        default:
+            owner.dropped(session, "unexpected packet on the \(role) port")
+        }
+    }
+}
+
+/// The wall clock as NTP 32.32 fixed point (seconds since 1900).
+enum NTPClock {
+    static func now() -> UInt64 { NTPTime.timestamp(NTPTime.wallClock()) }
+}

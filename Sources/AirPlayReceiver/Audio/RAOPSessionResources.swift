@@ -1,0 +1,94 @@
+import AirPlayCrypto
+import AirPlayWire
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What one RAOP session holds besides its protocol state (which lives in
+/// `RAOPSessionStateMachine`): the sender's key, the decoder queue, the sender's clock, the
+/// playout and the UDP channels. `AudioSessions` builds it on `beginSession` and tears it down
+/// on `endSession`.
+final class RAOPSessionResources: Sendable {
+    /// The session number.
+    let number: Int
+    /// The control connection it belongs to.
+    let connection: ConnectionContext
+    /// What ANNOUNCE described.
+    let stream: RAOPStreamDescription
+    /// Set for encrypted streams (`et=1`).
+    let decryptor: RAOPPacketDecryptor?
+    /// Set for compressed streams (ALAC, AAC): decodes off the event loops.
+    let decoding: RAOPDecodeQueue?
+    /// The sender's clock, from its sync packets and its answers to our timing requests.
+    let timeline: SenderTimeline
+    /// The sender's address: UDP datagrams from any other host are dropped.
+    let senderHost: [UInt8]?
+
+    /// Set up by SETUP, read by the UDP channels' loops.
+    struct Mutable {
+        var playout: AudioPlayout?
+        var senderControl: SocketAddress?
+        var senderTiming: SocketAddress?
+        var channels: [RAOPPortRole: any Channel] = [:]
+        var ended = false
+        /// Datagrams dropped before the playout, by reason: never silent.
+        var dropped: [String: Int] = [:]
+    }
+    let state = NIOLockedValueBox(Mutable())
+
+    init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?,
+         decoding: RAOPDecodeQueue?) {
+        self.number = number
+        self.connection = connection
+        self.stream = stream
+        self.decryptor = decryptor
+        self.decoding = decoding
+        // The playout's own buffer (RECORD's Audio-Latency) is the least latency a sender gets.
+        timeline = SenderTimeline(sampleRate: stream.sampleRate, minimumLatency: 0.5)
+        senderHost = connection.remote.map(RAOPPorts.hostBytes)
+    }
+
+    /// The playout, once SETUP made it.
+    var playout: AudioPlayout? { state.withLockedValue { $0.playout } }
+
+    /// Counts a datagram dropped before the playout; says whether to log it (the first ten of
+    /// each reason, then every thousandth).
+    func drop(_ reason: String) -> Bool {
+        state.withLockedValue { state in
+            let count = (state.dropped[reason] ?? 0) + 1
+            state.dropped[reason] = count
+            return count <= 10 || count % 1000 == 0
+        }
+    }
+
+    /// Keeps a bound channel unless the session already ended (then it is closed at once).
+    func adopt(_ channel: any Channel, as role: RAOPPortRole) -> Bool {
+        let keep = state.withLockedValue { value -> Bool in
+            if value.ended { return false }
+            value.channels[role] = channel
+            return true
+        }
+        if !keep { channel.close(promise: nil) }
+        return keep
+    }
+
+    /// Closes the ports and stops the playout; stopping joins the playout thread and may stop a
+    /// GStreamer pipeline, so it runs on its own thread, not on an event loop.
+    func tearDown() {
+        let (channels, playout) = state.withLockedValue { value -> ([any Channel], AudioPlayout?) in
+            defer { value.channels = [:]; value.ended = true }
+            return (Array(value.channels.values), value.playout)
+        }
+        for channel in channels { channel.close(promise: nil) }
+        if let playout { Thread.detachNewThread { playout.stop() } }
+    }
+
+    /// What the session measured, with the protocol counters of its state machine session.
+    func figures(_ session: RAOPSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
+        AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
+                                    playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures,
+                                    requested: session?.requested ?? 0, retransmitted: session?.retransmitted ?? 0,
+                                    dropped: state.withLockedValue { $0.dropped })
+    }
+}
+
+import Foundation

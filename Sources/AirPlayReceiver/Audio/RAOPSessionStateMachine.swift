@@ -1,0 +1,352 @@
+import AirPlayWire
+import Foundation
+import NIOCore
+
+/// The RAOP session logic of the receiver as a value: RTSP requests, UDP packet arrivals,
+/// closed connections and the passing of time go in; what to do comes out as `Action`s. No
+/// sockets, no clocks, no locks: `AudioSessions` carries the actions out, and tests drive the
+/// whole protocol (Protocol/raop.md) through it without a network.
+///
+/// The box plays one sender at a time. An ANNOUNCE from another connection takes over (or is
+/// refused with 453, by configuration); SETUP opens the UDP ports once; RECORD starts the clock;
+/// FLUSH pauses and drops what was queued; TEARDOWN, a closed connection or `sessionTimeout`
+/// seconds without RTSP or RTP end the session.
+public struct RAOPSessionStateMachine: Sendable {
+    /// Identifies a control connection.
+    public typealias ConnectionID = ObjectIdentifier
+
+    /// The policy and limits the machine applies.
+    public struct Configuration: Sendable {
+        /// Whether a second sender replaces the first or is refused.
+        public var takeover: AudioTakeover
+        /// Seconds without RTSP or RTP after which a session ends.
+        public var sessionTimeout: Double
+        /// The latency announced in RECORD's reply, in frames (the playout's buffer).
+        public var latencyFrames = 22050
+
+        /// A configuration.
+        public init(takeover: AudioTakeover, sessionTimeout: Double) {
+            self.takeover = takeover
+            self.sessionTimeout = sessionTimeout
+        }
+    }
+
+    /// Where a session is.
+    public enum Phase: Hashable, Sendable {
+        /// ANNOUNCE was accepted; SETUP is next.
+        case announced
+        /// SETUP asked for UDP ports; the reply waits for them.
+        case openingPorts
+        /// Ports are open; audio may come (RECORD normally first).
+        case ready
+        /// RECORD was received.
+        case recording
+    }
+
+    /// The one session the box plays.
+    public struct Session: Hashable, Sendable {
+        /// The session number (the RTSP `Session` header).
+        public var number: Int
+        /// The control connection it belongs to.
+        public var connection: ConnectionID
+        /// What ANNOUNCE described.
+        public var stream: RAOPStreamDescription
+        /// Where it is.
+        public var phase: Phase
+        /// The last RTSP request or UDP packet, on the caller's clock.
+        public var lastActivity: Double
+        /// The volume in dB (-144 is mute).
+        public var volume: Double = 0
+        /// Set by FLUSH: the next audio packet means playing again.
+        public var paused = false
+        /// The sequence number the next first-time audio packet should carry.
+        public var expectedSequence: UInt16?
+        /// Packets asked for again.
+        public var requested = 0
+        /// Retransmitted packets received.
+        public var retransmitted = 0
+    }
+
+    /// What the now-playing state should learn.
+    public enum NowPlayingUpdate: Hashable, Sendable {
+        /// Playing (1) or paused (0).
+        case rate(Double)
+        /// The sender's volume in dB.
+        case volume(Double)
+        /// RTP start, current and end times of the item.
+        case progress(start: UInt32, current: UInt32, end: UInt32, sampleRate: Double)
+        /// Text of the item (DMAP).
+        case text(DMAP.Item)
+        /// The cover (nil type clears it).
+        case artwork(type: String?, bytes: [UInt8])
+    }
+
+    /// What the caller must do.
+    public enum Action: Hashable, Sendable {
+        /// Answer the request that caused this.
+        case reply(AirPlayResponse)
+        /// A session begins: build its decryptor, decoder queue and clock; tell now-playing who plays.
+        case beginSession(number: Int, connection: ConnectionID)
+        /// Bind the session's three UDP ports, then call `portsOpened` or `portsFailed`.
+        case openPorts(session: Int, senderControlPort: UInt16?, senderTimingPort: UInt16?)
+        /// Stop the session's playout, close its ports, log its figures (the session as it ended).
+        case endSession(Session, reason: String)
+        /// Close a control connection (a sender taken over or timed out).
+        case closeConnection(ConnectionID)
+        /// Drop what the playout holds before this RTP time (all of it when nil).
+        case flush(session: Int, before: UInt32?)
+        /// Apply a volume to the playout.
+        case setVolume(session: Int, decibels: Double)
+        /// Ask the sender again for `count` packets from `first`.
+        case requestResend(session: Int, first: UInt16, count: UInt16)
+        /// Update the box's now-playing state.
+        case nowPlaying(NowPlayingUpdate)
+        /// Log a notice about the session (metadata that was ignored, and why).
+        case notice(String)
+    }
+
+    /// RTSP methods this machine answers.
+    public static let methods: Set<String> = [
+        "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE",
+    ]
+
+    /// The largest gap asked for again at once; a bigger jump is a new start, not a loss.
+    static let largestResend: UInt16 = 512
+
+    private let configuration: Configuration
+    /// The session playing, if any.
+    public private(set) var current: Session?
+    private var nextNumber: Int
+
+    /// A machine with no session; numbers start after `firstNumber`.
+    public init(configuration: Configuration, firstNumber: Int) {
+        self.configuration = configuration
+        nextNumber = firstNumber
+    }
+
+    private static let noSession = AirPlayResponse.text(status: 454, "no RAOP session on this connection; ANNOUNCE and SETUP first")
+
+    private func owned(by connection: ConnectionID) -> Session? {
+        current?.connection == connection ? current : nil
+    }
+
+    // MARK: RTSP
+
+    /// Every RTSP request but ANNOUNCE (whose stream is checked outside, see `announce`).
+    public mutating func receive(_ request: AirPlayRequest, on connection: ConnectionID, now: Double) -> [Action] {
+        if current?.connection == connection { current?.lastActivity = now }
+        switch request.method {
+        case "OPTIONS":
+            return [.reply(AirPlayResponse(status: 200, headers: ["Public": (Self.methods.sorted() + ["POST", "GET"]).joined(separator: ", ")]))]
+        case "POST" where request.path == "/feedback":
+            return [.reply(AirPlayResponse(status: 200))]
+        case "SETUP":
+            return setup(request, on: connection)
+        case "RECORD":
+            guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
+            if session.phase == .ready { session.phase = .recording }
+            current = session
+            return [.nowPlaying(.rate(1)),
+                    .reply(AirPlayResponse(status: 200, headers: ["Audio-Latency": "\(configuration.latencyFrames)"]))]
+        case "PAUSE":
+            guard owned(by: connection) != nil else { return [.reply(Self.noSession)] }
+            return [.nowPlaying(.rate(0)), .reply(AirPlayResponse(status: 200))]
+        case "FLUSH":
+            guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
+            // RTP-Info names the first frame after the flush; anything older is stale.
+            let rtpTime = request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["rtptime"] }.flatMap { UInt32($0) }
+            session.expectedSequence = nil
+            session.paused = true
+            current = session
+            return [.flush(session: session.number, before: rtpTime), .nowPlaying(.rate(0)), .reply(AirPlayResponse(status: 200))]
+        case "TEARDOWN":
+            guard let session = owned(by: connection) else { return [.reply(AirPlayResponse(status: 200))] }
+            current = nil
+            return [.endSession(session, reason: "TEARDOWN"), .reply(AirPlayResponse(status: 200))]
+        case "SET_PARAMETER":
+            return setParameter(request, on: connection)
+        case "GET_PARAMETER":
+            return getParameter(request, on: connection)
+        case "ANNOUNCE":
+            return [.reply(.text(status: 500, "ANNOUNCE goes through announce(_:on:now:)"))]
+        default:
+            return [.reply(.text(status: 405, "\(request.method.prefix(40)) is not an RTSP method of RAOP"))]
+        }
+    }
+
+    /// An ANNOUNCE whose stream was parsed and found playable: a new session, taking over (or
+    /// refused) when another connection plays.
+    public mutating func announce(_ stream: RAOPStreamDescription, on connection: ConnectionID, now: Double) -> [Action] {
+        var actions: [Action] = []
+        if let active = current {
+            if active.connection != connection, configuration.takeover == .refuse {
+                return [.reply(.text(status: 453, "another sender is streaming to this receiver"))]
+            }
+            actions.append(.endSession(active, reason: "taken over by a new ANNOUNCE"))
+            if active.connection != connection { actions.append(.closeConnection(active.connection)) }
+        }
+        nextNumber += 1
+        current = Session(number: nextNumber, connection: connection, stream: stream, phase: .announced, lastActivity: now)
+        actions += [.beginSession(number: nextNumber, connection: connection), .reply(AirPlayResponse(status: 200))]
+        return actions
+    }
+
+    private mutating func setup(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
+        guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
+        guard session.phase == .announced else { return [.reply(.text(status: 455, "SETUP was already done"))] }
+        let transport = RTSPTransport(parsing: request.headers["Transport"] ?? "")
+        // PulseAudio's protocol=TCP asks for RTP interleaved in the RTSP connection; we play RTP
+        // over UDP only, and say so rather than answer with ports it would not use. (Its UDP
+        // SETUP carries `interleaved=0-1` too: only the spec tells them apart.)
+        if transport.spec.uppercased().hasSuffix("/TCP") {
+            return [.reply(.text(status: 461, "only RTP over UDP is played here (RTP/AVP/UDP), not \(transport.spec.prefix(40))"))]
+        }
+        session.phase = .openingPorts
+        current = session
+        return [.openPorts(session: session.number, senderControlPort: transport.port("control_port"),
+                           senderTimingPort: transport.port("timing_port"))]
+    }
+
+    /// The session's UDP ports are bound: SETUP's reply.
+    public mutating func portsOpened(session number: Int, audio: Int, control: Int, timing: Int) -> [Action] {
+        guard var session = current, session.number == number, session.phase == .openingPorts else {
+            return [.reply(.text(status: 454, "the session ended during SETUP"))]
+        }
+        session.phase = .ready
+        current = session
+        let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
+            ("unicast", ""), ("mode", "record"), ("server_port", "\(audio)"), ("control_port", "\(control)"),
+            ("timing_port", "\(timing)"),
+        ])
+        return [.reply(AirPlayResponse(status: 200, headers: [
+            "Transport": reply.headerValue, "Session": "\(number)", "Audio-Jack-Status": "connected; type=analog",
+        ]))]
+    }
+
+    /// The ports (or the output) could not be opened: the session ends, so neither a retry nor
+    /// another sender is blocked; `reason` is the 500's text.
+    public mutating func portsFailed(session number: Int, reason: String) -> [Action] {
+        var actions: [Action] = []
+        if let session = current, session.number == number {
+            current = nil
+            actions.append(.endSession(session, reason: reason))
+        }
+        return actions + [.reply(.text(status: 500, reason))]
+    }
+
+    private mutating func setParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
+        guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
+        let type = request.headers["Content-Type"]?.lowercased() ?? "text/parameters"
+        let body = Array(request.body.readableBytesView)
+        var actions: [Action] = []
+        if type.hasPrefix("text/parameters") {
+            for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2 else { continue }
+                switch parts[0].lowercased() {
+                case "volume":
+                    guard let decibels = Double(parts[1]), decibels.isFinite, decibels <= 0, decibels >= -30 || decibels == -144 else {
+                        return [.reply(.text(status: 400, "volume must be -30...0 dB or -144 (mute)"))]
+                    }
+                    session.volume = decibels
+                    actions += [.setVolume(session: session.number, decibels: decibels), .nowPlaying(.volume(decibels))]
+                case "progress":
+                    let times = parts[1].split(separator: "/").compactMap { UInt32($0) }
+                    guard times.count == 3 else { return [.reply(.text(status: 400, "progress must be start/current/end"))] }
+                    actions.append(.nowPlaying(.progress(start: times[0], current: times[1], end: times[2],
+                                                         sampleRate: Double(session.stream.sampleRate))))
+                default:
+                    return [.reply(.text(status: 451, "unknown parameter \(parts[0].prefix(40))"))]
+                }
+            }
+            current = session
+        } else if type.hasPrefix("application/x-dmap-tagged") {
+            do {
+                actions.append(.nowPlaying(.text(try DMAP.parseItem(body))))
+            } catch {
+                // Senders treat any error here as fatal to the stream (pyatv 0.18 even miscounts
+                // non-ASCII lengths): keep the audio going, keep the bad metadata out.
+                actions.append(.notice("audio metadata ignored: \(error.description)"))
+            }
+        } else if type.hasPrefix("image/jpeg") || type.hasPrefix("image/png") {
+            actions.append(.nowPlaying(.artwork(type: type.hasPrefix("image/png") ? "image/png" : "image/jpeg", bytes: body)))
+        } else if type.hasPrefix("image/none") {
+            actions.append(.nowPlaying(.artwork(type: nil, bytes: [])))
+        } else {
+            return [.reply(.text(status: 415, "SET_PARAMETER does not take \(type.prefix(60))"))]
+        }
+        return actions + [.reply(AirPlayResponse(status: 200))]
+    }
+
+    private func getParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
+        guard let volume = owned(by: connection)?.volume else { return [.reply(Self.noSession)] }
+        var text = ""
+        for name in String(buffer: request.body).split(whereSeparator: \.isNewline) {
+            let key = name.trimmingCharacters(in: .whitespaces)
+            guard key == "volume" else { return [.reply(.text(status: 451, "unknown parameter \(key.prefix(40))"))] }
+            text += String(format: "volume: %.6f\r\n", volume)
+        }
+        return [.reply(AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text)))]
+    }
+
+    // MARK: Connections, packets, time
+
+    /// A control connection closed: its session, if any, ends.
+    public mutating func connectionClosed(_ connection: ConnectionID) -> [Action] {
+        guard let session = owned(by: connection) else { return [] }
+        current = nil
+        return [.endSession(session, reason: "the sender closed its connection")]
+    }
+
+    /// An audio packet arrived for a session: resend requests for what it skipped, and playing
+    /// again after a FLUSH.
+    public mutating func audioPacket(session number: Int, sequence: UInt16, marker: Bool, retransmitted: Bool,
+                                     now: Double) -> [Action] {
+        guard var session = current, session.number == number else { return [] }
+        session.lastActivity = now
+        var actions: [Action] = []
+        if session.paused {
+            session.paused = false
+            actions.append(.nowPlaying(.rate(1)))
+        }
+        if retransmitted {
+            session.retransmitted += 1
+        } else {
+            if let expected = session.expectedSequence, sequence != expected, !marker {
+                let count = sequence &- expected
+                if count < Self.largestResend {
+                    session.requested += Int(count)
+                    actions.append(.requestResend(session: number, first: expected, count: count))
+                }
+            }
+            // Later packets move the expectation on; late ones (wrapped negative) leave it.
+            if let expected = session.expectedSequence, Int16(bitPattern: sequence &- expected) < 0 {
+                // late or duplicate
+            } else {
+                session.expectedSequence = sequence &+ 1
+            }
+        }
+        current = session
+        return actions
+    }
+
+    /// A sync or timing packet: the sender is alive.
+    public mutating func senderAlive(session number: Int, now: Double) {
+        if current?.number == number { current?.lastActivity = now }
+    }
+
+    /// Time passed: a session without RTSP or RTP for `sessionTimeout` ends and its connection closes.
+    public mutating func tick(now: Double) -> [Action] {
+        guard let session = current, now - session.lastActivity > configuration.sessionTimeout else { return [] }
+        current = nil
+        return [.endSession(session, reason: "no RTSP or RTP for \(Int(configuration.sessionTimeout)) s"),
+                .closeConnection(session.connection)]
+    }
+
+    /// The daemon stops.
+    public mutating func shutdown() -> [Action] {
+        guard let session = current else { return [] }
+        current = nil
+        return [.endSession(session, reason: "shutdown")]
+    }
+}

@@ -1,0 +1,97 @@
+import AirPlayWire
+import Foundation
+import Logging
+import NIOCore
+
+/// One connection's `ConnectionTimeouts`, shared by the handlers of its pipeline (all on the
+/// connection's event loop, never elsewhere).
+final class ConnectionClock {
+    /// The time-out state.
+    var timeouts: ConnectionTimeouts
+
+    init(limits: ConnectionTimeouts.Limits) {
+        timeouts = ConnectionTimeouts(limits: limits, now: ConnectionClock.now())
+    }
+
+    /// The monotonic clock the time-outs run on.
+    static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+}
+
+/// First in a control connection's pipeline: tells the clock when bytes arrive and responses
+/// leave, looks at it once a second, and carries out a time-out (408 and close, or close).
+///
+/// `@unchecked Sendable`: NIO calls it on its channel's loop only; the repeated task is
+/// scheduled on that loop too.
+final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let clock: ConnectionClock
+    private let holdsSession: @Sendable () -> Bool
+    private let logger: Logger
+    private var task: RepeatedTask?
+    /// Whether the request being received speaks RTSP (the 408 then does too).
+    private var receivingRTSP = false
+
+    init(clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, logger: Logger) {
+        self.clock = clock
+        self.holdsSession = holdsSession
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        task = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let (handler, context) = loopBound.value
+            handler.tick(context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        task?.cancel()
+        task = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        task?.cancel()
+        task = nil
+        clock.timeouts.stop()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        if clock.timeouts.isIdle {
+            receivingRTSP = bytes.readableBytesView.prefix(512).firstRange(of: Array("RTSP/".utf8)) != nil
+        }
+        clock.timeouts.bytesArrived(now: ConnectionClock.now())
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        clock.timeouts.responseSent(now: ConnectionClock.now())
+        context.write(data, promise: promise)
+    }
+
+    private func tick(context: ChannelHandlerContext) {
+        switch clock.timeouts.tick(now: ConnectionClock.now(), holdsSession: holdsSession()) {
+        case .requestTimedOut:
+            logger.notice("request timed out", metadata: ["reason": "the request did not arrive whole in time"])
+            var response = AirPlayResponse.text(status: 408, "the request did not arrive whole in time")
+            response.version = receivingRTSP ? .rtsp10 : .http11
+            response.headers.add(name: "Server", value: ReceiverIdentity.serverHeader)
+            response.headers.add(name: "Connection", value: "close")
+            var buffer = context.channel.allocator.buffer(capacity: 256)
+            AirPlayResponseEncoder.write(response, into: &buffer)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        case .idleTimedOut:
+            logger.info("idle connection closed")
+            context.close(promise: nil)
+        case nil:
+            break
+        }
+    }
+}

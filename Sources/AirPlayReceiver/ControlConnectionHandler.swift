@@ -1,0 +1,146 @@
+import AirPlayWire
+import Logging
+import NIOCore
+
+/// What a control connection asks of the receiver (`ControlRouter`, or a test's stand-in).
+protocol ControlResponding: Sendable {
+    /// The reply to one request, with what the connection must do after sending it.
+    func reply(to request: AirPlayRequest, connection: ConnectionContext?) -> ControlReply
+    /// The response to a request the decoder refused.
+    func respond(to rejection: RequestRejection) -> AirPlayResponse
+    /// A response made ready to send for a request of `version` with `cseq`.
+    func finish(_ response: AirPlayResponse, version: ProtocolVersion, cseq: String?) -> AirPlayResponse
+}
+
+extension ControlRouter: ControlResponding {}
+
+/// Answers each decoded request in order on one connection.
+final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = InboundRequest
+    typealias OutboundOut = AirPlayResponse
+
+    static let encoderName = "airplay-response-encoder"
+    static let decoderName = "airplay-request-decoder"
+    static let handlerName = "airplay-control-handler"
+
+    private let router: any ControlResponding
+    private let events: EventChannels?
+    private let logger: Logger
+    private let clock: ConnectionClock
+    /// Set when the connection is over the limit: its first request gets 503 with this text.
+    private let refusal: String?
+    private var upgraded = false
+    /// Writes waiting for a deferred answer before them (so responses keep request order).
+    private var pendingWrites: EventLoopFuture<Void>?
+
+    init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil, logger: Logger) {
+        self.clock = clock
+        self.refusal = refusal
+        self.router = router
+        self.events = events
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !upgraded else { return }
+        clock.timeouts.requestDecoded()
+        if let refusal {
+            refuseOverLimit(context: context, request: unwrapInboundIn(data), reason: refusal)
+            return
+        }
+        switch unwrapInboundIn(data) {
+        case .request(let request):
+            let channel = context.channel
+            let connection = ConnectionContext(id: ObjectIdentifier(channel), local: channel.localAddress,
+                                               remote: channel.remoteAddress, close: { channel.close(promise: nil) })
+            let reply = router.reply(to: request, connection: connection)
+            let response = reply.response
+            logger.debug("request", metadata: [
+                "request.method": "\(request.method)", "request.path": "\(request.path.prefix(200))",
+                "response.status": "\(reply.deferred == nil ? String(response.status) : "deferred")",
+            ])
+            if let deferred = reply.deferred {
+                // Answers that take I/O are written when ready, still in request order.
+                let eventLoop = context.eventLoop
+                let previous = pendingWrites ?? eventLoop.makeSucceededVoidFuture()
+                let next = previous.flatMap { deferred(eventLoop) }.flatMap { answer in
+                    channel.writeAndFlush(answer)
+                }.recover { _ in }
+                pendingWrites = next
+                return
+            }
+            if let pending = pendingWrites, reply.upgradeToEventChannel == nil {
+                pendingWrites = pending.flatMap { channel.writeAndFlush(response) }.recover { _ in }
+                return
+            }
+            guard let session = reply.upgradeToEventChannel, let events else {
+                context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+                return
+            }
+            upgraded = true
+            clock.timeouts.stop()
+            upgrade(context: context, response: response, session: session, events: events)
+        case .rejected(let rejection):
+            logger.notice("request refused", metadata: [
+                "response.status": "\(rejection.status)", "reason": "\(rejection.reason)",
+            ])
+            let response = router.respond(to: rejection)
+            let channel = context.channel
+            // Behind any answer still being prepared, so responses keep request order.
+            let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {
+                channel.writeAndFlush(response)
+            }
+            pendingWrites = write.recover { _ in }
+            if rejection.closesConnection {
+                let channel = context.channel
+                write.whenComplete { _ in channel.close(promise: nil) }
+            }
+        }
+    }
+
+    /// One connection too many: 503 in the request's protocol, then close.
+    private func refuseOverLimit(context: ChannelHandlerContext, request: InboundRequest, reason: String) {
+        let (version, cseq): (ProtocolVersion, String?) = switch request {
+        case .request(let request): (request.version, request.cseq)
+        case .rejected(let rejection): (rejection.version.name == "RTSP" ? rejection.version : .http11, rejection.cseq)
+        }
+        var response = router.finish(.text(status: 503, reason), version: version, cseq: cseq)
+        response.headers.replaceOrAdd(name: "Connection", value: "close")
+        logger.notice("connection refused", metadata: ["reason": "\(reason)"])
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// After the 101, the connection is ours to write requests on: drop the HTTP codecs and
+    /// ignore whatever the sender answers (its replies to our `POST /event`).
+    private func upgrade(context: ChannelHandlerContext, response: AirPlayResponse, session: String, events: EventChannels) {
+        let channel = context.channel
+        let pipeline = context.pipeline
+        let logger = self.logger
+        let replies = EventChannelReplies()
+        context.writeAndFlush(wrapOutboundOut(response)).flatMap {
+            pipeline.removeHandler(name: Self.decoderName)
+        }.flatMap {
+            pipeline.removeHandler(name: Self.encoderName)
+        }.flatMap {
+            pipeline.removeHandler(name: Self.handlerName)
+        }.flatMap {
+            pipeline.addHandler(replies)
+        }.whenComplete { result in
+            switch result {
+            case .success:
+                events.register(sessionID: session, channel: channel, replies: replies)
+                logger.info("event channel open", metadata: ["session": "\(session)"])
+            case .failure(let error):
+                logger.warning("event channel upgrade failed", metadata: ["error": "\(error)"])
+                channel.close(promise: nil)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.
+        logger.info("control connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+}
