@@ -143,7 +143,7 @@ public final class AvahiBrowser {
         if let address {
             var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
             avahi_address_snprint(&buffer, buffer.count, address)
-            addressText = String(cString: buffer)
+            addressText = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             // Link-local IPv6 needs its scope to be usable.
             if address.pointee.proto == AVAHI_PROTO_INET6, addressText.lowercased().hasPrefix("fe80"),
                let scope = Self.interfaceName(interface) {
@@ -170,7 +170,7 @@ public final class AvahiBrowser {
         guard index >= 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
         guard if_indextoname(UInt32(index), &buffer) != nil else { return nil }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private func cleanUp() {

@@ -97,7 +97,7 @@ public enum HTTPClient {
                                 options: HTTPRequestOptions = HTTPRequestOptions(),
                                 progress: @escaping @Sendable (Int) -> Void = { _ in }) throws(HTTPError) -> (status: Int, written: Int) {
         guard let handle = FileHandle(forWritingAtPath: path) ?? {
-            FileManager.default.createFile(atPath: path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
             return FileHandle(forWritingAtPath: path)
         }() else { throw HTTPError(message: "cannot write \(path)", unsupportedScheme: false) }
         defer { try? handle.close() }

@@ -26,7 +26,9 @@ public final class EventListener: Sendable {
                 .connectTimeout(.seconds(5))
                 .connect(host: host, port: port).get()
             upgraded = channel.eventLoop.makePromise(of: Void.self)
-            try await channel.pipeline.addHandler(ReverseChannelHandler(upgraded: upgraded, keys: keys, onEvent: onEvent)).get()
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(ReverseChannelHandler(upgraded: upgraded, keys: keys, onEvent: onEvent))
+            }.get()
             var request = AirPlayRequest(method: "POST", target: "/reverse", version: .http11, headers: [
                 "Upgrade": "PTTH/1.0", "Connection": "Upgrade", "X-Apple-Purpose": "event", "X-Apple-Session-ID": sessionID,
             ])

@@ -363,7 +363,15 @@ struct EventsCommand: AsyncParsableCommand {
             let listener = try await EventListener.open(host: address.host, port: address.port, sessionID: session) { event in
                 var object: [String: Any] = [:]
                 if case .dictionary(let dictionary) = event {
-                    for (key, value) in dictionary { object[key] = value.stringValue ?? value.integerValue.map { Int($0) } ?? "\(value)" }
+                    for (key, value) in dictionary {
+                        if let text = value.stringValue {
+                            object[key] = text
+                        } else if let number = value.integerValue {
+                            object[key] = Int(number)
+                        } else {
+                            object[key] = "\(value)"
+                        }
+                    }
                 }
                 if options.json { print(jsonLine(object)) } else { print("\(object["category"] ?? "?") \(object["state"] ?? "?")") }
                 fflush(nil)

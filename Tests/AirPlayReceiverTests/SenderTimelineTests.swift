@@ -56,6 +56,25 @@ import Testing
         #expect(abs(try #require(generous.localTime(of: 66150)) - 102.0) < 1e-5, "1.5 s after it was sent")
     }
 
+    /// PulseAudio stamps a sync packet when it sends it; its first one is often 1.5–4 ms late
+    /// (its IO thread stalls once at start). A late stamp never moves the timeline: the earliest
+    /// sync of the window wins at once, and an earlier one is taken as soon as it comes.
+    @Test func lateSyncStampsAreIgnored() throws {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        let (reply, arrival) = sender.reply(sentAt: 100)
+        timeline.addTimingReply(reply, arrival: arrival)
+        // Frame 0 plays at sender time 102 on the schedule; the first sync says 102.003.
+        timeline.addSync(Self.sync(playing: 0, next: 88200, at: sender.clock(102.003)), arrival: 102.003)
+        #expect(abs(try #require(timeline.localTime(of: 0)) - 102.003) < 1e-6, "one sync: taken as it is")
+        for second in 1...3 {
+            let late = second == 2 ? 0.0008 : 0
+            timeline.addSync(Self.sync(playing: UInt32(second * 44100), next: UInt32(second * 44100 + 88200),
+                                       at: sender.clock(102 + Double(second) + late)), arrival: 102 + Double(second) + late)
+            #expect(abs(try #require(timeline.localTime(of: 0)) - 102) < 1e-6, "after sync \(second): the schedule")
+        }
+    }
+
     @Test func aSlowExchangeDoesNotMoveTheOffset() throws {
         let sender = FakeSender()
         let timeline = SenderTimeline(sampleRate: 44100)

@@ -248,7 +248,9 @@ public final class AudioPlayout: @unchecked Sendable {
             ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
         if run.delay == nil { run.delay = delay }
         let target = meant - (run.delay ?? 0)
-        if run.outputStart == nil { run.outputStart = target - Double(run.framesOut) / sampleRate }
+        // Until the first frame is out, the output's clock follows the timeline freely: a sync
+        // packet that arrives during the buffering moves the start, not the audio.
+        if run.outputStart == nil || run.framesOut == 0 { run.outputStart = target - Double(run.framesOut) / sampleRate }
         var due = run.outputStart! + Double(run.framesOut) / sampleRate
         // > 0: the output's clock is behind the sender's timeline for this packet.
         let error = due - target

@@ -49,6 +49,8 @@ public final class SenderTimeline: Sendable {
         var exchanges: [Exchange] = []
         var answered = 0
         var anchor: Anchor?
+        /// The last few sync packets since the last jump, for the earliest-stamp anchor.
+        var recentSyncs: [Anchor] = []
         var trusted = false
         var implausible = 0
     }
@@ -58,8 +60,10 @@ public final class SenderTimeline: Sendable {
     /// A sync packet that puts the frame being sent further than this from "now + latency"
     /// contradicts the timing answers.
     static let plausibility = 0.5
-    /// Sync packets that disagree with the timeline by less than this are smoothed into it.
+    /// Sync packets that disagree with the timeline by less than this are late stamps, not jumps.
     static let smoothingLimit = 0.005
+    /// Sync packets the earliest stamp is taken over (about 8 s of them).
+    static let syncWindow = 8
     /// Drift beyond this is a broken clock, not a crystal: clamp it.
     static let maximumDrift = 500e-6
 
@@ -123,16 +127,24 @@ public final class SenderTimeline: Sendable {
                 state.trusted = false
                 return
             }
-            // Senders stamp sync packets when they happen to send them, a millisecond or so
-            // off: small disagreements with the timeline so far are smoothed, jumps are taken.
+            // Senders stamp a sync packet when they get round to sending it: a stamp can be
+            // late (PulseAudio's first one by up to 4 ms, after its IO thread stalled), never
+            // early. So within a few milliseconds the timeline follows the earliest of the last
+            // syncs (a sliding window, so a real drift is still followed); beyond that it is a
+            // jump, taken as it comes.
             if state.trusted, let previous = state.anchor {
                 let predicted = previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate
-                let disagreement = anchor.senderTime - predicted
-                if abs(disagreement) < Self.smoothingLimit {
-                    state.anchor = Anchor(rtp: anchor.rtp, senderTime: predicted + disagreement / 8)
+                if abs(anchor.senderTime - predicted) < Self.smoothingLimit {
+                    state.recentSyncs.append(anchor)
+                    if state.recentSyncs.count > Self.syncWindow { state.recentSyncs.removeFirst() }
+                    let earliest = state.recentSyncs.map {
+                        $0.senderTime + Double(Int32(bitPattern: anchor.rtp &- $0.rtp)) / sampleRate
+                    }.min() ?? anchor.senderTime
+                    state.anchor = Anchor(rtp: anchor.rtp, senderTime: earliest)
                     return
                 }
             }
+            state.recentSyncs = [anchor]
             state.anchor = anchor
             state.trusted = true
         }
