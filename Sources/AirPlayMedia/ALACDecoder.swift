@@ -12,6 +12,9 @@
 /// adaptive FIR predictor run over residuals coded with ALAC's adaptive Golomb code, and a pair
 /// is decorrelated with the mix bits and weight. The numbers below are the format's, as
 /// documented by Apple's ALAC release and matched bit for bit against FFmpeg's decoder.
+///
+/// `@unchecked Sendable`: it may be handed between threads, but it keeps scratch buffers, so
+/// its callers decode one packet at a time (the receiver holds a lock around it).
 public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     /// The stream parameters an `a=fmtp:96` line (or an ALACSpecificConfig) carries.
     public struct Configuration: Hashable, Sendable {

@@ -129,7 +129,8 @@ public struct ControlRouter: Sendable {
     /// The response to a request the decoder refused.
     public func respond(to rejection: RequestRejection) -> AirPlayResponse {
         var response = AirPlayResponse.text(status: rejection.status, rejection.reason)
-        response.version = rejection.version.name == "PTTH" ? .http11 : rejection.version
+        // Answer in a version we speak: a 505 for HTTP/9.9 goes out as HTTP/1.1.
+        response.version = rejection.version.name == "RTSP" ? .rtsp10 : .http11
         if rejection.closesConnection { response.headers.add(name: "Connection", value: "close") }
         Self.addCommonHeaders(&response, cseq: rejection.cseq)
         return response

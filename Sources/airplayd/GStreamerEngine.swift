@@ -50,6 +50,11 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
         }
     }
 
+    func decodesWithoutWaiting(_ stream: RAOPStreamDescription) -> Bool {
+        if case .alac = stream.codec { return true }
+        return false
+    }
+
     func makeDecoder(for stream: RAOPStreamDescription) throws(AudioDecodeError) -> (any AudioDecoder)? {
         switch stream.codec {
         case .pcm:

@@ -65,6 +65,12 @@ import Testing
         #expect(statusLines(reply) == ["HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 200 OK"])
     }
 
+    /// A version we do not speak gets 505 in one we do.
+    @Test func unsupportedVersionIs505InHTTP11() throws {
+        let reply = try exchange(["GET /info HTTP/9.9\r\n\r\n", "GET /info HTTP/1.1\r\n\r\n"])
+        #expect(statusLines(reply) == ["HTTP/1.1 505 Version Not Supported", "HTTP/1.1 200 OK"])
+    }
+
     @Test func rtspRequestsGetRTSPRepliesWithCSeq() throws {
         let reply = try exchange(["GET /info RTSP/1.0\r\nCSeq: 5\r\n\r\n", "FLY /x RTSP/1.0\r\nCSeq: 6\r\n\r\n"])
         #expect(statusLines(reply) == ["RTSP/1.0 200 OK", "RTSP/1.0 501 Not Implemented"])

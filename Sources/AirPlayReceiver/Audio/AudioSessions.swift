@@ -262,7 +262,14 @@ public final class AudioSessions: Sendable {
 
     private func begin(_ number: Int, connection: ConnectionContext, prepared: PreparedStream) {
         let stream = prepared.description
-        let decoding = stream.codec == .pcm ? nil : RAOPDecodeQueue(session: number, stream: stream, factory: decoders)
+        let decoding: RAOPPacketDecoding
+        if stream.codec == .pcm {
+            decoding = .l16
+        } else if decoders.decodesWithoutWaiting(stream), let decoder = try? decoders.makeDecoder(for: stream) {
+            decoding = .inline(InlineDecoder(decoder))
+        } else {
+            decoding = .queued(RAOPDecodeQueue(session: number, stream: stream, factory: decoders))
+        }
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
                                              decryptor: prepared.decryptor, decoding: decoding)
         sessions.withLockedValue { $0[number] = resources }
@@ -351,12 +358,22 @@ public final class AudioSessions: Sendable {
             return
         }
         let payload = resources.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
-        guard let decoding = resources.decoding else {
-            playout.receive(timestamp: packet.timestamp, samples: RAOPDecodeQueue.bigEndianL16(payload))
-            return
-        }
         let timestamp = packet.timestamp, sequence = packet.sequence
-        let queued = decoding.decode(payload) { [self] result in
+        let queue: RAOPDecodeQueue
+        switch resources.decoding {
+        case .l16:
+            playout.receive(timestamp: timestamp, samples: RAOPDecodeQueue.bigEndianL16(payload))
+            return
+        case .inline(let decoder):
+            switch decoder.decode(payload) {
+            case .success(let samples): playout.receive(timestamp: timestamp, samples: samples)
+            case .failure(let error): dropped(resources, "\(error)", sequence: sequence)
+            }
+            return
+        case .queued(let decodeQueue):
+            queue = decodeQueue
+        }
+        let queued = queue.decode(payload) { [self] result in
             switch result {
             case .success(let samples): playout.receive(timestamp: timestamp, samples: samples)
             case .failure(let error): dropped(resources, "\(error)", sequence: sequence)

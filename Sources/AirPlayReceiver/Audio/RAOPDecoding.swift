@@ -1,6 +1,7 @@
 import AirPlayMedia
 import AirPlayWire
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Makes the decoder a RAOP stream needs. The receiver knows only this protocol; the daemon
@@ -9,8 +10,34 @@ public protocol RAOPDecoderFactory: Sendable {
     /// Checks at ANNOUNCE, without building anything, that the stream can be decoded here.
     func validate(_ stream: RAOPStreamDescription) throws(AudioDecodeError)
     /// Builds the decoder, nil for L16. May wait (a GStreamer pipeline): it is called on the
-    /// session's decode queue, never on an event loop.
+    /// session's decode queue, never on an event loop, unless `decodesWithoutWaiting` says so.
     func makeDecoder(for stream: RAOPStreamDescription) throws(AudioDecodeError) -> (any AudioDecoder)?
+    /// True when building the decoder and decoding are plain computation of a few microseconds
+    /// (our ALAC decoder): packets are then decoded where they arrive, with no thread hop.
+    func decodesWithoutWaiting(_ stream: RAOPStreamDescription) -> Bool
+}
+
+/// How a session turns its packets into PCM.
+enum RAOPPacketDecoding: Sendable {
+    /// L16: big-endian samples, converted where they arrive.
+    case l16
+    /// A decoder that never waits, run where packets arrive (audio and control ports may be on
+    /// different event loops, so calls are serialised).
+    case inline(InlineDecoder)
+    /// A decoder that may wait, on the session's own queue.
+    case queued(RAOPDecodeQueue)
+}
+
+/// A decoder whose calls are serialised by a lock (uncontended: one packet at a time arrives).
+final class InlineDecoder: Sendable {
+    private let decoder: NIOLockedValueBox<any AudioDecoder>
+
+    init(_ decoder: any AudioDecoder) { self.decoder = NIOLockedValueBox(decoder) }
+
+    /// Decodes one packet.
+    func decode(_ payload: [UInt8]) -> Result<[Int16], AudioDecodeError> {
+        decoder.withLockedValue { decoder in Result { () throws(AudioDecodeError) in try decoder.decode(payload) } }
+    }
 }
 
 /// Decodes one session's packets in arrival order, off the event loops: a serial queue, a

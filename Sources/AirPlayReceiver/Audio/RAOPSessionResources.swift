@@ -16,8 +16,8 @@ final class RAOPSessionResources: Sendable {
     let stream: RAOPStreamDescription
     /// Set for encrypted streams (`et=1`).
     let decryptor: RAOPPacketDecryptor?
-    /// Set for compressed streams (ALAC, AAC): decodes off the event loops.
-    let decoding: RAOPDecodeQueue?
+    /// How packets become PCM: inline (L16, ALAC) or on the session's queue (AAC).
+    let decoding: RAOPPacketDecoding
     /// The sender's clock, from its sync packets and its answers to our timing requests.
     let timeline: SenderTimeline
     /// The sender's address: UDP datagrams from any other host are dropped.
@@ -36,7 +36,7 @@ final class RAOPSessionResources: Sendable {
     let state = NIOLockedValueBox(Mutable())
 
     init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?,
-         decoding: RAOPDecodeQueue?) {
+         decoding: RAOPPacketDecoding) {
         self.number = number
         self.connection = connection
         self.stream = stream
