@@ -43,9 +43,7 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
         case .alac(let fmtp):
             _ = try ALACDecoder.Configuration(fmtp: fmtp)
         case .aacLC, .aacELD:
-            guard stream.aacConfig != nil else {
-                throw .malformed("mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp")
-            }
+            // A missing AudioSpecificConfig is the receiver's 400 before this is asked.
             guard GStreamerRuntime.hasElement("avdec_aac") else { throw .unsupported("no AAC decoder: install gstreamer1.0-libav") }
         }
     }

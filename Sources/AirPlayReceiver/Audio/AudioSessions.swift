@@ -362,7 +362,7 @@ public final class AudioSessions: Sendable {
         let queue: RAOPDecodeQueue
         switch resources.decoding {
         case .l16:
-            playout.receive(timestamp: timestamp, samples: RAOPDecodeQueue.bigEndianL16(payload))
+            playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.l16Samples(payload))
             return
         case .inline(let decoder):
             switch decoder.decode(payload) {

@@ -90,12 +90,15 @@ final class RAOPDecodeQueue: @unchecked Sendable {
                 return .failure(error)
             }
         }
-        guard let decoder else { return .success(RAOPDecodeQueue.bigEndianL16(payload)) }
+        // The queue is only made for compressed streams, whose factory always gives a decoder.
+        guard let decoder else { return .failure(.unsupported("no decoder for this stream")) }
         return Result { () throws(AudioDecodeError) in try decoder.decode(payload) }
     }
+}
 
+extension RAOPPacketDecoding {
     /// L16 is big-endian on the wire.
-    static func bigEndianL16(_ payload: [UInt8]) -> [Int16] {
+    static func l16Samples(_ payload: [UInt8]) -> [Int16] {
         var samples = [Int16](repeating: 0, count: payload.count / 2)
         for index in samples.indices {
             samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))

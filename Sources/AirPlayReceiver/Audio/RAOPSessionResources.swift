@@ -1,5 +1,6 @@
 import AirPlayCrypto
 import AirPlayWire
+import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -90,5 +91,3 @@ final class RAOPSessionResources: Sendable {
                                     dropped: state.withLockedValue { $0.dropped })
     }
 }
-
-import Foundation
