@@ -7,6 +7,9 @@ import Testing
 @Suite(.serialized) struct HLSReceiverTests {
     /// One state folder for the suite, so `rate`, `stop` and `status` address the session `play` started.
     static let state = Products.scratchDirectory("xdg")
+    /// Media of its own: the suite reads the server's request log, which a suite running beside
+    /// it must not write to.
+    static let media: TestMedia? = try? TestMedia(seconds: 6, variants: true)
 
     private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {
         try runCommand(try Products.executable("airplay"), arguments,
@@ -33,7 +36,7 @@ import Testing
     /// A display that shows at most 320x180 gets only the 320x180 variant: the 640x360 one is
     /// left out of the master the player sees, and its playlist is never fetched.
     @Test func theBoxPlaysOnlyWhatItsDisplayShows() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let daemon = try LocalDaemon(extra: ["--config", try config("video_max_resolution = \"320x180\"\n")])
         let before = media.requests.count
         let result = try airplay(["play", media.url("variants/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)", "--wait"])
@@ -48,7 +51,7 @@ import Testing
 
     /// Without limits both variants may play; `/playback-info` says which one does.
     @Test func playbackInfoSaysWhichVariantPlays() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let daemon = try LocalDaemon()
         let result = try airplay(["play", media.url("variants/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -62,7 +65,7 @@ import Testing
     /// cookie handed over in /play the box fetches the key and plays to the end; without it,
     /// playback fails and says why.
     @Test func encryptedHLSPlaysWithTheSendersCookieOnly() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let python = try #require(TestHost.which("python3"))
         let openssl = try #require(TestHost.which("openssl"))
         let tls = Products.scratchDirectory("tls")
@@ -104,7 +107,7 @@ import Testing
     /// fetch it, so it asks the sender over the event channel (`POST /key`), and the sender's
     /// `--key-command` supplies it. Without one, playback fails and says what is missing.
     @Test func aCustomSchemeKeyComesFromTheSender() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let folder = media.directory + "/skd"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try Data("fedcba9876543210".utf8).write(to: URL(fileURLWithPath: folder + "/key.bin"))
@@ -131,7 +134,7 @@ import Testing
     /// i.e. `/setProperty?selectedMediaArray`): the box reloads at the same position with the
     /// French rendition, whose playlist it then fetches.
     @Test func audioRenditionsAreListedAndSwitched() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let daemon = try LocalDaemon()
         let to = ["--to", "127.0.0.1:\(daemon.port)"]
         /// The selected audio language and all audio languages, from `airplay status --json`.
@@ -160,7 +163,7 @@ import Testing
     /// Pre-, mid- and post-roll ads of another size and codec setting, joined by
     /// EXT-X-DISCONTINUITY: the whole 12 s plays through to the end without a stall.
     @Test func discontinuitiesPlayThroughWithoutAStall() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let ads = media.directory + "/ads"
         try FileManager.default.createDirectory(atPath: ads, withIntermediateDirectories: true)
         let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
@@ -187,7 +190,7 @@ import Testing
     /// starts on the richest variant that fits: on a fast link the 640x360 one, on a link slowed
     /// to 320 kbit/s the 320x180 one.
     @Test func theStartVariantFollowsTheMeasuredBandwidth() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let daemon = try LocalDaemon()
         let to = ["--to", "127.0.0.1:\(daemon.port)"]
         #expect(try airplay(["play", media.url("variants/master.m3u8")] + to).status == 0)
@@ -214,7 +217,7 @@ import Testing
     /// A playlist built to hurt: an empty byte range where the box measures bandwidth, and a
     /// key URI index nobody handed out. Playback fails with a reason; the daemon stays up.
     @Test func hostilePlaylistsFailCleanly() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let folder = media.directory + "/hostile"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=100000,RESOLUTION=320x180,CODECS=\"avc1.42c00d\"\nmedia.m3u8\n"
@@ -235,7 +238,7 @@ import Testing
     /// key frame at a time through the gateway (`trick.m3u8`, `c<n>.ts`, each I-frame with its
     /// segment's PAT/PMT); back at 1x the box returns to the variants at the same position.
     @Test func fastRatesPlayTheIFramePlaylist() throws {
-        let media = try #require(HLSSenderTests.media)
+        let media = try #require(Self.media)
         let folder = media.directory + "/trick"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
