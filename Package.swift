@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
+        // Linux calls the Glibc module hides (batched datagram reads, eventfd, thread names).
+        .target(name: "CLinuxIO"),
+
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
         .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
@@ -49,7 +52,7 @@ let package = Package(
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP",
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -83,6 +86,7 @@ let package = Package(
 
         // Test support: real peers and private mDNS, started the way users start them.
         .target(name: "AirPlayTesting", dependencies: [
+            "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
@@ -97,7 +101,7 @@ let package = Package(
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia",
+            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -86,20 +86,38 @@ public final class RAOPPacketDecryptor: @unchecked Sendable {
     public func decrypt(_ payload: [UInt8]) -> [UInt8] {
         RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: false)
     }
+
+    /// The clear payload of bytes read in place (the receive buffer of the audio port).
+    public func decrypt(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
+        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: false)
+    }
 }
 
 /// RAOP's per-packet AES-128-CBC, both ways: the whole 16-byte blocks from the stream IV, the
 /// tail past the last whole block untouched.
 enum RAOPPacketCipher {
     static func apply(context: OpaquePointer, key: [UInt8], iv: [UInt8], payload: [UInt8], encrypt: Bool) -> [UInt8] {
+        payload.withUnsafeBytes { apply(context: context, key: key, iv: iv, payload: $0, encrypt: encrypt) }
+    }
+
+    /// One output array; the tail is copied after the whole blocks, in the same buffer.
+    static func apply(context: OpaquePointer, key: [UInt8], iv: [UInt8], payload: UnsafeRawBufferPointer, encrypt: Bool) -> [UInt8] {
         let whole = payload.count & ~15
-        guard whole > 0 else { return payload }
-        var output = [UInt8](repeating: 0, count: whole + 16)
-        var written: Int32 = 0
-        guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
-              EVP_CIPHER_CTX_set_padding(context, 0) == 1,
-              EVP_CipherUpdate(context, &output, &written, payload, Int32(whole)) == 1 else { return payload }
-        return Array(output.prefix(Int(written))) + payload[whole...]
+        guard whole > 0, let input = payload.baseAddress else { return Array(payload) }
+        // EVP_CipherUpdate may write up to a block more than it is given.
+        var output = [UInt8](repeating: 0, count: payload.count + 16)
+        let written = output.withUnsafeMutableBytes { out -> Int32 in
+            var written: Int32 = 0
+            guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
+                  EVP_CIPHER_CTX_set_padding(context, 0) == 1,
+                  EVP_CipherUpdate(context, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
+                                   input.assumingMemoryBound(to: UInt8.self), Int32(whole)) == 1, written == Int32(whole) else { return -1 }
+            out.baseAddress!.advanced(by: whole).copyMemory(from: input.advanced(by: whole), byteCount: payload.count - whole)
+            return written
+        }
+        guard written >= 0 else { return Array(payload) }
+        output.removeLast(16)
+        return output
     }
 }
 

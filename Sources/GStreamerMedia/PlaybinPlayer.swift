@@ -107,6 +107,12 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         return "audioconvert ! audioresample ! audio/x-raw,format=S16LE,rate=44100,channels=2 ! filesink location=\"\(path)\" sync=true"
     }
 
+    /// Checks that a sink description (an `audio_output` or `video_sink` setting) builds; the
+    /// error names the description.
+    public static func checkSink(_ description: String) throws(MediaError) {
+        gst_object_unref(UnsafeMutableRawPointer(try makeSink(audioDescription(description))))
+    }
+
     /// Parses a sink description into a bin; the error names the description.
     public static func makeSink(_ description: String) throws(MediaError) -> UnsafeMutablePointer<GstElement> {
         GStreamerRuntime.initialize()

@@ -42,9 +42,20 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
+    @Flag(name: .customLong("probe-media"), help: .hidden)
+    var probeMedia = false
+
+    @Option(name: .customLong("probe-sink"), help: .hidden)
+    var probeSinks: [String] = []
+
     enum Toggle: String, ExpressibleByArgument { case on, off }
 
     func run() async throws {
+        if probeMedia {
+            // The child the daemon asks what GStreamer can do (see MediaProbe).
+            print(MediaProbe.here(sinks: probeSinks).json)
+            return
+        }
         let settings: ReceiverConfiguration
         do {
             settings = try resolveConfiguration()
@@ -56,7 +67,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
         let logger = Logger(label: "airplayd")
         let command = self
-        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(), logger: logger) {
+        let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }
+        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger) {
             try command.resolveConfiguration()
         }
         let group = ServiceGroup(configuration: .init(

@@ -5,18 +5,38 @@ import GStreamerMedia
 
 /// The media stack airplayd plays with: GStreamer for URLs, AAC and audio sinks, our own
 /// decoder for ALAC. The only place the daemon meets GStreamer.
+///
+/// What GStreamer can do is asked once, in a child process (`MediaProbe`): the daemon
+/// initialises GStreamer itself only when the first session needs a pipeline, so an idle box
+/// does not carry GStreamer's registry and plugins.
 struct GStreamerEngine: ReceiverMediaEngine {
-    var versionDescription: String { GStreamerRuntime.version }
-    var canPlayURLs: Bool { GStreamerRuntime.hasElement("playbin") }
-    var canPlayHLS: Bool { GStreamerRuntime.hasElement("hlsdemux") || GStreamerRuntime.hasElement("hlsdemux2") }
-    var canDecodeAAC: Bool { GStreamerRuntime.hasElement("avdec_aac") }
+    private let probe: MediaProbe
+
+    /// An engine whose capabilities and `sinks` (the configured sink descriptions) are checked
+    /// in a child process, or here if the child cannot be run.
+    init(sinks: [String]) {
+        probe = MediaProbe.inChild(sinks: sinks) ?? MediaProbe.here(sinks: sinks)
+    }
+
+    var versionDescription: String { probe.version }
+    var canPlayURLs: Bool { has("playbin") }
+    var canPlayHLS: Bool { has("hlsdemux") || has("hlsdemux2") }
+    var canDecodeAAC: Bool { has("avdec_aac") }
 
     func canDecode(codec: String) -> Bool {
-        (VariantPolicy.decoders[codec] ?? []).contains(where: GStreamerRuntime.hasElement)
+        (VariantPolicy.decoders[codec] ?? []).contains(where: has)
+    }
+
+    private func has(_ element: String) -> Bool {
+        probe.elements[element] ?? GStreamerRuntime.hasElement(element)
     }
 
     func validateSink(_ description: String) throws(MediaError) {
-        _ = try PlaybinPlayer.makeSink(PlaybinPlayer.audioDescription(description))
+        if probe.checkedSinks.contains(description) {
+            if let message = probe.sinkErrors[description] { throw MediaError(code: -2, domain: "airplayd.gstreamer", message: message) }
+            return
+        }
+        try PlaybinPlayer.checkSink(description)
     }
 
     func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool) throws(MediaError) -> any MediaPlayer {
@@ -30,12 +50,15 @@ struct GStreamerEngine: ReceiverMediaEngine {
         try GStreamerPCMOutput(sink: sink)
     }
 
-    var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders() }
+    var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC) }
 }
 
 /// The decoders airplayd plays RAOP with: ALAC in Swift (no pipeline, bit-exact with FFmpeg),
 /// AAC-LC and AAC-ELD through GStreamer's `avdec_aac`.
 struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
+    /// Whether `avdec_aac` is installed (from the probe: answering ANNOUNCE builds nothing).
+    let canDecodeAAC: Bool
+
     func validate(_ stream: RAOPStreamDescription) throws(AudioDecodeError) {
         switch stream.codec {
         case .pcm:
@@ -44,7 +67,7 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
             _ = try ALACDecoder.Configuration(fmtp: fmtp)
         case .aacLC, .aacELD:
             // A missing AudioSpecificConfig is the receiver's 400 before this is asked.
-            guard GStreamerRuntime.hasElement("avdec_aac") else { throw .unsupported("no AAC decoder: install gstreamer1.0-libav") }
+            guard canDecodeAAC else { throw .unsupported("no AAC decoder: install gstreamer1.0-libav") }
         }
     }
 

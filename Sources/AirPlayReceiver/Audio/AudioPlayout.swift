@@ -1,7 +1,19 @@
 import AirPlayMedia
 import AirPlayWire
+import CLinuxIO
 import Foundation
 import Synchronization
+
+/// Packets the playout's own thread reads when it wakes (a session's audio port), so that
+/// receiving them costs no thread wake-up of its own.
+protocol PlayoutInput: AnyObject, Sendable {
+    /// Polls readable while packets wait; the playout listens to it only while it waits for data.
+    var descriptor: Int32 { get }
+    /// Reads what waits, without blocking, and hands the packets to the playout's `receive`.
+    func drain()
+    /// Called once the playout's thread has ended.
+    func close()
+}
 
 /// Puts received audio packets back in order and hands their frames to the output when the
 /// sender means them to be heard.
@@ -18,6 +30,11 @@ import Synchronization
 /// more than 20 ms in the sender's timeline is followed at once instead. Gaps are filled with
 /// silence when their time comes (and reported as lost); duplicates and packets older than what
 /// already played are dropped.
+///
+/// One thread per playout writes the output and, with an attached `PlayoutInput`, reads the
+/// audio port each time it wakes: one wake-up per packet in all, not one to receive and one to
+/// write. It listens to the port only while it waits for data, and never sleeps more than
+/// 50 ms, so datagrams wait in the socket for at most that long.
 public final class AudioPlayout: @unchecked Sendable {
     /// What the playout measured, for logs and the benchmark.
     public struct Statistics: Hashable, Sendable {
@@ -73,6 +90,7 @@ public final class AudioPlayout: @unchecked Sendable {
         /// Set while the output thread waits for a packet (idle or a gap): only then does an
         /// arrival need to wake it; otherwise it sleeps until the next packet is due.
         var waitingForData = true
+        var input: (any PlayoutInput)?
     }
 
     private enum Step {
@@ -100,7 +118,8 @@ public final class AudioPlayout: @unchecked Sendable {
     private let framesPerPacket: Int
     private let bufferDelay: Double
     private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
+    /// An eventfd: a packet arrived while the thread waited for data, or `stop()`.
+    private let wakeEvent = clinuxio_eventfd()
     private let finished = DispatchSemaphore(value: 0)
     /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
     private let maximumBuffered = 800
@@ -116,6 +135,7 @@ public final class AudioPlayout: @unchecked Sendable {
         self.framesPerPacket = framesPerPacket
         self.bufferDelay = bufferDelay
         let thread = Thread { [self] in
+            clinuxio_name_thread("raop-playout")
             run()
             finished.signal()
         }
@@ -150,7 +170,16 @@ public final class AudioPlayout: @unchecked Sendable {
             state.packets[timestamp] = samples
             return state.waitingForData
         }
-        if wakeNeeded { wake.signal() }
+        if wakeNeeded { clinuxio_signal(wakeEvent) }
+    }
+
+    /// Lets the playout's thread read `input` each time it wakes; the playout closes it when it stops.
+    func attach(_ input: any PlayoutInput) {
+        let running = state.withLock { state -> Bool in
+            if state.running { state.input = input }
+            return state.running
+        }
+        if running { clinuxio_signal(wakeEvent) } else { input.close() }
     }
 
     /// Drops everything buffered; the next packet starts a new run (RTSP FLUSH).
@@ -180,26 +209,41 @@ public final class AudioPlayout: @unchecked Sendable {
             return state.running
         }
         guard wasRunning else { return }
-        wake.signal()
+        clinuxio_signal(wakeEvent)
         finished.wait()
         output.close()
+        state.withLock { state in
+            defer { state.input = nil }
+            return state.input
+        }?.close()
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        Glibc.close(wakeEvent)
+    }
 
     private func run() {
+        var woke = true
         while true {
+            let input = state.withLock { $0.input }
+            // Read what arrived since the last wake-up (nothing to read after a write).
+            if woke { input?.drain() }
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
-            switch state.withLock({ nextStep(&$0, now: Self.now(), delay: delay) }) {
+            let (step, listen) = state.withLock { state in (nextStep(&state, now: Self.now(), delay: delay), state.waitingForData) }
+            let port = listen ? input?.descriptor ?? -1 : -1
+            woke = true
+            switch step {
             case .stop:
                 return
             case .idle:
-                _ = wake.wait(timeout: .now() + .milliseconds(100))
+                _ = clinuxio_wait(wakeEvent, port, 100_000_000)
             case .wait(let seconds):
-                _ = wake.wait(timeout: .now() + .microseconds(Int(max(200, min(seconds * 1e6, 50_000)))))
+                _ = clinuxio_wait(wakeEvent, port, Int64(max(200_000, min(seconds * 1e9, 50_000_000))))
             case .write(let samples, let gain):
                 output.write(gain == 1 ? samples : samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) })
+                woke = false
             }
         }
     }

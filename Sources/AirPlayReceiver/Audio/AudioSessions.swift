@@ -306,6 +306,21 @@ public final class AudioSessions: Sendable {
             for role in RAOPPortRole.allCases {
                 let (descriptor, port) = try RAOPPorts.bindUDP(host: host)
                 ports.append(port)
+                if role == .audio {
+                    // Audio is read by the playout's own thread; the control and timing ports
+                    // (a few datagrams a second) stay on the event loop.
+                    playout.attach(UDPDatagramSocket(
+                        descriptor: descriptor, expectedHost: resources.senderHost,
+                        handle: { [weak self, weak resources] datagram, fromSender in
+                            guard let self, let resources else { return }
+                            self.audioDatagram(datagram, fromSender: fromSender, session: resources)
+                        },
+                        truncated: { [weak self, weak resources] in
+                            guard let self, let resources else { return }
+                            self.dropped(resources, "datagram larger than \(UDPDatagramSocket.slotSize) bytes (audio)")
+                        }))
+                    continue
+                }
                 let handler = RAOPDatagramHandler(role: role, session: resources, owner: self)
                 RAOPPorts.adopt(descriptor, group: group, handler: handler) { channel in
                     if resources.adopt(channel, as: role), role == .timing { self.startTimingRequests(resources, channel: channel) }
@@ -347,18 +362,55 @@ public final class AudioSessions: Sendable {
 
     // MARK: Packets and time
 
-    /// An audio packet arrived: ask for what is missing, then decode and hand to the playout.
+    /// A datagram on the audio port, read in place by the session's `UDPDatagramSocket`.
+    func audioDatagram(_ datagram: UnsafeRawBufferPointer, fromSender: Bool, session resources: RAOPSessionResources) {
+        // Only the sender whose RTSP session this is may feed it, from any of its ports
+        // (PulseAudio and PipeWire send audio from an ephemeral one).
+        guard fromSender else { return dropped(resources, "datagram from another host (audio)") }
+        guard let header = RAOPAudioPacket.header(of: datagram) else {
+            return dropped(resources, RAOPPacket.parse(Array(datagram)) == nil
+                           ? "not a RAOP packet (audio, \(datagram.count) bytes)" : "unexpected packet on the audio port")
+        }
+        // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
+        if faultDropPercent > 0, Int((UInt32(header.sequence) &* 2_654_435_761) >> 16) % 100 < faultDropPercent { return }
+        audioPacket(sequence: header.sequence, timestamp: header.timestamp, marker: header.marker,
+                    payload: UnsafeRawBufferPointer(rebasing: datagram[RAOPAudioPacket.headerSize...]),
+                    session: resources, retransmitted: false)
+    }
+
+    /// An audio packet arrived (a retransmission, on the control port).
     func audioPacket(_ packet: RAOPAudioPacket, session resources: RAOPSessionResources, retransmitted: Bool) {
+        packet.payload.withUnsafeBytes { payload in
+            audioPacket(sequence: packet.sequence, timestamp: packet.timestamp, marker: packet.marker, payload: payload,
+                        session: resources, retransmitted: retransmitted)
+        }
+    }
+
+    /// Asks for what is missing, then decodes the payload and hands it to the playout.
+    private func audioPacket(sequence: UInt16, timestamp: UInt32, marker: Bool, payload encrypted: UnsafeRawBufferPointer,
+                             session resources: RAOPSessionResources, retransmitted: Bool) {
         perform(machine.withLockedValue {
-            $0.audioPacket(session: resources.number, sequence: packet.sequence, marker: packet.marker,
+            $0.audioPacket(session: resources.number, sequence: sequence, marker: marker,
                            retransmitted: retransmitted, now: Self.now())
         })
         guard let playout = resources.playout else {
-            dropped(resources, "audio before SETUP finished", sequence: packet.sequence)
+            dropped(resources, "audio before SETUP finished", sequence: sequence)
             return
         }
-        let payload = resources.decryptor.map { $0.decrypt(packet.payload) } ?? packet.payload
-        let timestamp = packet.timestamp, sequence = packet.sequence
+        guard let decryptor = resources.decryptor else {
+            if case .l16 = resources.decoding {
+                // Clear L16: straight from the receive buffer to samples.
+                playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.l16Samples(encrypted))
+            } else {
+                decode(Array(encrypted), timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
+            }
+            return
+        }
+        decode(decryptor.decrypt(encrypted), timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
+    }
+
+    private func decode(_ payload: [UInt8], timestamp: UInt32, sequence: UInt16, playout: AudioPlayout,
+                        session resources: RAOPSessionResources) {
         let queue: RAOPDecodeQueue
         switch resources.decoding {
         case .l16:

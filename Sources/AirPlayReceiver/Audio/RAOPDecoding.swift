@@ -98,11 +98,15 @@ final class RAOPDecodeQueue: @unchecked Sendable {
 
 extension RAOPPacketDecoding {
     /// L16 is big-endian on the wire.
-    static func l16Samples(_ payload: [UInt8]) -> [Int16] {
-        var samples = [Int16](repeating: 0, count: payload.count / 2)
-        for index in samples.indices {
-            samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+    static func l16Samples(_ payload: [UInt8]) -> [Int16] { payload.withUnsafeBytes(l16Samples) }
+
+    /// L16 from bytes read in place.
+    static func l16Samples(_ payload: UnsafeRawBufferPointer) -> [Int16] {
+        [Int16](unsafeUninitializedCapacity: payload.count / 2) { samples, count in
+            for index in 0..<payload.count / 2 {
+                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+            }
+            count = payload.count / 2
         }
-        return samples
     }
 }

@@ -76,7 +76,8 @@ enum RAOPPorts {
     }
 }
 
-/// Receives one UDP port's datagrams for a session and hands them, parsed, to `AudioSessions`.
+/// Receives the control or timing port's datagrams for a session (a few a second) and hands
+/// them, parsed, to `AudioSessions`; the audio port is a `UDPDatagramSocket` the playout reads.
 ///
 /// `@unchecked Sendable`: NIO calls it on its channel's loop only; the references it keeps are
 /// to `Sendable` objects.
@@ -108,10 +109,6 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         switch (role, packet) {
-        case (.audio, .audio(let audio)):
-            // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
-            if owner.faultDropPercent > 0, Int((UInt32(audio.sequence) &* 2_654_435_761) >> 16) % 100 < owner.faultDropPercent { return }
-            owner.audioPacket(audio, session: session, retransmitted: false)
         case (.control, .retransmitted(let audio)):
             owner.audioPacket(audio, session: session, retransmitted: true)
         case (.control, .sync(let sync)):

@@ -46,7 +46,12 @@ public final class SenderTimeline: Sendable {
     }
 
     private struct State {
-        var exchanges: [Exchange] = []
+        var exchanges: [Exchange] = [] {
+            // The playout asks for a frame's time 125 times a second; the line changes only
+            // when an answer comes (every 2 s).
+            didSet { line = SenderTimeline.line(exchanges) }
+        }
+        var line: (local: Double, offset: Double, drift: Double)?
         var answered = 0
         var anchor: Anchor?
         /// The last few sync packets since the last jump, for the earliest-stamp anchor.
@@ -120,7 +125,8 @@ public final class SenderTimeline: Sendable {
         let lift = max(0, minimumLatency - latency)
         let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime) + lift)
         state.withLockedValue { state in
-            guard let offset = Self.offset(state.exchanges, at: arrival) else { return }
+            guard let line = state.line else { return }
+            let offset = line.offset + line.drift * (arrival - line.local)
             let meant = anchor.senderTime - lift - offset + latency
             if abs(meant - (arrival + latency)) > Self.plausibility || latency > 10 {
                 state.implausible += 1
@@ -154,7 +160,7 @@ public final class SenderTimeline: Sendable {
     /// the sender's clock is unknown or not trusted.
     public func localTime(of rtp: UInt32) -> Double? {
         state.withLockedValue { state -> Double? in
-            guard state.trusted, let anchor = state.anchor, let line = Self.line(state.exchanges) else { return nil }
+            guard state.trusted, let anchor = state.anchor, let line = state.line else { return nil }
             let senderTime = anchor.senderTime + Double(Int32(bitPattern: rtp &- anchor.rtp)) / sampleRate
             // Sender time S = L + offset + drift·(L - local), solved for our time L.
             return (senderTime - line.offset + line.drift * line.local) / (1 + line.drift)
@@ -175,11 +181,6 @@ public final class SenderTimeline: Sendable {
     static func usable(_ exchanges: [Exchange]) -> [Exchange] {
         guard let best = exchanges.map(\.roundTrip).min() else { return [] }
         return exchanges.filter { $0.roundTrip <= best * 1.5 + 0.0005 }
-    }
-
-    /// Sender clock minus ours at our time `local`.
-    static func offset(_ exchanges: [Exchange], at local: Double) -> Double? {
-        line(exchanges).map { $0.offset + $0.drift * (local - $0.local) }
     }
 
     /// The offset as a line over our time: through (`local`, `offset`) with slope `drift`. Once

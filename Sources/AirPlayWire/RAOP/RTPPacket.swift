@@ -70,6 +70,19 @@ public struct RAOPAudioPacket: Hashable, Sendable {
         self.payload = payload
     }
 
+    /// The header fields of an audio datagram (payload type 0x60) read in place, and where its
+    /// payload starts; nil for anything else. The receiver's audio port reads datagrams this way,
+    /// without copying them first.
+    public static func header(of datagram: UnsafeRawBufferPointer) -> (sequence: UInt16, timestamp: UInt32, marker: Bool)? {
+        guard datagram.count >= 12, datagram[0] & 0xC0 == 0x80, datagram[1] & 0x7F == 0x60 else { return nil }
+        let sequence = UInt16(datagram[2]) << 8 | UInt16(datagram[3])
+        let timestamp = UInt32(datagram[4]) << 24 | UInt32(datagram[5]) << 16 | UInt32(datagram[6]) << 8 | UInt32(datagram[7])
+        return (sequence, timestamp, datagram[1] & 0x80 != 0)
+    }
+
+    /// Bytes before the payload of an audio packet.
+    public static let headerSize = 12
+
     init?(_ bytes: [UInt8]) {
         guard bytes.count >= 12, bytes[0] & 0xC0 == 0x80, bytes[1] & 0x7F == 0x60 else { return nil }
         sequence = RAOPPacket.be16(bytes, 2)

@@ -1,0 +1,38 @@
+import AirPlayMedia
+import Foundation
+import Synchronization
+
+/// A `PCMOutput` that keeps what it is given, with the time of each write: for unit tests of
+/// the playout, in place of a sound card.
+public final class RecordingPCMOutput: PCMOutput, Sendable {
+    /// One `write`.
+    public struct Write: Sendable {
+        /// Monotonic seconds (`ProcessInfo.systemUptime`) when it came.
+        public var time: Double
+        /// The interleaved samples.
+        public var samples: [Int16]
+    }
+
+    private let state = Mutex<(writes: [Write], closed: Bool)>(([], false))
+    /// What `presentationDelay` answers.
+    public let presentationDelay: Double
+
+    /// An output reporting `presentationDelay` seconds of latency.
+    public init(presentationDelay: Double = 0) { self.presentationDelay = presentationDelay }
+
+    /// Records the samples.
+    public func write(_ samples: [Int16]) {
+        let now = ProcessInfo.processInfo.systemUptime
+        state.withLock { $0.writes.append(Write(time: now, samples: samples)) }
+    }
+
+    /// Records that the output was closed.
+    public func close() { state.withLock { $0.closed = true } }
+
+    /// The writes so far.
+    public var writes: [Write] { state.withLock { $0.writes } }
+    /// Every sample written so far, in order.
+    public var samples: [Int16] { state.withLock { $0.writes.flatMap(\.samples) } }
+    /// Whether `close()` was called.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+}

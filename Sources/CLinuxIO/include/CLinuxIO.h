@@ -1,0 +1,26 @@
+// Linux socket and thread calls the Swift Glibc module hides (they need _GNU_SOURCE): batched
+// datagram reads, eventfd, thread names. Used by AirPlayReceiver's audio path only (UDPDatagramSocket, AudioPlayout).
+#pragma once
+#include <stddef.h>
+#include <sys/socket.h>
+
+/// Reads up to `count` (at most 16) datagrams without waiting, datagram i into
+/// `buffer + i * slot`, its length into `lengths[i]`, its source into `names[i]` and 1 into
+/// `truncated[i]` when it did not fit. Returns how many were read, 0 when none waited, or -1
+/// with errno set.
+int clinuxio_receive_batch(int descriptor, void *buffer, size_t slot, unsigned count,
+                           struct sockaddr_storage *names, size_t *lengths, int *truncated);
+
+/// An eventfd (close-on-exec), or -1 with errno set.
+int clinuxio_eventfd(void);
+
+/// Names the calling thread (at most 15 bytes are kept), as `top -H` and perf show it.
+void clinuxio_name_thread(const char *name);
+
+/// Waits until `wake` (an eventfd) or `input` (any descriptor, or -1 for none) is readable,
+/// or `timeout_ns` nanoseconds pass. A readable `wake` is reset. Returns 1 if woken, 2 if
+/// `input` is readable (3 for both), 0 on timeout or interruption.
+int clinuxio_wait(int wake, int input, long long timeout_ns);
+
+/// Makes an eventfd readable (wakes a `clinuxio_wait`).
+void clinuxio_signal(int wake);
