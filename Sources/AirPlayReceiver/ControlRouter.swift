@@ -39,9 +39,9 @@ public struct ControlRouter: Sendable {
         self.audioEnabled = audioEnabled
     }
 
-    private var activeAudio: AudioSessions? { audioEnabled() ? audio : nil }
+    var activeAudio: AudioSessions? { audioEnabled() ? audio : nil }
 
-    private var activeVideo: VideoSessions? { videoEnabled() ? video : nil }
+    var activeVideo: VideoSessions? { videoEnabled() ? video : nil }
 
     /// The paths served and the methods each allows.
     var routes: [String: [String]] {
@@ -58,43 +58,92 @@ public struct ControlRouter: Sendable {
         reply(to: request).response
     }
 
+    /// How an endpoint answers: now, later (the answer takes I/O or a player), and whether the
+    /// connection then becomes a `/reverse` event channel.
+    enum Answer: Sendable {
+        /// A response to send now.
+        case now(AirPlayResponse, upgradeToEventChannel: String? = nil)
+        /// A response that comes from a future.
+        case later(@Sendable (any EventLoop) -> EventLoopFuture<AirPlayResponse>)
+    }
+
+    /// One endpoint of the control port: which requests it takes, and how it answers them.
+    struct Endpoint: Sendable {
+        /// What it serves, for logs and documentation.
+        var name: String
+        /// Whether it takes a request, given the router as it is now (audio and video can be
+        /// turned on and off by a reload).
+        var takes: @Sendable (ControlRouter, AirPlayRequest, ConnectionContext?) -> Bool
+        /// Its answer.
+        var answer: @Sendable (ControlRouter, AirPlayRequest, ConnectionContext?) -> Answer
+    }
+
+    /// The endpoints, asked in order; the first that takes a request answers it. Pairing
+    /// endpoints join here.
+    static let endpoints: [Endpoint] = [
+        Endpoint(name: "RAOP audio (RTSP, /feedback)",
+                 takes: { router, request, connection in router.activeAudio != nil && connection != nil && isRAOP(request) },
+                 answer: { router, request, connection in .now(router.activeAudio!.respond(to: request, connection: connection!)) }),
+        Endpoint(name: "now playing (loopback JSON)",
+                 takes: { router, request, _ in request.path == "/now-playing" && request.method == "GET" && router.activeAudio != nil },
+                 answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, connection: connection)) }),
+        Endpoint(name: "RAOP methods while audio is off",
+                 takes: { _, request, _ in request.version.isRTSP && AudioSessions.methods.contains(request.method) },
+                 answer: { router, _, _ in
+                     .now(router.activeAudio == nil ? AirPlayResponse.text(status: 405, "audio is turned off on this receiver")
+                                                    : AirPlayResponse.text(status: 454, "no connection context"))
+                 }),
+        Endpoint(name: "other RTSP methods",
+                 takes: { _, request, _ in request.version.isRTSP && !["GET", "POST"].contains(request.method) },
+                 answer: { _, request, _ in .now(AirPlayResponse.text(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")) }),
+        Endpoint(name: "event channel (/reverse)",
+                 takes: { router, request, _ in request.path == "/reverse" && request.method == "POST" && router.activeVideo != nil },
+                 answer: { _, request, _ in
+                     let (response, upgrade) = reverse(request)
+                     return .now(response, upgradeToEventChannel: upgrade)
+                 }),
+        Endpoint(name: "HLS gateway (the player's, loopback)",
+                 takes: { router, request, _ in request.path.hasPrefix("/hls/") && router.hlsGateway != nil },
+                 answer: { router, request, connection in
+                     guard request.method == "GET", isLoopback(connection), let gateway = router.hlsGateway else {
+                         return .now(AirPlayResponse.text(status: 403, "/hls/ is the player's own, served on loopback only"))
+                     }
+                     return .later { eventLoop in gateway.respond(to: request, on: eventLoop) }
+                 }),
+        Endpoint(name: "video",
+                 takes: { router, request, _ in
+                     router.activeVideo != nil && VideoSessions.routes[request.path]?.contains(request.method) == true
+                 },
+                 answer: { router, request, _ in
+                     switch router.activeVideo!.answer(request) {
+                     case .now(let response): .now(response)
+                     case .later(let future): .later(future)
+                     }
+                 }),
+        Endpoint(name: "server info, and 404/405 for the rest",
+                 takes: { _, _, _ in true },
+                 answer: { router, request, _ in .now(router.route(request)) }),
+    ]
+
     /// The reply to one request, with what the connection must do after sending it.
     public func reply(to request: AirPlayRequest, connection: ConnectionContext? = nil) -> ControlReply {
-        var upgrade: String?
-        var response: AirPlayResponse
-        if let audio = activeAudio, let connection, Self.isRAOP(request) {
-            response = audio.respond(to: request, connection: connection)
-        } else if request.path == "/now-playing", request.method == "GET", let audio = activeAudio {
-            response = Self.nowPlaying(audio, connection: connection)
-        } else if request.version.isRTSP, AudioSessions.methods.contains(request.method) {
-            response = AirPlayResponse.text(status: activeAudio == nil ? 405 : 454,
-                                         activeAudio == nil ? "audio is turned off on this receiver" : "no connection context")
-        } else if request.version.isRTSP, !["GET", "POST"].contains(request.method) {
-            response = AirPlayResponse.text(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")
-        } else if request.path == "/reverse", request.method == "POST", activeVideo != nil {
-            (response, upgrade) = Self.reverse(request)
-        } else if request.path.hasPrefix("/hls/"), let gateway = hlsGateway {
-            guard request.method == "GET", Self.isLoopback(connection) else {
-                response = AirPlayResponse.text(status: 403, "/hls/ is the player's own, served on loopback only")
-                response.version = request.version
-                Self.addCommonHeaders(&response, cseq: request.cseq)
-                return ControlReply(response: response, upgradeToEventChannel: nil)
-            }
-            let version = request.version, cseq = request.cseq
+        let endpoint = Self.endpoints.first { $0.takes(self, request, connection) }!
+        let version = request.version, cseq = request.cseq
+        switch endpoint.answer(self, request, connection) {
+        case .now(var response, let upgrade):
+            response.version = version
+            Self.addCommonHeaders(&response, cseq: cseq)
+            return ControlReply(response: response, upgradeToEventChannel: upgrade)
+        case .later(let future):
             return ControlReply(response: AirPlayResponse(status: 500), upgradeToEventChannel: nil) { eventLoop in
-                gateway.respond(to: request, on: eventLoop).map { answer in
+                future(eventLoop).map { answer in
                     var answer = answer
                     answer.version = version
                     Self.addCommonHeaders(&answer, cseq: cseq)
                     return answer
                 }
             }
-        } else {
-            response = route(request)
         }
-        response.version = request.version
-        Self.addCommonHeaders(&response, cseq: request.cseq)
-        return ControlReply(response: response, upgradeToEventChannel: upgrade)
     }
 
     /// RTSP methods of RAOP, and the `/feedback` keep-alive senders post during a stream.
@@ -136,7 +185,8 @@ public struct ControlRouter: Sendable {
         return response
     }
 
-    private func route(_ request: AirPlayRequest) -> AirPlayResponse {
+    /// Server info, and the answers for paths nobody serves or methods a path does not allow.
+    func route(_ request: AirPlayRequest) -> AirPlayResponse {
         let path = request.path
         guard let methods = routes[path] else {
             return AirPlayResponse.text(status: 404, "no resource at \(path.prefix(200))")
@@ -150,7 +200,6 @@ public struct ControlRouter: Sendable {
         case "/server-info", "/info":
             return Self.plistResponse(serverInfo().propertyList, format: Self.negotiatePlistFormat(request))
         default:
-            if let video = activeVideo, VideoSessions.routes[path] != nil { return video.respond(to: request) }
             return AirPlayResponse.text(status: 404, "no resource at \(path)")
         }
     }

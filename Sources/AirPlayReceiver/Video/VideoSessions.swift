@@ -14,34 +14,37 @@ public enum VideoTakeover: String, Hashable, Sendable {
     case refuse
 }
 
+/// An answer to a video request: now, or once the players' queue has carried its actions out.
+public enum VideoAnswer: Sendable {
+    /// Answered on the spot.
+    case now(AirPlayResponse)
+    /// Answered when the future completes (a player was built, loaded, stopped or asked to seek).
+    case later(@Sendable (any EventLoop) -> EventLoopFuture<AirPlayResponse>)
+}
+
 /// The video half of the control port: one video session at a time, played by a `MediaPlayer`.
 ///
 /// Endpoints: `/play`, `/scrub`, `/rate`, `/stop`, `/volume`, `/playback-info`,
 /// `/setProperty`, `/getProperty`; state changes go to the session's `/reverse` channel.
+/// `VideoSessionStateMachine` decides; this class carries its actions out. Building, loading,
+/// seeking and stopping players can wait on GStreamer, so they run on one serial queue of their
+/// own, in request order, and the replies that depend on them are deferred: no event loop waits.
 public final class VideoSessions: Sendable {
     /// Makes a fresh player for each `/play`.
     public typealias PlayerFactory = @Sendable () throws(MediaError) -> any MediaPlayer
-    /// Makes the player for trick play (fast rates on an HLS I-frame playlist).
-    private let makeTrickPlayer: PlayerFactory?
-
-    private struct Session {
-        var id: String
-        var player: any MediaPlayer
-        var url: String
-        var lastEventState: String?
-        /// The URL the player opened on the HLS gateway, when the media is a playlist.
-        var gatewayURL: String?
-        /// True while the player plays the I-frame playlist (fast rates).
-        var trick = false
-    }
+    typealias Machine = VideoSessionStateMachine
 
     private let makePlayer: PlayerFactory
+    /// Makes the player for trick play (fast rates on an HLS I-frame playlist).
+    private let makeTrickPlayer: PlayerFactory?
     private let policy: MediaURLPolicy
-    private let takeover: VideoTakeover
     private let events: EventChannels
     private let logger: Logger
-    private let current = NIOLockedValueBox<Session?>(nil)
-    private let volume = NIOLockedValueBox<Double>(1)
+    private let machine: NIOLockedValueBox<Machine>
+    /// The players the machine asked for, by id.
+    private let players = NIOLockedValueBox<[Machine.PlayerID: any MediaPlayer]>([:])
+    /// Where players are built, loaded, driven and stopped: off the event loops, in order.
+    private let playerQueue = DispatchQueue(label: "airplayd.video-players")
     /// Fronts HLS playlists for the player (variant choice, keys), when there is one.
     public let gateway: HLSGateway?
 
@@ -52,7 +55,7 @@ public final class VideoSessions: Sendable {
         self.makeTrickPlayer = makeTrickPlayer
         self.makePlayer = makePlayer
         self.policy = policy
-        self.takeover = takeover
+        machine = NIOLockedValueBox(Machine(takeover: takeover))
         self.events = events
         self.logger = logger
     }
@@ -64,91 +67,148 @@ public final class VideoSessions: Sendable {
     ]
 
     /// Answers one video request.
-    public func respond(to request: AirPlayRequest) -> AirPlayResponse {
+    public func answer(_ request: AirPlayRequest) -> VideoAnswer {
         switch request.path {
         case "/play": return play(request)
-        case "/playback-info": return playbackInfo(request)
-        case "/scrub": return request.method == "GET" ? scrubStatus(request) : scrub(request)
+        case "/playback-info": return .now(playbackInfo(request))
+        case "/scrub": return request.method == "GET" ? .now(scrubStatus(request)) : scrub(request)
         case "/rate": return rate(request)
         case "/stop": return stop(request)
-        case "/volume": return setVolume(request)
-        case "/setProperty": return setProperty(request)
-        case "/getProperty": return getProperty(request)
-        default: return Self.text(404, "no resource at \(request.path)")
+        case "/volume": return .now(setVolume(request))
+        case "/setProperty": return .now(setProperty(request))
+        case "/getProperty": return .now(getProperty(request))
+        default: return .now(Self.text(404, "no resource at \(request.path)"))
         }
     }
 
-    /// Stops the current session (shutdown).
+    /// Stops the current session (shutdown), waiting until its player has stopped.
     public func stopAll() {
-        if let session = current.withLockedValue({ value -> Session? in defer { value = nil }; return value }) {
-            session.player.stop()
-            if let url = session.gatewayURL { gateway?.close(url) }
-            if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
+        let actions = machine.withLockedValue { $0.stopAll() }
+        playerQueue.sync { _ = carryOut(actions) }
+    }
+
+    // MARK: Carrying out actions
+
+    /// Runs `actions` on the players' queue and answers once they ran: `success`, or the first failure.
+    private func later(_ actions: [Machine.Action], success: AirPlayResponse = AirPlayResponse(status: 200)) -> VideoAnswer {
+        .later { [self] eventLoop in
+            let promise = eventLoop.makePromise(of: AirPlayResponse.self)
+            playerQueue.async { promise.succeed(self.carryOut(actions) ?? success) }
+            return promise.futureResult
         }
+    }
+
+    /// Carries out actions, on the players' queue; returns the response of the first that failed.
+    private func carryOut(_ actions: [Machine.Action]) -> AirPlayResponse? {
+        var failure: AirPlayResponse?
+        for action in actions {
+            switch action {
+            case .startPlayer(let id, let url, let start, let paused, let volume, let trick):
+                if let refusal = startPlayer(id, url: url, start: start, paused: paused, volume: volume, trick: trick) {
+                    failure = failure ?? refusal
+                    _ = carryOut(machine.withLockedValue { $0.playerFailedToStart(id, tellSender: false) })
+                }
+            case .replacePlayer(let old, let new, let url, let rate, let volume, let trick):
+                replacePlayer(old: old, new: new, url: url, rate: rate, volume: volume, trick: trick)
+            case .command(let id, let command):
+                guard let player = players.withLockedValue({ $0[id] }) else {
+                    failure = failure ?? Self.text(404, "no video is playing")
+                    continue
+                }
+                do {
+                    switch command {
+                    case .seek(let position): try player.seek(to: position)
+                    case .rate(0): player.pause()
+                    case .rate(1): player.play()
+                    case .rate(let rate): try player.setRate(rate)
+                    }
+                } catch {
+                    failure = failure ?? Self.text(422, error.message)
+                }
+            case .setVolume(let id, let volume):
+                players.withLockedValue { $0[id] }?.setVolume(volume)
+            case .stopPlayer(let id):
+                players.withLockedValue { $0.removeValue(forKey: id) }?.stop()
+            case .closeGateway(let url):
+                gateway?.close(url)
+            case .sendEvent(let sessionID, let state):
+                sendEvent(sessionID: sessionID, state: state)
+            }
+        }
+        return failure
+    }
+
+    /// Builds and loads a player; the refusal `/play` answers when that fails.
+    private func startPlayer(_ id: Machine.PlayerID, url: String, start: StartPosition, paused: Bool, volume: Double,
+                             trick: Bool) -> AirPlayResponse? {
+        let player: any MediaPlayer
+        do {
+            player = try (trick ? makeTrickPlayer ?? makePlayer : makePlayer)()
+        } catch {
+            return Self.text(500, "cannot create a player: \(error.message)")
+        }
+        player.setVolume(volume)
+        players.withLockedValue { $0[id] = player }
+        player.onStateChange { [weak self] status in self?.playerChanged(id, status: status) }
+        do {
+            try player.load(url: url, start: start, paused: paused)
+        } catch {
+            return Self.text(400, error.message)
+        }
+        return nil
+    }
+
+    /// Plays the same session again with a fresh player from the old one's position (trick
+    /// play, another rendition): the sender sees no stop, only a short rebuffer.
+    private func replacePlayer(old: Machine.PlayerID, new: Machine.PlayerID, url: String, rate: Double?, volume: Double, trick: Bool) {
+        let previous = players.withLockedValue { $0.removeValue(forKey: old) }
+        let status = previous?.status ?? .idle
+        previous?.stop()
+        if startPlayer(new, url: url, start: .seconds(status.position), paused: rate == nil && status.state == .paused,
+                       volume: volume, trick: trick) != nil {
+            logger.warning("video reload failed", metadata: ["url": "\(url.prefix(300))"])
+            _ = carryOut(machine.withLockedValue { $0.playerFailedToStart(new, tellSender: true) })
+            return
+        }
+        if let rate { try? players.withLockedValue { $0[new] }?.setRate(rate) }
+        logger.info(trick ? "video trick play" : "video reloaded", metadata: [
+            "position": "\(status.position)", "rate": "\(rate ?? status.rate)"])
     }
 
     // MARK: Endpoints
 
-    private func play(_ request: AirPlayRequest) -> AirPlayResponse {
+    private func play(_ request: AirPlayRequest) -> VideoAnswer {
         let play: PlayRequest
         do {
             play = try PlayRequest(request: request)
             try policy.check(play.url)
         } catch {
-            return Self.text(error.status, error.reason)
+            return .now(Self.text(error.status, error.reason))
         }
         let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
-        let player: any MediaPlayer
-        do {
-            player = try makePlayer()
-        } catch {
-            return Self.text(500, "cannot create a player: \(error.message)")
-        }
-        player.setVolume(volume.withLockedValue { $0 })
         // HLS playlists go through the gateway: it picks the variants and fetches the keys.
         let gatewayURL = gateway.flatMap { gateway in
             HLSGateway.isPlaylist(play.url) ? gateway.open(origin: play.url, headers: play.httpHeaders, sessionID: sessionID) : nil
         }
-        // Check and swap under one lock, so two concurrent /play cannot both pass a refusal.
-        let swap = current.withLockedValue { value -> (refused: Bool, previous: Session?) in
-            if takeover == .refuse, let active = value, active.id != sessionID,
-               [.loading, .playing, .paused].contains(active.player.status.state) {
-                return (true, nil)
-            }
-            defer { value = Session(id: sessionID, player: player, url: play.url, gatewayURL: gatewayURL) }
-            return (false, value)
+        let decision = machine.withLockedValue {
+            $0.play(sessionID: sessionID, url: play.url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0)
         }
-        if swap.refused {
+        switch decision {
+        case .failure(let refusal):
             if let gatewayURL { gateway?.close(gatewayURL) }
-            return Self.text(409, "another sender's video is playing; this receiver refuses takeovers")
+            return .now(Self.text(refusal.status, refusal.reason))
+        case .success(let actions):
+            logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
+            return later(actions)
         }
-        if let previous = swap.previous {
-            previous.player.stop()
-            if let url = previous.gatewayURL { gateway?.close(url) }
-            // A sender that replaces its own video expects no "stopped" for the old item.
-            if previous.id != sessionID, previous.lastEventState != "stopped" {
-                logger.info("video session replaced", metadata: ["session": "\(previous.id)", "by": "\(sessionID)"])
-                sendEvent(sessionID: previous.id, state: "stopped", force: true)
-            }
-        }
-        player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
-        do {
-            try player.load(url: gatewayURL ?? play.url, start: play.start, paused: play.rate == 0)
-        } catch {
-            current.withLockedValue { if $0?.player === player { $0 = nil } }
-            if let gatewayURL { gateway?.close(gatewayURL) }
-            return Self.text(400, error.message)
-        }
-        logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
-        return AirPlayResponse(status: 200)
     }
 
     private func playbackInfo(_ request: AirPlayRequest) -> AirPlayResponse {
         let format = ControlRouter.negotiatePlistFormat(request)
-        guard let session = current.withLockedValue({ $0 }) else {
+        guard let (session, player) = currentPlayer() else {
             return ControlRouter.plistResponse(Self.idleInfo(error: nil), format: format)
         }
-        let status = session.player.status
+        let status = player.status
         let hls = session.gatewayURL.flatMap { gateway?.figures($0) }
         switch status.state {
         case .loading, .playing, .paused:
@@ -176,79 +236,48 @@ public final class VideoSessions: Sendable {
     }
 
     private func scrubStatus(_ request: AirPlayRequest) -> AirPlayResponse {
-        let status = current.withLockedValue { $0 }?.player.status ?? .idle
+        let status = currentPlayer()?.player.status ?? .idle
         let duration = status.duration.flatMap { $0.isFinite ? $0 : nil } ?? 0
         let text = String(format: "duration: %.6f\r\nposition: %.6f\r\n", duration, status.position)
         return AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text))
     }
 
-    private func scrub(_ request: AirPlayRequest) -> AirPlayResponse {
+    private func scrub(_ request: AirPlayRequest) -> VideoAnswer {
         guard let text = request.queryItems.first(where: { $0.name == "position" })?.value,
               let position = Double(text), position.isFinite, position >= 0 else {
-            return Self.text(400, "POST /scrub needs ?position=SECONDS (a number >= 0)")
+            return .now(Self.text(400, "POST /scrub needs ?position=SECONDS (a number >= 0)"))
         }
-        return withCurrentSession(request) { session in
-            do {
-                try session.player.seek(to: position)
-                return AirPlayResponse(status: 200)
-            } catch {
-                return Self.text(422, (error as? MediaError)?.message ?? "\(error)")
-            }
-        }
+        return decided(machine.withLockedValue { $0.scrub(to: position, sessionID: request.headers["X-Apple-Session-ID"]) })
     }
 
-    private func rate(_ request: AirPlayRequest) -> AirPlayResponse {
+    private func rate(_ request: AirPlayRequest) -> VideoAnswer {
         guard let text = request.queryItems.first(where: { $0.name == "value" })?.value,
               let rate = Double(text), rate.isFinite else {
-            return Self.text(400, "POST /rate needs ?value=RATE (0 pauses, 1 plays)")
+            return .now(Self.text(400, "POST /rate needs ?value=RATE (0 pauses, 1 plays)"))
         }
-        return withCurrentSession(request) { session in
-            // Fast playback of HLS with an I-frame playlist plays that playlist; back at a
-            // normal rate, the variants again.
-            if let url = session.gatewayURL, let gateway {
-                if abs(rate) >= 4, !session.trick, let trickURL = gateway.trickURL(url) {
-                    reload(session, url: trickURL, rate: rate, trick: true)
-                    return AirPlayResponse(status: 200)
-                }
-                if abs(rate) < 4, rate != 0, session.trick {
-                    reload(session, url: url, rate: rate, trick: false)
-                    return AirPlayResponse(status: 200)
-                }
-            }
-            do {
-                if rate == 0 {
-                    session.player.pause()
-                } else if rate == 1 {
-                    session.player.play()
-                } else {
-                    try session.player.setRate(rate)
-                }
-                return AirPlayResponse(status: 200)
-            } catch {
-                return Self.text(422, (error as? MediaError)?.message ?? "\(error)")
-            }
-        }
+        let requested = request.headers["X-Apple-Session-ID"]
+        // The gateway knows whether the playlist has an I-frame variant for trick play.
+        let trickURL = abs(rate) >= Machine.trickRate
+            ? machine.withLockedValue { $0.current?.gatewayURL }.flatMap { gateway?.trickURL($0) } : nil
+        return decided(machine.withLockedValue { $0.rate(rate, sessionID: requested, trickURL: trickURL) })
     }
 
-    private func stop(_ request: AirPlayRequest) -> AirPlayResponse {
-        let requested = request.headers["X-Apple-Session-ID"]
-        let session = current.withLockedValue { value -> Session? in
-            guard let active = value else { return nil }
-            if let requested, requested != active.id { return nil }
-            value = nil
-            return active
+    private func stop(_ request: AirPlayRequest) -> VideoAnswer {
+        let id = machine.withLockedValue { $0.current?.id }
+        let decision = machine.withLockedValue { $0.stop(sessionID: request.headers["X-Apple-Session-ID"]) }
+        if case .success(let actions) = decision, !actions.isEmpty {
+            logger.info("video stopped", metadata: ["session": "\(id ?? "-")"])
         }
-        guard let session else {
-            if let requested, current.withLockedValue({ $0 }) != nil {
-                return Self.text(409, "session \(requested) is not the current video session")
-            }
-            return AirPlayResponse(status: 200)  // Nothing plays: stopping is already done.
+        return decided(decision)
+    }
+
+    /// A refusal now, or the actions' outcome later.
+    private func decided(_ decision: Result<[Machine.Action], Machine.Refusal>) -> VideoAnswer {
+        switch decision {
+        case .failure(let refusal): .now(Self.text(refusal.status, refusal.reason))
+        case .success(let actions) where actions.isEmpty: .now(AirPlayResponse(status: 200))
+        case .success(let actions): later(actions)
         }
-        session.player.stop()
-        if let url = session.gatewayURL { gateway?.close(url) }
-        if session.lastEventState != "stopped" { sendEvent(sessionID: session.id, state: "stopped") }
-        logger.info("video stopped", metadata: ["session": "\(session.id)"])
-        return AirPlayResponse(status: 200)
     }
 
     private func setVolume(_ request: AirPlayRequest) -> AirPlayResponse {
@@ -256,8 +285,8 @@ public final class VideoSessions: Sendable {
               let value = Double(text), value.isFinite, (0...1).contains(value) else {
             return Self.text(400, "POST /volume needs ?volume=0..1")
         }
-        volume.withLockedValue { $0 = value }
-        current.withLockedValue { $0 }?.player.setVolume(value)
+        let actions = machine.withLockedValue { $0.setVolume(value) }
+        playerQueue.async { [self] in _ = carryOut(actions) }
         return AirPlayResponse(status: 200)
     }
 
@@ -289,7 +318,7 @@ public final class VideoSessions: Sendable {
         var entries: [PropertyList] = []
         if case .array(let array) = plist { entries = array }
         if case .dictionary(let dictionary) = plist, case .array(let array)? = dictionary["value"] { entries = array }
-        guard let session = current.withLockedValue({ $0 }), let url = session.gatewayURL, let gateway else { return nil }
+        guard let url = machine.withLockedValue({ $0.current?.gatewayURL }), let gateway else { return nil }
         var changed = false
         for case .dictionary(let entry) in entries.prefix(16) {
             let kind = entry["MediaSelectionGroupMediaType"]?.stringValue ?? entry["type"]?.stringValue ?? ""
@@ -304,41 +333,11 @@ public final class VideoSessions: Sendable {
                 name: entry["MediaSelectionOptionsName"]?.stringValue ?? entry["name"]?.stringValue)
             changed = gateway.select(url, type: type, choice: choice) || changed
         }
-        if changed { reload(session, url: url, rate: nil, trick: false) }
+        if changed {
+            let actions = machine.withLockedValue { $0.renditionsChanged() }
+            playerQueue.async { [self] in _ = carryOut(actions) }
+        }
         return nil
-    }
-
-    /// Plays the same session again with a fresh player from its position (a new rendition
-    /// selection): the sender sees no stop, only a short rebuffer.
-    private func reload(_ session: Session, url: String, rate: Double?, trick: Bool) {
-        let status = session.player.status
-        let player: any MediaPlayer
-        do {
-            player = try (trick ? makeTrickPlayer ?? makePlayer : makePlayer)()
-        } catch {
-            logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
-            return
-        }
-        player.setVolume(volume.withLockedValue { $0 })
-        let swapped = current.withLockedValue { value -> Bool in
-            guard var active = value, active.player === session.player else { return false }
-            active.player = player
-            active.trick = trick
-            value = active
-            return true
-        }
-        guard swapped else { return }
-        session.player.stop()
-        let sessionID = session.id
-        player.onStateChange { [weak self] status in self?.playerChanged(sessionID: sessionID, player: player, status: status) }
-        do {
-            try player.load(url: url, start: .seconds(status.position), paused: rate == nil && status.state == .paused)
-            if let rate { try player.setRate(rate) }
-            logger.info(trick ? "video trick play" : "video reloaded", metadata: [
-                "session": "\(sessionID)", "position": "\(status.position)", "rate": "\(rate ?? status.rate)"])
-        } catch {
-            logger.warning("rendition switch failed", metadata: ["error": "\(error.message)"])
-        }
     }
 
     private func getProperty(_ request: AirPlayRequest) -> AirPlayResponse {
@@ -346,7 +345,7 @@ public final class VideoSessions: Sendable {
             return Self.text(404, "unknown property \(request.queryItems.first?.name ?? "(none)")")
         }
         var value: [PropertyList] = []
-        if key == "playbackErrorLog", let error = current.withLockedValue({ $0 })?.player.status.error {
+        if key == "playbackErrorLog", let error = currentPlayer()?.player.status.error {
             value = [.dictionary(["errorStatusCode": .integer(Int64(error.code)), "errorDomain": .string(error.domain),
                                   "errorComment": .string(error.message)])]
         }
@@ -356,42 +355,28 @@ public final class VideoSessions: Sendable {
 
     // MARK: Helpers
 
-    /// Runs `body` on the current session when the request addresses it (or names no session).
-    private func withCurrentSession(_ request: AirPlayRequest, _ body: (Session) -> AirPlayResponse) -> AirPlayResponse {
-        guard let session = current.withLockedValue({ $0 }) else { return Self.text(404, "no video is playing") }
-        if let requested = request.headers["X-Apple-Session-ID"], requested != session.id {
-            return Self.text(409, "session \(requested) is not the current video session")
-        }
-        return body(session)
+    /// The current session and its player.
+    private func currentPlayer() -> (session: Machine.Session, player: any MediaPlayer)? {
+        guard let session = machine.withLockedValue({ $0.current }),
+              let player = players.withLockedValue({ $0[session.player] }) else { return nil }
+        return (session, player)
     }
 
-    private func playerChanged(sessionID: String, player: any MediaPlayer, status: MediaStatus) {
-        let state: String
-        switch status.state {
-        case .idle: return
-        case .loading: state = "loading"
-        case .playing: state = "playing"
-        case .paused: state = "paused"
-        case .ended, .failed, .stopped: state = "stopped"
+    /// A player reported a state (from its own thread): logged, and told to the sender once.
+    private func playerChanged(_ id: Machine.PlayerID, status: MediaStatus) {
+        let (actions, session) = machine.withLockedValue { machine in
+            (machine.playerChanged(id, to: status.state), machine.current.flatMap { $0.player == id ? $0.id : nil })
         }
+        guard let sessionID = session else { return }
         if status.state == .failed {
             logger.warning("video failed", metadata: ["session": "\(sessionID)", "error": "\(status.error.map { "\($0)" } ?? "?")"])
         }
         if status.state == .ended { logger.info("video reached its end", metadata: ["session": "\(sessionID)"]) }
-        sendEvent(sessionID: sessionID, state: state, from: player)
+        for case .sendEvent(let session, let state) in actions { sendEvent(sessionID: session, state: state) }
     }
 
-    /// Sends a state event unless it repeats the last one sent to that session.
-    private func sendEvent(sessionID: String, state: String, force: Bool = false, from player: (any MediaPlayer)? = nil) {
-        let send = current.withLockedValue { value -> Bool in
-            guard var session = value, session.id == sessionID else { return force || player == nil }
-            if let player, session.player !== player { return false }
-            if session.lastEventState == state { return false }
-            session.lastEventState = state
-            value = session
-            return true
-        }
-        guard send || force else { return }
+    /// Sends a state event to a session's `/reverse` channel.
+    private func sendEvent(sessionID: String, state: String) {
         // Events carry the session as a number; a stable hash of the id keeps it the same across events.
         let sessionNumber = Int64(sessionID.utf8.reduce(UInt32(5381)) { ($0 &* 33) ^ UInt32($1) } & 0x7FFF_FFFF)
         events.send(sessionID: sessionID, event: .dictionary([

@@ -1,0 +1,126 @@
+@testable import AirPlayReceiver
+import AirPlayMedia
+import Testing
+
+/// The video session protocol of `Protocol/video.md`, driven through the receiver's state
+/// machine with no player and no socket: `/play` and takeover, `/stop`, which session a request
+/// addresses, trick play on HLS, volume, and the state events a sender hears (each once).
+@Suite struct VideoSessionStateMachineTests {
+    typealias Machine = VideoSessionStateMachine
+
+    static func played(_ machine: inout Machine, _ session: String, gateway: String? = nil) throws -> [Machine.Action] {
+        try machine.play(sessionID: session, url: "https://example.com/\(session).m3u8", gatewayURL: gateway,
+                         start: .seconds(0), paused: false).get()
+    }
+
+    /// The first `/play` starts player 1 on the URL, or on the gateway's URL for a playlist.
+    @Test func playStartsAPlayer() throws {
+        var machine = Machine(takeover: .replace)
+        #expect(try Self.played(&machine, "A") == [.startPlayer(1, url: "https://example.com/A.m3u8", start: .seconds(0),
+                                                                paused: false, volume: 1, trick: false)])
+        #expect(try Self.played(&machine, "B", gateway: "http://127.0.0.1:7000/hls/1/master.m3u8").last
+                == .startPlayer(2, url: "http://127.0.0.1:7000/hls/1/master.m3u8", start: .seconds(0), paused: false, volume: 1, trick: false))
+    }
+
+    /// Another sender's `/play` replaces the video: the old player stops, its gateway session
+    /// closes and its sender is told `stopped`; a sender replacing its own video is told nothing.
+    @Test func takeoverStopsTheOldSessionAndTellsItsSender() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try Self.played(&machine, "A", gateway: "gw-A")
+        let actions = try Self.played(&machine, "B")
+        #expect(actions.prefix(3) == [.stopPlayer(1), .closeGateway("gw-A"), .sendEvent(sessionID: "A", state: "stopped")])
+        let again = try Self.played(&machine, "B")
+        #expect(!again.contains { if case .sendEvent = $0 { true } else { false } })
+        #expect(again.first == .stopPlayer(2))
+    }
+
+    /// With `video_takeover = "refuse"`, another sender gets 409 while the video loads, plays
+    /// or is paused, and may take over once it has ended.
+    @Test func refusedTakeoverWhileAnotherVideoPlays() throws {
+        var machine = Machine(takeover: .refuse)
+        _ = try Self.played(&machine, "A")
+        for state in [MediaState.loading, .playing, .paused] {
+            _ = machine.playerChanged(1, to: state)
+            let refusal = machine.play(sessionID: "B", url: "u", gatewayURL: nil, start: .seconds(0), paused: false)
+            #expect(throws: Machine.Refusal(status: 409, reason: "another sender's video is playing; this receiver refuses takeovers")) {
+                try refusal.get()
+            }
+        }
+        #expect(try Self.played(&machine, "A").first == .stopPlayer(1), "the same sender may replace its own video")
+        _ = machine.playerChanged(2, to: .ended)
+        #expect(try Self.played(&machine, "B").first == .stopPlayer(2))
+    }
+
+    /// `/stop` ends the current session (or the one it names); naming another is 409, and
+    /// stopping when nothing plays is already done.
+    @Test func stopEndsTheAddressedSession() throws {
+        var machine = Machine(takeover: .replace)
+        #expect(try machine.stop(sessionID: nil).get() == [])
+        _ = try Self.played(&machine, "A")
+        #expect(throws: Machine.Refusal.self) { try machine.stop(sessionID: "B").get() }
+        #expect(try machine.stop(sessionID: "A").get() == [.stopPlayer(1), .sendEvent(sessionID: "A", state: "stopped")])
+        #expect(machine.current == nil)
+    }
+
+    /// A sender hears each state once, in the names senders know, and nothing from a player
+    /// that is no longer the session's; `stopped` is not repeated when it stops.
+    @Test func stateEventsAreSentOncePerState() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try Self.played(&machine, "A")
+        #expect(machine.playerChanged(1, to: .loading) == [.sendEvent(sessionID: "A", state: "loading")])
+        #expect(machine.playerChanged(1, to: .loading) == [])
+        #expect(machine.playerChanged(1, to: .playing) == [.sendEvent(sessionID: "A", state: "playing")])
+        #expect(machine.playerChanged(1, to: .idle) == [])
+        #expect(machine.playerChanged(7, to: .paused) == [], "not this session's player")
+        #expect(machine.playerChanged(1, to: .ended) == [.sendEvent(sessionID: "A", state: "stopped")])
+        #expect(try machine.stop(sessionID: nil).get() == [.stopPlayer(1)])
+    }
+
+    /// Requests that need a session: 404 when nothing plays, 409 for another session's id.
+    @Test func requestsAddressTheCurrentSession() throws {
+        var machine = Machine(takeover: .replace)
+        #expect(throws: Machine.Refusal(status: 404, reason: "no video is playing")) { try machine.scrub(to: 3, sessionID: nil).get() }
+        _ = try Self.played(&machine, "A")
+        #expect(try machine.scrub(to: 3, sessionID: nil).get() == [.command(1, .seek(3))])
+        #expect(try machine.scrub(to: 3, sessionID: "A").get() == [.command(1, .seek(3))])
+        #expect(throws: Machine.Refusal.self) { try machine.rate(0, sessionID: "B", trickURL: nil).get() }
+        #expect(try machine.rate(0, sessionID: nil, trickURL: nil).get() == [.command(1, .rate(0))])
+    }
+
+    /// On HLS with an I-frame playlist, rates from 4× reload onto that playlist with a new
+    /// player; back under 4× (not 0), onto the variants; without one, the player's rate.
+    @Test func trickPlayReloadsOntoTheIFramePlaylistAndBack() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try Self.played(&machine, "A", gateway: "gw")
+        #expect(try machine.rate(8, sessionID: nil, trickURL: "gw-iframes").get()
+                == [.replacePlayer(old: 1, new: 2, url: "gw-iframes", rate: 8, volume: 1, trick: true)])
+        #expect(try machine.rate(-8, sessionID: nil, trickURL: "gw-iframes").get() == [.command(2, .rate(-8))])
+        #expect(try machine.rate(0, sessionID: nil, trickURL: nil).get() == [.command(2, .rate(0))], "pausing stays in trick play")
+        #expect(try machine.rate(1, sessionID: nil, trickURL: nil).get()
+                == [.replacePlayer(old: 2, new: 3, url: "gw", rate: 1, volume: 1, trick: false)])
+        #expect(try machine.rate(8, sessionID: nil, trickURL: nil).get() == [.command(3, .rate(8))], "no I-frame playlist")
+        #expect(machine.playerChanged(2, to: .playing) == [], "the replaced player is not heard")
+    }
+
+    /// `/volume` applies to the current player and to every player after it.
+    @Test func volumeIsKeptForLaterPlayers() throws {
+        var machine = Machine(takeover: .replace)
+        #expect(machine.setVolume(0.5) == [])
+        #expect(try Self.played(&machine, "A") == [.startPlayer(1, url: "https://example.com/A.m3u8", start: .seconds(0),
+                                                                paused: false, volume: 0.5, trick: false)])
+        #expect(machine.setVolume(0.25) == [.setVolume(1, 0.25)])
+    }
+
+    /// A player that cannot start ends its session (the `/play` reply says why); a failed
+    /// reload tells the sender `stopped`.
+    @Test func aPlayerThatCannotStartEndsItsSession() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try Self.played(&machine, "A", gateway: "gw")
+        #expect(machine.playerFailedToStart(1, tellSender: false) == [.stopPlayer(1), .closeGateway("gw")])
+        #expect(machine.current == nil)
+        _ = try Self.played(&machine, "B", gateway: "gw2")
+        _ = machine.renditionsChanged()
+        #expect(machine.playerFailedToStart(3, tellSender: true)
+                == [.stopPlayer(3), .closeGateway("gw2"), .sendEvent(sessionID: "B", state: "stopped")])
+    }
+}
