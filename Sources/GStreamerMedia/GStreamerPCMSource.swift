@@ -2,31 +2,10 @@ import AirPlayMedia
 import CGStreamer
 import Foundation
 
-/// A track's tags as the sender shows and forwards them.
-public struct TrackTags: Hashable, Sendable {
-    /// Title.
-    public var title: String?
-    /// Artist.
-    public var artist: String?
-    /// Album.
-    public var album: String?
-    /// Genre.
-    public var genre: String?
-    /// Embedded cover art and its MIME type (`image/jpeg`, `image/png`).
-    public var artwork: [UInt8]?
-    /// The artwork's MIME type.
-    public var artworkType: String?
-    /// Seconds, when known.
-    public var duration: Double?
-
-    /// No tags.
-    public init() {}
-}
-
 /// Decodes any file GStreamer can read (WAV, FLAC, MP3, M4A/AAC, Ogg), or WAV or raw PCM on
 /// standard input, to interleaved S16LE PCM at 44.1 kHz stereo, the format RAOP receivers
 /// accept, as fast as it is pulled.
-public final class GStreamerPCMSource: @unchecked Sendable {
+public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let sink: UnsafeMutablePointer<GstElement>
     private var pending: [Int16] = []

@@ -40,9 +40,6 @@ struct StreamCommand: AsyncParsableCommand {
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
     }
 
-    /// AirPlay volume: -30 dB (1 %) … 0 dB (100 %), -144 mutes.
-    static func decibels(_ volume: Double) -> Double { volume <= 0 ? -144 : -30 + 30 * volume / 100 }
-
     func run() async throws {
         // A reader that goes away (a closed stdout, a failed stdin pipeline) is an error to
         // report, not a signal that kills us.
@@ -78,18 +75,6 @@ struct StreamCommand: AsyncParsableCommand {
             links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
                                   password: password, crypto: crypto))
         }
-        let start = Self.rtpStart()
-        var volume = self.volume
-        do {
-            for link in links {
-                try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume),
-                                     warn: display.warn)
-            }
-        } catch {
-            for link in links { await link.tearDown() }
-            throw error
-        }
-        let streamer = RAOPStreamer(links: links, firstSequence: start.sequence, firstTimestamp: start.timestamp)
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
         var item = DMAP.Item()
@@ -98,28 +83,13 @@ struct StreamCommand: AsyncParsableCommand {
         item.album = tags.album
         item.genre = tags.genre
         item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
-        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
-        // progress: start/current/end in RTP time; the file's first frame is `start` seconds before ours.
-        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(self.start * 44100))
-        let progress = { (current: UInt32) -> (UInt32, UInt32, UInt32)? in
-            tags.duration.map { (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
-        }
-        for link in links {
-            await link.sendMetadata(item, artwork: artwork, progress: progress(start.timestamp), rtpTime: start.timestamp)
-        }
-        display.started(title: title, artist: tags.artist, receivers: links.map { "\($0.name) (\($0.codec.rawValue)\($0.encryptor == nil ? "" : ", RSA"))" },
-                        duration: tags.duration.map { max(0, $0 - self.start) })
+        let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume)
 
-        let (events, continuation) = AsyncStream.makeStream(of: StreamEvent.self)
+        let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self)
         let keys = file != "-" && isatty(0) == 1 ? KeyReader(continuation) : nil
         defer { keys?.restore() }
         let interrupts = InterruptWatch(continuation)
         defer { interrupts.cancel() }
-        let player = Thread {
-            streamer.play(read: { source.read(frames: RAOPStreamer.framesPerPacket) })
-            continuation.yield(.ended)
-        }
-        player.start()
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
@@ -127,95 +97,34 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         defer { ticker.cancel() }
-
-        var ticks = 0, failure: SenderError?, quitEarly = false
-        loop: for await event in events {
-            do throws(SenderError) {
-                switch event {
-                case .tick:
-                    ticks += 1
-                    display.progress(elapsed: Double(streamer.framesSent) / 44100 - RAOPStreamer.latencySeconds, paused: streamer.isPaused,
-                                     volume: volume)
-                    if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
-                case .togglePause:
-                    if streamer.isPaused {
-                        let point = streamer.nextPoint
-                        for link in links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
-                        streamer.resume()
-                        for link in links {
-                            await link.sendMetadata(item, artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
-                        }
-                        display.state("playing")
-                    } else if let point = streamer.pause() {
-                        for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
-                        display.state("paused")
-                    }
-                case .volume(let change):
-                    volume = min(100, max(0, volume + change))
-                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    display.state("volume \(Int(volume))")
-                case .quit:
-                    quitEarly = true
-                    streamer.stop()
-                    break loop
-                case .ended:
-                    // Let the receivers play out their latency before they are told to stop.
-                    try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
-                    break loop
-                }
-            } catch {
-                failure = error
-                streamer.stop()
-                break loop
+        let receivers = links.map { "\($0.name) (\($0.codec.rawValue)\($0.encryptor == nil ? "" : ", RSA"))" }
+        let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
+            switch report {
+            case .started:
+                display.started(title: title, artist: tags.artist, receivers: receivers, duration: tags.duration.map { max(0, $0 - start) })
+            case .progress(let elapsed, let paused, let volume): display.progress(elapsed: elapsed, paused: paused, volume: volume)
+            case .state(let state): display.state(state)
             }
         }
-        for link in links { await link.tearDown() }
-        if let failure { throw failure }
-        let seconds = Double(streamer.framesSent) / 44100
-        var timing: [[String: Any]] = []
-        for link in links {
-            let best = link.roundTrips.withLockedValue { $0.min() }
-            timing.append(["receiver": link.name, "codec": link.codec.rawValue, "encrypted": link.encryptor != nil,
-                           "resent": link.resent.withLockedValue { $0 },
-                           "roundTripMs": best.map { ($0 * 100_000).rounded() / 100 } ?? NSNull()])
-        }
-        let known = links.compactMap { $0.roundTrips.withLockedValue { $0.min() } }
-        var summary: [String: Any] = ["seconds": (seconds * 10).rounded() / 10, "receivers": timing, "quit": quitEarly,
-                                      "resent": links.reduce(0) { $0 + $1.resent.withLockedValue { $0 } }]
-        // Each receiver sets its clock from timing exchanges with us; half the best round trip
-        // bounds how far its idea of our clock (and so its playback) can be off, so two receivers
-        // are within the sum of theirs.
-        if links.count > 1 {
-            summary["skewBoundMs"] = known.count == links.count ? ((known.sorted().suffix(2).reduce(0, +) / 2) * 100_000).rounded() / 100 : NSNull()
-        }
-        return summary
+        let milliseconds = { (seconds: Double) in (seconds * 100_000).rounded() / 100 }
+        var result: [String: Any] = [
+            "seconds": (summary.seconds * 10).rounded() / 10, "quit": summary.quit,
+            "resent": summary.receivers.reduce(0) { $0 + $1.resent },
+            "receivers": summary.receivers.map { receiver -> [String: Any] in
+                ["receiver": receiver.name, "codec": receiver.codec, "encrypted": receiver.encrypted, "resent": receiver.resent,
+                 "roundTripMs": receiver.bestRoundTrip.map(milliseconds) ?? NSNull()]
+            },
+        ]
+        if links.count > 1 { result["skewBoundMs"] = summary.skewBound.map(milliseconds) ?? NSNull() }
+        return result
     }
-
-    /// A random RTP starting point (RTP wants one); `AIRPLAY_RTP_START=SEQ:TIME` fixes it, so
-    /// tests can start just before both counters wrap.
-    static func rtpStart() -> (sequence: UInt16, timestamp: UInt32) {
-        if let text = ProcessInfo.processInfo.environment["AIRPLAY_RTP_START"] {
-            let parts = text.split(separator: ":")
-            if parts.count == 2, let sequence = UInt16(parts[0]), let timestamp = UInt32(parts[1]) { return (sequence, timestamp) }
-        }
-        return (UInt16.random(in: 0...UInt16.max), UInt32.random(in: 0...UInt32.max))
-    }
-}
-
-/// What happens while streaming, in the order the control loop handles it.
-enum StreamEvent: Sendable {
-    case tick
-    case togglePause
-    case volume(Double)
-    case quit
-    case ended
 }
 
 /// Keys on a terminal, read without echo or line buffering: space, +, -, q.
 final class KeyReader: @unchecked Sendable {
     private var saved = termios()
 
-    init(_ continuation: AsyncStream<StreamEvent>.Continuation) {
+    init(_ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
         tcgetattr(0, &saved)
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
@@ -243,7 +152,7 @@ final class KeyReader: @unchecked Sendable {
 final class InterruptWatch: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
 
-    init(_ continuation: AsyncStream<StreamEvent>.Continuation) {
+    init(_ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -108,126 +108,24 @@ struct PlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await withReceiver(options) { address, connection, store throws(SenderError) in
-            let sessionID = UUID().uuidString
-            let remote = VideoRemote(connection: connection, sessionID: sessionID)
-            var server: MediaFileServer?
-            let url: String
-            if let prefer {
-                // Serve a master playlist with only the chosen variant (and its renditions), its
-                // URIs made absolute, so the receiver plays exactly that.
-                let qualifier = try HLSSource.qualifier(prefer)
-                let headers: [String: String]
-                do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
-                let (playlist, base) = try await HLSSource.load(media, headers: headers, caFile: http.caFile)
-                guard case .master(let master) = playlist else {
-                    throw SenderError(.badInput, "--prefer needs a master playlist; \(media) is a media playlist")
-                }
-                guard let chosen = VariantQualifier.best(VariantDescription.all(master), matching: qualifier) else {
-                    throw SenderError(.badInput, "no variant of \(media) matches \(prefer)")
-                }
-                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airplay-\(UUID().uuidString.prefix(8))")
-                let file = folder.appendingPathComponent("master.m3u8")
-                do {
-                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                    try master.absolutized(against: base).keeping(variants: [chosen.index]).text.write(to: file, atomically: true, encoding: .utf8)
-                } catch {
-                    throw SenderError(.badInput, "cannot write the selected playlist: \(error)")
-                }
-                guard let local = connection.localAddress?.ipAddress else {
-                    throw SenderError(.connectionLost, "cannot tell which local address reaches the receiver")
-                }
-                do {
-                    server = try await MediaFileServer.start(root: folder, host: local)
-                } catch {
-                    throw SenderError(.badInput, "cannot serve the selected playlist: \(error)")
-                }
-                url = server!.url(for: file, host: local)
-                if !options.json { print("variant \(chosen.index): \(chosen.variant.uri) (\(PlaylistReport.rate(chosen.peakBitRate)))") }
-            } else if let components = URLComponents(string: media), let scheme = components.scheme?.lowercased(),
-               scheme == "http" || scheme == "https" {
-                url = media
-            } else {
-                let (file, root) = try localMedia(media)
-                guard let local = connection.localAddress?.ipAddress else {
-                    throw SenderError(.connectionLost, "cannot tell which local address reaches the receiver")
-                }
-                do {
-                    server = try await MediaFileServer.start(root: root, host: local)
-                } catch {
-                    throw SenderError(.badInput, "cannot serve \(media): \(error)")
-                }
-                url = server!.url(for: file, host: local)
-            }
-            let waiting = wait || server != nil || keyCommand != nil
-            let ended = EndSignal()
-            let listener: EventListener? = waiting ? try await EventListener.open(
-                host: address.host, port: address.port, sessionID: sessionID, keys: keyCommand.map(KeyCommand.provider)) { event in
-                let state = event["state"]?.stringValue ?? "?"
-                if options.json { print(jsonLine(["event": state])) } else { print("event: \(state)") }
-                fflush(nil)
-                if state == "stopped" { ended.fire() }
-            } : nil
             let headers: [String: String]
             do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
-            try await remote.play(url: url, startSeconds: start, httpHeaders: headers)
-            store.save(session: sessionID, for: address.key)
-            done(options, "playing \(url) on \(address.name) (session \(sessionID))",
-                 ["url": url, "receiver": address.name, "session": sessionID])
-            fflush(nil)
-            guard let listener else { return }
-            await ended.wait()
-            await listener.close()
-            let info = try? await remote.playbackInfo()
-            await server?.close()
-            if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
-        }
-    }
-
-    /// The file to play and the folder to serve.
-    private func localMedia(_ path: String) throws(SenderError) -> (file: URL, root: URL) {
-        let url = URL(fileURLWithPath: path).standardizedFileURL
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw SenderError(.badInput, "\(path) is neither an http(s) URL nor an existing file")
-        }
-        if isDirectory.boolValue {
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
-            let playlist = names.first { ["master.m3u8", "index.m3u8", "playlist.m3u8"].contains($0) }
-                ?? names.first { $0.hasSuffix(".m3u8") }
-            guard let playlist else { throw SenderError(.badInput, "\(path) is a folder without an .m3u8 playlist") }
-            return (url.appendingPathComponent(playlist), url)
-        }
-        guard MediaFileServer.mimeTypes[url.pathExtension.lowercased()] != nil else {
-            throw SenderError(.badInput, "\(path): .\(url.pathExtension) is not a media type AirPlay plays")
-        }
-        return (url, url.deletingLastPathComponent())
-    }
-}
-
-/// A one-shot signal between an event callback and the waiting command.
-final class EndSignal: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
-    private var fired = false
-
-    func fire() {
-        lock.lock()
-        fired = true
-        let waiting = continuation
-        continuation = nil
-        lock.unlock()
-        waiting?.resume()
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            lock.lock()
-            if fired {
-                lock.unlock()
-                continuation.resume()
-            } else {
-                self.continuation = continuation
-                lock.unlock()
+            var request = VideoPlaySession.Request(media: media, start: start, headers: headers, caFile: http.caFile,
+                                                   keys: keyCommand.map(KeyCommand.provider), wait: wait)
+            if let prefer { request.prefer = (try HLSSource.qualifier(prefer), prefer) }
+            let options = self.options
+            try await VideoPlaySession(address: address, connection: connection).run(request) { report in
+                switch report {
+                case .variant(let index, let uri, let rate):
+                    if !options.json { print("variant \(index): \(uri) (\(PlaylistReport.rate(rate)))") }
+                case .playing(let url, let sessionID):
+                    store.save(session: sessionID, for: address.key)
+                    done(options, "playing \(url) on \(address.name) (session \(sessionID))",
+                         ["url": url, "receiver": address.name, "session": sessionID])
+                case .event(let state):
+                    if options.json { print(jsonLine(["event": state])) } else { print("event: \(state)") }
+                }
+                fflush(nil)
             }
         }
     }

@@ -134,12 +134,12 @@ import Testing
 @Suite struct PlayoutCorrectionTests {
     @Test func aFrameIsRemovedByAveragingTwoNeighbours() {
         let samples: [Int16] = [0, 0, 10, -10, 20, -20, 30, -30]
-        #expect(AudioPlayout.stretch(samples, channels: 2, by: -1) == [0, 0, 15, -15, 30, -30])
+        #expect(PlayoutSchedule.stretch(samples, channels: 2, by: -1) == [0, 0, 15, -15, 30, -30])
     }
 
     @Test func aFrameIsInsertedAsTheAverageOfItsNeighbours() {
         let samples: [Int16] = [0, 0, 10, -10, 20, -20, 30, -30]
-        #expect(AudioPlayout.stretch(samples, channels: 2, by: 1) == [0, 0, 10, -10, 15, -15, 20, -20, 30, -30])
+        #expect(PlayoutSchedule.stretch(samples, channels: 2, by: 1) == [0, 0, 10, -10, 15, -15, 20, -20, 30, -30])
     }
 
     @Test func theTallyKeepsMeanPercentilesAndWorst() {

@@ -60,80 +60,25 @@ public final class AudioPlayout: @unchecked Sendable {
         public var syncError = SyncErrorTally()
     }
 
-    /// One stretch of contiguous playback, from the first packet after RECORD/FLUSH (or after
-    /// the stream went idle) on.
-    private struct Run {
-        var nextTimestamp: UInt32
-        /// Arrival schedule: `anchorTimestamp` plays at `anchorTime`.
-        var anchorTimestamp: UInt32
-        var anchorTime: Double
-        /// The output's own clock: output frame k is written at `outputStart + k / rate`.
-        var outputStart: Double?
-        var framesOut = 0
-        /// Adding or removing frames until the output is back within `settled`.
-        var correcting = false
-        /// Packets in a row beyond `tolerance` while not correcting.
-        var outOfTolerance = 0
-        /// The output's delay, taken when the run starts and kept: a sink that learns its
-        /// latency later must not move the schedule mid-run (that would cut audio).
-        var delay: Double?
-    }
-
-    private struct State {
-        var packets: [UInt32: [Int16]] = [:]   // by RTP timestamp
-        var run: Run?
-        var lastArrival: Double = 0
-        var gain: Double = 1
-        var stats = Statistics()
+    private struct Locked {
+        var schedule: PlayoutSchedule
         var running = true
-        var flushedBefore: UInt32?
-        /// Set while the output thread waits for a packet (idle or a gap): only then does an
-        /// arrival need to wake it; otherwise it sleeps until the next packet is due.
-        var waitingForData = true
         var input: (any PlayoutInput)?
     }
 
-    private enum Step {
-        case stop
-        case idle
-        case wait(Double)
-        case write([Int16], gain: Double)
-    }
-
-    /// Beyond this, following the sender's clock frame by frame would take too long: step at once.
-    static let stepThreshold = 0.02
-    /// Within this, the output counts as in time; past it one frame per packet is added or
-    /// removed until the error is back under `settled`. The error is measured against the
-    /// output's ideal clock, not its jittery writes, so noise in it comes from the sender only.
-    static let tolerance = 0.002
-    /// Where a correction stops (22 frames).
-    static let settled = 0.0005
-
     private let output: any PCMOutput
-    private let timeline: SenderTimeline?
-    /// Packets in a second: how long the output must be out of tolerance before it is corrected.
-    private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
-    private let sampleRate: Double
-    private let channels: Int
-    private let framesPerPacket: Int
-    private let bufferDelay: Double
-    private let state = Mutex(State())
+    private let state: Mutex<Locked>
     /// An eventfd: a packet arrived while the thread waited for data, or `stop()`.
     private let wakeEvent = clinuxio_eventfd()
     private let finished = DispatchSemaphore(value: 0)
-    /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
-    private let maximumBuffered = 800
 
     /// A playout to an output; without a trusted `timeline`, `bufferDelay` seconds of audio are
     /// buffered before playing.
     public init(output: any PCMOutput, timeline: SenderTimeline? = nil, sampleRate: Int, channels: Int, framesPerPacket: Int,
                 bufferDelay: Double = 0.5) {
         self.output = output
-        self.timeline = timeline
-        self.sampleRate = Double(sampleRate)
-        self.channels = channels
-        self.framesPerPacket = framesPerPacket
-        self.bufferDelay = bufferDelay
+        state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: sampleRate, channels: channels,
+                                                       framesPerPacket: framesPerPacket, bufferDelay: bufferDelay)))
         let thread = Thread { [self] in
             clinuxio_name_thread("raop-playout")
             run()
@@ -148,28 +93,7 @@ public final class AudioPlayout: @unchecked Sendable {
     /// Takes decoded samples (interleaved) for the packet at an RTP timestamp.
     public func receive(timestamp: UInt32, samples: [Int16]) {
         let arrival = Self.now()
-        let wakeNeeded = state.withLock { state -> Bool in
-            state.stats.received += 1
-            state.lastArrival = arrival
-            if let flushed = state.flushedBefore {
-                if Int32(bitPattern: timestamp &- flushed) < 0 {
-                    state.stats.dropped += 1
-                    return false
-                }
-                state.flushedBefore = nil
-            }
-            if state.run == nil {
-                state.run = Run(nextTimestamp: timestamp, anchorTimestamp: timestamp, anchorTime: arrival + bufferDelay)
-            }
-            // Older than what already played (with wrap-around), or a duplicate: drop.
-            guard let next = state.run?.nextTimestamp, Int32(bitPattern: timestamp &- next) >= 0,
-                  state.packets[timestamp] == nil, state.packets.count < maximumBuffered else {
-                state.stats.dropped += 1
-                return false
-            }
-            state.packets[timestamp] = samples
-            return state.waitingForData
-        }
+        let wakeNeeded = state.withLock { $0.schedule.receive(timestamp: timestamp, samples: samples, arrival: arrival) }
         if wakeNeeded { clinuxio_signal(wakeEvent) }
     }
 
@@ -185,22 +109,16 @@ public final class AudioPlayout: @unchecked Sendable {
     /// Drops everything buffered; the next packet starts a new run (RTSP FLUSH).
     /// Packets older than `before` (the RTP-Info rtptime) that are still in flight are dropped too.
     public func flush(before rtpTime: UInt32? = nil) {
-        state.withLock { state in
-            state.packets = [:]
-            state.run = nil
-            state.flushedBefore = rtpTime
-            state.waitingForData = true
-        }
+        state.withLock { $0.schedule.flush(before: rtpTime) }
     }
 
     /// Software volume in dB: 0 is unity (samples pass untouched), -144 or less mutes.
     public func setVolume(decibels: Double) {
-        let gain = decibels <= -144 ? 0 : min(1, pow(10, decibels / 20))
-        state.withLock { $0.gain = gain }
+        state.withLock { $0.schedule.setVolume(decibels: decibels) }
     }
 
     /// The statistics so far.
-    public var statistics: Statistics { state.withLock { $0.stats } }
+    public var statistics: Statistics { state.withLock { $0.schedule.stats } }
 
     /// Stops the output thread and closes the output.
     public func stop() {
@@ -231,11 +149,14 @@ public final class AudioPlayout: @unchecked Sendable {
             if woke { input?.drain() }
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
-            let (step, listen) = state.withLock { state in (nextStep(&state, now: Self.now(), delay: delay), state.waitingForData) }
+            let (step, listen) = state.withLock { state -> (PlayoutSchedule.Step?, Bool) in
+                guard state.running else { return (nil, false) }
+                return (state.schedule.next(now: Self.now(), delay: delay), state.schedule.waitingForData)
+            }
             let port = listen ? input?.descriptor ?? -1 : -1
             woke = true
             switch step {
-            case .stop:
+            case nil:
                 return
             case .idle:
                 _ = clinuxio_wait(wakeEvent, port, 100_000_000)
@@ -246,117 +167,5 @@ public final class AudioPlayout: @unchecked Sendable {
                 woke = false
             }
         }
-    }
-
-    /// Decides what the output thread does now; consumes a packet only when it is written.
-    private func nextStep(_ state: inout State, now: Double, delay: Double) -> Step {
-        guard state.running else { return .stop }
-        guard var run = state.run else {
-            state.waitingForData = true
-            return .idle
-        }
-        let key = run.nextTimestamp
-        state.waitingForData = state.packets[key] == nil
-        guard let samples = state.packets[key] else {
-            // Missing. With nothing newer buffered the stream has not gone on (its end, or a
-            // stall): wait, and after a while let the next packet start a new run.
-            guard let newer = state.packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
-                .min(by: { ($0 &- key) < ($1 &- key) }) else {
-                if now - state.lastArrival > bufferDelay + 0.5 {
-                    state.run = nil
-                    return .idle
-                }
-                return .wait(0.01)
-            }
-            let gap = Int(newer &- key)
-            if gap > Int(sampleRate) {
-                // The sender jumped ahead without a FLUSH: continue there, on a fresh schedule.
-                state.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: now)
-                state.stats.reanchors += 1
-                return .wait(0)
-            }
-            // A real gap: its frames become silence when their time comes.
-            let frames = min(gap, framesPerPacket)
-            let due = (run.outputStart ?? now) + Double(run.framesOut) / sampleRate
-            if due - now > 0.0005 { return .wait(due - now) }
-            state.stats.lost += 1
-            run.nextTimestamp = key &+ UInt32(frames)
-            run.framesOut += frames
-            state.stats.framesPlayed += frames
-            state.run = run
-            return .write([Int16](repeating: 0, count: frames * channels), gain: state.gain)
-        }
-
-        // When this packet should be written: its meant time, less the output's own delay.
-        let meant = timeline?.localTime(of: key)
-            ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
-        if run.delay == nil { run.delay = delay }
-        let target = meant - (run.delay ?? 0)
-        // Until the first frame is out, the output's clock follows the timeline freely: a sync
-        // packet that arrives during the buffering moves the start, not the audio.
-        if run.outputStart == nil || run.framesOut == 0 { run.outputStart = target - Double(run.framesOut) / sampleRate }
-        var due = run.outputStart! + Double(run.framesOut) / sampleRate
-        // > 0: the output's clock is behind the sender's timeline for this packet.
-        let error = due - target
-        if error < -Self.stepThreshold {
-            // Meant well after the output's clock: the output pauses until then.
-            run.outputStart = target - Double(run.framesOut) / sampleRate
-            due = target
-            state.stats.reanchors += 1
-        }
-        state.run = run
-        if due - now > 0.0005 { return .wait(due - now) }
-
-        var frames = samples
-        var cut = 0
-        if error > Self.stepThreshold {
-            // Meant well before the output got there (a jump in the sender's timeline): cut the
-            // overdue frames, the whole packet if need be.
-            cut = min(samples.count / channels, Int((error * sampleRate).rounded()))
-            frames = Array(samples.dropFirst(cut * channels))
-            state.stats.reanchors += 1
-            if frames.isEmpty { state.stats.skipped += 1 }
-        } else if abs(error) > Self.tolerance || (run.correcting && abs(error) > Self.settled) {
-            // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
-            // once the output has been 2 ms off for a whole second, until back within half a
-            // millisecond. A moment's excursion (a noisy sync packet or timing answer, which the
-            // timeline smooths away) changes nothing: real drift takes seconds to build up.
-            run.outOfTolerance += 1
-            if run.correcting || run.outOfTolerance >= confirmationPackets {
-                frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
-                if error > 0 { state.stats.framesRemoved += 1 } else { state.stats.framesInserted += 1 }
-                run.correcting = true
-            }
-        } else {
-            run.correcting = false
-            run.outOfTolerance = 0
-        }
-        state.packets[key] = nil
-        run.nextTimestamp = key &+ UInt32(samples.count / channels)
-        run.framesOut += frames.count / channels
-        state.run = run
-        state.stats.framesPlayed += frames.count / channels
-        state.stats.worstLatenessMilliseconds = max(state.stats.worstLatenessMilliseconds, (now - due) * 1000)
-        state.stats.syncError.add(now - target - Double(cut) / sampleRate)
-        return frames.isEmpty ? .wait(0) : .write(frames, gain: state.gain)
-    }
-
-    /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added
-    /// or the pair replaced is the average of its neighbours, so the waveform stays continuous.
-    static func stretch(_ samples: [Int16], channels: Int, by change: Int) -> [Int16] {
-        let frames = samples.count / channels
-        guard frames >= 2, channels > 0 else { return change > 0 ? samples + samples.suffix(channels) : samples }
-        let middle = frames / 2
-        var average = [Int16](repeating: 0, count: channels)
-        for channel in 0..<channels {
-            average[channel] = Int16((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
-        }
-        var out = samples
-        if change > 0 {
-            out.insert(contentsOf: average, at: middle * channels)
-        } else {
-            out.replaceSubrange((middle - 1) * channels..<(middle + 1) * channels, with: average)
-        }
-        return out
     }
 }

@@ -1,0 +1,229 @@
+import AirPlayWire
+import Foundation
+
+/// When each received packet is written: the playout's decisions as a value, with the time
+/// passed in, so they are tested without a thread, an output or a clock (`PlayoutScheduleTests`).
+/// `AudioPlayout` runs it on its thread; see there for the rules (the sender's timeline or the
+/// arrival schedule, drift correction, gaps, jumps, flushes).
+struct PlayoutSchedule {
+    /// One stretch of contiguous playback, from the first packet after RECORD/FLUSH (or after
+    /// the stream went idle) on.
+    private struct Run {
+        var nextTimestamp: UInt32
+        /// Arrival schedule: `anchorTimestamp` plays at `anchorTime`.
+        var anchorTimestamp: UInt32
+        var anchorTime: Double
+        /// The output's own clock: output frame k is written at `outputStart + k / rate`.
+        var outputStart: Double?
+        var framesOut = 0
+        /// Adding or removing frames until the output is back within `settled`.
+        var correcting = false
+        /// Packets in a row beyond `tolerance` while not correcting.
+        var outOfTolerance = 0
+        /// The output's delay, taken when the run starts and kept: a sink that learns its
+        /// latency later must not move the schedule mid-run (that would cut audio).
+        var delay: Double?
+    }
+
+
+    /// What the output thread does now.
+    enum Step: Equatable {
+        /// Nothing to play: wait for a packet.
+        case idle
+        /// Wait this many seconds (or for a packet, while `waitingForData`).
+        case wait(Double)
+        /// Write these samples, scaled by `gain`.
+        case write([Int16], gain: Double)
+    }
+
+
+    /// Beyond this, following the sender's clock frame by frame would take too long: step at once.
+    static let stepThreshold = 0.02
+    /// Within this, the output counts as in time; past it one frame per packet is added or
+    /// removed until the error is back under `settled`. The error is measured against the
+    /// output's ideal clock, not its jittery writes, so noise in it comes from the sender only.
+    static let tolerance = 0.002
+    /// Where a correction stops (22 frames).
+    static let settled = 0.0005
+
+    /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
+    static let maximumBuffered = 800
+
+    private let timeline: SenderTimeline?
+    private let sampleRate: Double
+    private let channels: Int
+    private let framesPerPacket: Int
+    private let bufferDelay: Double
+    /// Packets in a second: how long the output must be out of tolerance before it is corrected.
+    private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
+
+    private var packets: [UInt32: [Int16]] = [:]   // by RTP timestamp
+    private var run: Run?
+    private var lastArrival: Double = 0
+    private var gain: Double = 1
+    private(set) var stats = AudioPlayout.Statistics()
+    private var flushedBefore: UInt32?
+    /// Set while the output thread waits for a packet (idle or a gap): only then does an
+    /// arrival need to wake it; otherwise it sleeps until the next packet is due.
+    private(set) var waitingForData = true
+
+    /// A schedule for a stream's format; without a trusted `timeline`, packets play
+    /// `bufferDelay` seconds after the first of a run arrived.
+    init(timeline: SenderTimeline?, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double) {
+        self.timeline = timeline
+        self.sampleRate = Double(sampleRate)
+        self.channels = channels
+        self.framesPerPacket = framesPerPacket
+        self.bufferDelay = bufferDelay
+    }
+
+    /// Takes a packet's samples that arrived at `arrival`; true when the output thread waits
+    /// for data and must be woken.
+    mutating func receive(timestamp: UInt32, samples: [Int16], arrival: Double) -> Bool {
+        stats.received += 1
+        lastArrival = arrival
+        if let flushed = flushedBefore {
+            if Int32(bitPattern: timestamp &- flushed) < 0 {
+                stats.dropped += 1
+                return false
+            }
+            flushedBefore = nil
+        }
+        if run == nil {
+            run = Run(nextTimestamp: timestamp, anchorTimestamp: timestamp, anchorTime: arrival + bufferDelay)
+        }
+        // Older than what already played (with wrap-around), or a duplicate: drop.
+        guard let next = run?.nextTimestamp, Int32(bitPattern: timestamp &- next) >= 0,
+              packets[timestamp] == nil, packets.count < Self.maximumBuffered else {
+            stats.dropped += 1
+            return false
+        }
+        packets[timestamp] = samples
+        return waitingForData
+    }
+
+    /// Drops everything buffered; the next packet starts a new run. Packets older than
+    /// `before` that are still in flight are dropped too.
+    mutating func flush(before rtpTime: UInt32?) {
+        packets = [:]
+        run = nil
+        flushedBefore = rtpTime
+        waitingForData = true
+    }
+
+    /// Software volume in dB: 0 is unity, -144 or less mutes.
+    mutating func setVolume(decibels: Double) {
+        gain = decibels <= -144 ? 0 : min(1, pow(10, decibels / 20))
+    }
+
+    /// Decides what the output thread does at `now`, for an output `delay` seconds behind its
+    /// writes; consumes a packet only when it is written.
+    mutating func next(now: Double, delay: Double) -> Step {
+        guard var run = self.run else {
+            self.waitingForData = true
+            return .idle
+        }
+        let key = run.nextTimestamp
+        self.waitingForData = self.packets[key] == nil
+        guard let samples = self.packets[key] else {
+            // Missing. With nothing newer buffered the stream has not gone on (its end, or a
+            // stall): wait, and after a while let the next packet start a new run.
+            guard let newer = self.packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
+                .min(by: { ($0 &- key) < ($1 &- key) }) else {
+                if now - self.lastArrival > bufferDelay + 0.5 {
+                    self.run = nil
+                    return .idle
+                }
+                return .wait(0.01)
+            }
+            let gap = Int(newer &- key)
+            if gap > Int(sampleRate) {
+                // The sender jumped ahead without a FLUSH: continue there, on a fresh schedule.
+                self.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: now)
+                self.stats.reanchors += 1
+                return .wait(0)
+            }
+            // A real gap: its frames become silence when their time comes.
+            let frames = min(gap, framesPerPacket)
+            let due = (run.outputStart ?? now) + Double(run.framesOut) / sampleRate
+            if due - now > 0.0005 { return .wait(due - now) }
+            self.stats.lost += 1
+            run.nextTimestamp = key &+ UInt32(frames)
+            run.framesOut += frames
+            self.stats.framesPlayed += frames
+            self.run = run
+            return .write([Int16](repeating: 0, count: frames * channels), gain: self.gain)
+        }
+
+        // When this packet should be written: its meant time, less the output's own delay.
+        let meant = timeline?.localTime(of: key)
+            ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
+        if run.delay == nil { run.delay = delay }
+        let target = meant - (run.delay ?? 0)
+        // Until the first frame is out, the output's clock follows the timeline freely: a sync
+        // packet that arrives during the buffering moves the start, not the audio.
+        if run.outputStart == nil || run.framesOut == 0 { run.outputStart = target - Double(run.framesOut) / sampleRate }
+        var due = run.outputStart! + Double(run.framesOut) / sampleRate
+        // > 0: the output's clock is behind the sender's timeline for this packet.
+        let error = due - target
+        if error < -Self.stepThreshold {
+            // Meant well after the output's clock: the output pauses until then.
+            run.outputStart = target - Double(run.framesOut) / sampleRate
+            due = target
+            self.stats.reanchors += 1
+        }
+        self.run = run
+        if due - now > 0.0005 { return .wait(due - now) }
+
+        var frames = samples
+        var cut = 0
+        if error > Self.stepThreshold {
+            // Meant well before the output got there (a jump in the sender's timeline): cut the
+            // overdue frames, the whole packet if need be.
+            cut = min(samples.count / channels, Int((error * sampleRate).rounded()))
+            frames = Array(samples.dropFirst(cut * channels))
+            self.stats.reanchors += 1
+            if frames.isEmpty { self.stats.skipped += 1 }
+        } else if abs(error) > Self.tolerance || (run.correcting && abs(error) > Self.settled) {
+            // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
+            // once the output has been 2 ms off for a whole second, until back within half a
+            // millisecond. A moment's excursion (a noisy sync packet or timing answer, which the
+            // timeline smooths away) changes nothing: real drift takes seconds to build up.
+            run.outOfTolerance += 1
+            if run.correcting || run.outOfTolerance >= confirmationPackets {
+                frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+                if error > 0 { self.stats.framesRemoved += 1 } else { self.stats.framesInserted += 1 }
+                run.correcting = true
+            }
+        } else {
+            run.correcting = false
+            run.outOfTolerance = 0
+        }
+        self.packets[key] = nil
+        run.nextTimestamp = key &+ UInt32(samples.count / channels)
+        run.framesOut += frames.count / channels
+        self.run = run
+        self.stats.framesPlayed += frames.count / channels
+        self.stats.worstLatenessMilliseconds = max(self.stats.worstLatenessMilliseconds, (now - due) * 1000)
+        self.stats.syncError.add(now - target - Double(cut) / sampleRate)
+        return frames.isEmpty ? .wait(0) : .write(frames, gain: self.gain)
+    }
+
+    /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added
+    /// or the pair replaced is the average of its neighbours, so the waveform stays continuous.
+    static func stretch(_ samples: [Int16], channels: Int, by change: Int) -> [Int16] {
+        let frames = samples.count / channels
+        guard frames >= 2, channels > 0 else { return change > 0 ? samples + samples.suffix(channels) : samples }
+        let middle = frames / 2
+        var average = [Int16](repeating: 0, count: channels)
+        for channel in 0..<channels {
+            average[channel] = Int16((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
+        }
+        var out = samples
+        if change > 0 {
+            out.insert(contentsOf: average, at: middle * channels)
+        } else {
+            out.replaceSubrange((middle - 1) * channels..<(middle + 1) * channels, with: average)
+        }
+        return out
+    }}

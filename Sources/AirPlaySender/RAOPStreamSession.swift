@@ -1,0 +1,177 @@
+import AirPlayMedia
+import AirPlayWire
+import Foundation
+
+/// One `airplay stream`: local audio from a `PCMSource` played on one or more RAOP receivers in
+/// step. It sets the links up, sends the track's metadata, streams on a thread of its own and
+/// reacts to what happens meanwhile (a tick, pause, volume, quit, the end); the command that
+/// owns it only parses arguments and prints.
+public final class RAOPStreamSession: Sendable {
+    /// What happens while streaming, in the order the session handles it.
+    public enum Event: Sendable {
+        /// A second passed: progress, and a keep-alive every other tick.
+        case tick
+        /// Pause if playing, resume if paused.
+        case togglePause
+        /// Volume up or down by this many points (0-100 scale).
+        case volume(Double)
+        /// Stop now.
+        case quit
+        /// The source ran out (sent by the session itself).
+        case ended
+    }
+
+    /// What the session tells its owner.
+    public enum Report: Sendable {
+        /// The receivers are set up and have the metadata; audio starts now.
+        case started
+        /// Once a second: seconds played, whether paused, the volume (0-100).
+        case progress(elapsed: Double, paused: Bool, volume: Double)
+        /// A change: `playing`, `paused`, `volume N`.
+        case state(String)
+    }
+
+    /// How a stream went, per receiver and in all.
+    public struct Summary: Sendable {
+        /// One receiver's figures.
+        public struct Receiver: Sendable {
+            /// Its name.
+            public var name: String
+            /// The codec sent.
+            public var codec: String
+            /// Whether the audio was encrypted.
+            public var encrypted: Bool
+            /// Packets it asked for again and got.
+            public var resent: Int
+            /// The best timing round trip, in seconds.
+            public var bestRoundTrip: Double?
+        }
+
+        /// Seconds of audio sent.
+        public var seconds: Double
+        /// True when it was stopped before the end.
+        public var quit: Bool
+        /// Per receiver.
+        public var receivers: [Receiver]
+        /// With several receivers, how far apart their playback can be at most (half the two
+        /// worst best round trips: each receiver's idea of our clock is off by at most half its
+        /// round trip), in seconds; nil when a receiver never answered a timing request.
+        public var skewBound: Double?
+    }
+
+    private let links: [RAOPLink]
+    private let source: any PCMSource
+    private let item: DMAP.Item
+    private let startOffset: Double
+    private let initialVolume: Double
+
+    /// A session over connected links; `item` is the metadata sent, `startOffset` how many
+    /// seconds into the track the source starts, `volume` 0-100.
+    public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double) {
+        self.links = links
+        self.source = source
+        self.item = item
+        self.startOffset = startOffset
+        initialVolume = volume
+    }
+
+    /// AirPlay volume: -30 dB (1 %) … 0 dB (100 %), -144 mutes.
+    public static func decibels(_ volume: Double) -> Double { volume <= 0 ? -144 : -30 + 30 * volume / 100 }
+
+    /// A random RTP starting point (RTP wants one); `AIRPLAY_RTP_START=SEQ:TIME` fixes it, so
+    /// tests can start just before both counters wrap.
+    public static func rtpStart() -> (sequence: UInt16, timestamp: UInt32) {
+        if let text = ProcessInfo.processInfo.environment["AIRPLAY_RTP_START"] {
+            let parts = text.split(separator: ":")
+            if parts.count == 2, let sequence = UInt16(parts[0]), let timestamp = UInt32(parts[1]) { return (sequence, timestamp) }
+        }
+        return (UInt16.random(in: 0...UInt16.max), UInt32.random(in: 0...UInt32.max))
+    }
+
+    /// Sets every link up (tearing all down if one fails), sends the metadata, then streams
+    /// until the source ends or `quit`, handling `events` (the session adds `.ended` through
+    /// `continuation`). Tears the links down before it returns.
+    public func run(events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
+                    warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError)
+        -> Summary {
+        let start = Self.rtpStart()
+        var volume = initialVolume
+        do {
+            for link in links {
+                try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
+            }
+        } catch {
+            for link in links { await link.tearDown() }
+            throw error
+        }
+        let streamer = RAOPStreamer(links: links, firstSequence: start.sequence, firstTimestamp: start.timestamp)
+        let tags = source.tags
+        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
+        // progress: start/current/end in RTP time; the file's first frame is `startOffset` seconds before ours.
+        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
+        let progress = { (current: UInt32) -> (UInt32, UInt32, UInt32)? in
+            tags.duration.map { (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
+        }
+        for link in links {
+            await link.sendMetadata(item, artwork: artwork, progress: progress(start.timestamp), rtpTime: start.timestamp)
+        }
+
+        report(.started)
+        let source = self.source
+        let player = Thread {
+            streamer.play(read: { source.read(frames: RAOPStreamer.framesPerPacket) })
+            continuation.yield(.ended)
+        }
+        player.start()
+        var ticks = 0, failure: SenderError?, quitEarly = false
+        loop: for await event in events {
+            do throws(SenderError) {
+                switch event {
+                case .tick:
+                    ticks += 1
+                    report(.progress(elapsed: Double(streamer.framesSent) / 44100 - RAOPStreamer.latencySeconds,
+                                     paused: streamer.isPaused, volume: volume))
+                    if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
+                case .togglePause:
+                    if streamer.isPaused {
+                        let point = streamer.nextPoint
+                        for link in links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
+                        streamer.resume()
+                        for link in links {
+                            await link.sendMetadata(item, artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
+                        }
+                        report(.state("playing"))
+                    } else if let point = streamer.pause() {
+                        for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
+                        report(.state("paused"))
+                    }
+                case .volume(let change):
+                    volume = min(100, max(0, volume + change))
+                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .quit:
+                    quitEarly = true
+                    streamer.stop()
+                    break loop
+                case .ended:
+                    // Let the receivers play out their latency before they are told to stop.
+                    try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
+                    break loop
+                }
+            } catch {
+                failure = error
+                streamer.stop()
+                break loop
+            }
+        }
+        for link in links { await link.tearDown() }
+        if let failure { throw failure }
+        let receivers = links.map { link in
+            Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil,
+                             resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })
+        }
+        let known = receivers.compactMap(\.bestRoundTrip)
+        return Summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly, receivers: receivers,
+                       skewBound: links.count > 1 && known.count == links.count ? known.sorted().suffix(2).reduce(0, +) / 2 : nil)
+    }
+}

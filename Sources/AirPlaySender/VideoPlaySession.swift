@@ -1,0 +1,179 @@
+import AirPlayHLS
+import Foundation
+
+/// One `airplay play`: a URL played on a receiver as it is, or a local file or HLS folder
+/// served from this machine, or the one variant of an HLS master a qualifier picks (served as
+/// a master with only that variant); then, when asked to or when the media is served from
+/// here, the receiver's events until it stops. The command that runs it only prints.
+public struct VideoPlaySession: Sendable {
+    /// What to play and how.
+    public struct Request: Sendable {
+        /// An http(s) URL, a media file, or a folder with an .m3u8 playlist.
+        public var media: String
+        /// Seconds to start at.
+        public var start: Double
+        /// For an HLS master playlist: the qualifier choosing the variant, and its text.
+        public var prefer: (qualifier: VariantQualifier, text: String)?
+        /// HTTP headers for the sender's own playlist fetches and the receiver's.
+        public var headers: [String: String]
+        /// CA file for the sender's HTTPS fetches.
+        public var caFile: String?
+        /// Answers custom-scheme key requests the receiver sends over the event channel.
+        public var keys: KeyProvider?
+        /// Wait for the receiver's `stopped` event (always done for media served from here).
+        public var wait: Bool
+
+        /// A request from its parts.
+        public init(media: String, start: Double = 0, prefer: (qualifier: VariantQualifier, text: String)? = nil,
+                    headers: [String: String] = [:], caFile: String? = nil, keys: KeyProvider? = nil, wait: Bool = false) {
+            self.media = media
+            self.start = start
+            self.prefer = prefer
+            self.headers = headers
+            self.caFile = caFile
+            self.keys = keys
+            self.wait = wait
+        }
+    }
+
+    /// What the session tells its owner while it runs.
+    public enum Report: Sendable {
+        /// `prefer` chose this variant (index, URI, peak bit rate).
+        case variant(index: Int, uri: String, peakBitRate: Int)
+        /// The receiver accepted `/play`.
+        case playing(url: String, sessionID: String)
+        /// A state event from the receiver.
+        case event(String)
+    }
+
+    private let address: ReceiverAddress
+    private let connection: ReceiverConnection
+
+    /// A session on a connected receiver.
+    public init(address: ReceiverAddress, connection: ReceiverConnection) {
+        self.address = address
+        self.connection = connection
+    }
+
+    /// Plays `request`; returns once `/play` is accepted, or, when waiting, once the receiver
+    /// says `stopped` (throwing when it reports a playback error).
+    public func run(_ request: Request, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) {
+        let sessionID = UUID().uuidString
+        let remote = VideoRemote(connection: connection, sessionID: sessionID)
+        let (url, server) = try await resolve(request, report: report)
+        let waiting = request.wait || server != nil || request.keys != nil
+        let ended = EndSignal()
+        let listener: EventListener? = waiting ? try await EventListener.open(
+            host: address.host, port: address.port, sessionID: sessionID, keys: request.keys) { event in
+            let state = event["state"]?.stringValue ?? "?"
+            report(.event(state))
+            if state == "stopped" { ended.fire() }
+        } : nil
+        try await remote.play(url: url, startSeconds: request.start, httpHeaders: request.headers)
+        report(.playing(url: url, sessionID: sessionID))
+        guard let listener else { return }
+        await ended.wait()
+        await listener.close()
+        let info = try? await remote.playbackInfo()
+        await server?.close()
+        if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+    }
+
+    /// The URL the receiver gets, and the server that serves it from here, if one does.
+    private func resolve(_ request: Request, report: @Sendable (Report) -> Void) async throws(SenderError)
+        -> (url: String, server: MediaFileServer?) {
+        let media = request.media
+        if let (qualifier, text) = request.prefer {
+            // Serve a master playlist with only the chosen variant (and its renditions), its
+            // URIs made absolute, so the receiver plays exactly that.
+            let (playlist, base) = try await HLSSource.load(media, headers: request.headers, caFile: request.caFile)
+            guard case .master(let master) = playlist else {
+                throw SenderError(.badInput, "--prefer needs a master playlist; \(media) is a media playlist")
+            }
+            guard let chosen = VariantQualifier.best(VariantDescription.all(master), matching: qualifier) else {
+                throw SenderError(.badInput, "no variant of \(media) matches \(text)")
+            }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airplay-\(UUID().uuidString.prefix(8))")
+            let file = folder.appendingPathComponent("master.m3u8")
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try master.absolutized(against: base).keeping(variants: [chosen.index]).text.write(to: file, atomically: true, encoding: .utf8)
+            } catch {
+                throw SenderError(.badInput, "cannot write the selected playlist: \(error)")
+            }
+            let server = try await serve(folder, what: "the selected playlist")
+            report(.variant(index: chosen.index, uri: chosen.variant.uri, peakBitRate: chosen.peakBitRate))
+            return (server.url(for: file, host: try localAddress()), server)
+        }
+        if let components = URLComponents(string: media), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+            return (media, nil)
+        }
+        let (file, root) = try Self.localMedia(media)
+        let server = try await serve(root, what: media)
+        return (server.url(for: file, host: try localAddress()), server)
+    }
+
+    private func localAddress() throws(SenderError) -> String {
+        guard let local = connection.localAddress?.ipAddress else {
+            throw SenderError(.connectionLost, "cannot tell which local address reaches the receiver")
+        }
+        return local
+    }
+
+    private func serve(_ root: URL, what: String) async throws(SenderError) -> MediaFileServer {
+        let host = try localAddress()
+        do {
+            return try await MediaFileServer.start(root: root, host: host)
+        } catch {
+            throw SenderError(.badInput, "cannot serve \(what): \(error)")
+        }
+    }
+
+    /// The file to play and the folder to serve.
+    static func localMedia(_ path: String) throws(SenderError) -> (file: URL, root: URL) {
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw SenderError(.badInput, "\(path) is neither an http(s) URL nor an existing file")
+        }
+        if isDirectory.boolValue {
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+            let playlist = names.first { ["master.m3u8", "index.m3u8", "playlist.m3u8"].contains($0) }
+                ?? names.first { $0.hasSuffix(".m3u8") }
+            guard let playlist else { throw SenderError(.badInput, "\(path) is a folder without an .m3u8 playlist") }
+            return (url.appendingPathComponent(playlist), url)
+        }
+        guard MediaFileServer.mimeTypes[url.pathExtension.lowercased()] != nil else {
+            throw SenderError(.badInput, "\(path): .\(url.pathExtension) is not a media type AirPlay plays")
+        }
+        return (url, url.deletingLastPathComponent())
+    }
+}
+
+/// A one-shot signal between an event callback and the waiting session.
+final class EndSignal: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+    private var fired = false
+
+    func fire() {
+        let waiting = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            fired = true
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = lock.withLock { () -> Bool in
+                if fired { return true }
+                self.continuation = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

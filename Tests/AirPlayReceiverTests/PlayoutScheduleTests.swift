@@ -1,0 +1,127 @@
+@testable import AirPlayReceiver
+import AirPlayWire
+import Testing
+
+/// When received audio is written, decided with the time in the test's hand: the buffer delay,
+/// order, duplicates, gaps played as silence, a jump ahead, FLUSH, volume, and a sender's
+/// timeline with an output delay.
+@Suite struct PlayoutScheduleTests {
+    /// 352 stereo frames per packet at 44.1 kHz (as senders send): one packet lasts 8 ms.
+    static let frames = 352
+    static let packetSeconds = 352.0 / 44100
+
+    static func schedule(timeline: SenderTimeline? = nil) -> PlayoutSchedule {
+        PlayoutSchedule(timeline: timeline, sampleRate: 44100, channels: 2, framesPerPacket: frames, bufferDelay: 0.5)
+    }
+
+    /// Packet `index`'s samples: all equal to `index + 1`.
+    static func samples(_ index: Int) -> [Int16] { [Int16](repeating: Int16(index + 1), count: frames * 2) }
+
+    static func written(_ step: PlayoutSchedule.Step) -> [Int16]? {
+        if case .write(let samples, _) = step { return samples }
+        return nil
+    }
+
+    /// Without the sender's clock the first packet plays one buffer delay after it arrived,
+    /// and the next one packet-length later.
+    @Test func theFirstPacketWaitsOutTheBuffer() {
+        var schedule = Self.schedule()
+        #expect(schedule.next(now: 0, delay: 0) == .idle)
+        #expect(schedule.receive(timestamp: 1000, samples: Self.samples(0), arrival: 10) == true, "the idle thread is woken")
+        guard case .wait(let seconds) = schedule.next(now: 10, delay: 0) else { Issue.record("waits for the buffer"); return }
+        #expect(abs(seconds - 0.5) < 1e-9)
+        #expect(schedule.receive(timestamp: 1352, samples: Self.samples(1), arrival: 10) == false, "a thread with work is not")
+        #expect(Self.written(schedule.next(now: 10.5, delay: 0)) == Self.samples(0))
+        guard case .wait(let next) = schedule.next(now: 10.5, delay: 0) else { Issue.record("waits for the next packet"); return }
+        #expect(abs(next - Self.packetSeconds) < 1e-9)
+        #expect(Self.written(schedule.next(now: 10.5 + Self.packetSeconds, delay: 0)) == Self.samples(1))
+        #expect(schedule.stats.framesPlayed == 704)
+    }
+
+    /// Packets that arrive out of order play in order; a duplicate, or one older than what
+    /// already played, is dropped.
+    @Test func orderDuplicatesAndLatecomers() {
+        var schedule = Self.schedule()
+        _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
+        _ = schedule.receive(timestamp: 704, samples: Self.samples(2), arrival: 0)
+        _ = schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 0)
+        _ = schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 0)
+        var played: [[Int16]] = []
+        var now = 0.5
+        for _ in 0..<3 {
+            if let samples = Self.written(schedule.next(now: now, delay: 0)) { played.append(samples) }
+            now += Self.packetSeconds
+        }
+        #expect(played == [Self.samples(0), Self.samples(1), Self.samples(2)])
+        #expect(schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: now) == false)
+        #expect(schedule.stats.dropped == 2)
+    }
+
+    /// A packet still missing when its time comes is played as silence and counted as lost;
+    /// the one after it plays on time.
+    @Test func aGapIsSilenceWhenItsTimeComes() {
+        var schedule = Self.schedule()
+        _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
+        _ = schedule.receive(timestamp: 704, samples: Self.samples(2), arrival: 0)
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0)) == Self.samples(0))
+        #expect(Self.written(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0)) == [Int16](repeating: 0, count: 704))
+        #expect(Self.written(schedule.next(now: 0.5 + 2 * Self.packetSeconds, delay: 0)) == Self.samples(2))
+        #expect(schedule.stats.lost == 1)
+    }
+
+    /// A sender that jumps more than a second ahead without FLUSH is followed on a fresh
+    /// schedule, not filled with a second of silence.
+    @Test func aJumpAheadStartsAFreshSchedule() {
+        var schedule = Self.schedule()
+        _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0)) == Self.samples(0))
+        _ = schedule.receive(timestamp: 100_000, samples: Self.samples(9), arrival: 0.6)
+        _ = schedule.next(now: 0.6, delay: 0)
+        #expect(schedule.stats.reanchors == 1)
+        #expect(Self.written(schedule.next(now: 0.6, delay: 0)) == Self.samples(9))
+        #expect(schedule.stats.lost == 0)
+    }
+
+    /// FLUSH drops what is buffered and what is still in flight from before its RTP time;
+    /// the next packet starts a new run with its own buffer delay.
+    @Test func flushDropsTheOldAndStartsAgain() {
+        var schedule = Self.schedule()
+        _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
+        schedule.flush(before: 1000)
+        #expect(schedule.next(now: 0.5, delay: 0) == .idle)
+        #expect(schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 1) == false)
+        #expect(schedule.receive(timestamp: 1056, samples: Self.samples(2), arrival: 2) == true)
+        #expect(schedule.next(now: 2.4, delay: 0) != .write(Self.samples(2), gain: 1), "waits out a new buffer delay")
+        #expect(Self.written(schedule.next(now: 2.5, delay: 0)) == Self.samples(2))
+    }
+
+    /// Volume is a gain on the write: 0 dB passes samples untouched, -144 dB mutes.
+    @Test func volumeIsAGainOnTheWrite() {
+        var schedule = Self.schedule()
+        schedule.setVolume(decibels: -144)
+        _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
+        #expect(schedule.next(now: 0.5, delay: 0) == .write(Self.samples(0), gain: 0))
+        schedule.setVolume(decibels: 0)
+        _ = schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 0)
+        #expect(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0) == .write(Self.samples(1), gain: 1))
+    }
+
+    /// With the sender's timeline, a frame is written when the sender means it to be heard,
+    /// less the output's own delay (a sink that takes 100 ms gets it 100 ms early).
+    @Test func theSendersTimelineLessTheOutputDelay() throws {
+        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
+        // Our clock and the sender's agree (offset 0); RTP 44100 is heard at sender time 101.
+        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
+                                           transmit: SenderTimeline.ntp(100)), arrival: 100)
+        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(100), rtpTimeNext: 0, isFirst: true),
+                         arrival: 100)
+        let meant = try #require(timeline.localTime(of: 44100))
+        #expect(abs(meant - 101) < 1e-6)
+        var schedule = Self.schedule(timeline: timeline)
+        _ = schedule.receive(timestamp: 44100, samples: Self.samples(0), arrival: 100.2)
+        guard case .wait(let seconds) = schedule.next(now: 100.5, delay: 0.1) else { Issue.record("waits until 100.9"); return }
+        #expect(abs(seconds - 0.4) < 1e-6)
+        #expect(Self.written(schedule.next(now: 100.9, delay: 0.1)) == Self.samples(0))
+        #expect(schedule.stats.syncError.count == 1 && schedule.stats.syncError.worst < 1e-6)
+    }
+}
