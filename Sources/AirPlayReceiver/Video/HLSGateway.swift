@@ -77,24 +77,7 @@ public final class HLSGateway: Sendable {
         }
     }
 
-    struct Session: Sendable {
-        var selection: [String: RenditionChoice] = [:]   // by TYPE
-        var origin: String
-        var headers: [String: String]
-        var sessionID: String
-        var master: MasterPlaylist?
-        var masterURL: String?
-        var media: [String: String] = [:]      // gateway name (v3, r1, i0, m) → origin URL
-        var keys: [String] = []                // k<n> → key URI
-        var keyCache: [String: [UInt8]] = [:]
-        /// Trick-play chunks (`c<n>.ts`): a resource and the byte range of one I-frame.
-        var chunks: [(url: String, range: ByteRange?)] = []
-        /// The leading PSI packets (PAT, PMT, SDT) of a transport stream resource, by URL.
-        var psi: [String: [UInt8]] = [:]
-        var figures = Figures(variants: 0, allowed: [], refused: [:])
-    }
-
-    private let sessions = NIOLockedValueBox<[String: Session]>([:])
+    private let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
     private let options: HTTPRequestOptions
     private let port = NIOLockedValueBox(0)
@@ -121,14 +104,14 @@ public final class HLSGateway: Sendable {
     /// Starts fronting a playlist; returns the URL the player should open.
     public func open(origin: String, headers: [String: String], sessionID: String) -> String {
         let token = (0..<4).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max)) }.joined()
-        sessions.withLockedValue { $0[token] = Session(origin: origin, headers: headers, sessionID: sessionID) }
+        sessions.withLockedValue { $0.open(token: token, origin: origin, headers: headers, sessionID: sessionID) }
         return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/main.m3u8"
     }
 
     /// Stops fronting the playlist behind a gateway URL.
     public func close(_ url: String) {
         guard let token = Self.token(of: url) else { return }
-        _ = sessions.withLockedValue { $0.removeValue(forKey: token) }
+        sessions.withLockedValue { $0.close(token: token) }
     }
 
     /// The figures of the playback behind a gateway URL.
@@ -185,7 +168,7 @@ public final class HLSGateway: Sendable {
         switch playlist {
         case .media(let media):
             // A media playlist played directly: rewritten like a variant's.
-            sessions.withLockedValue { $0[token]?.media["m"] = base }
+            sessions.withLockedValue { $0.servedMediaDirectly(token: token, base: base) }
             return Self.playlist(rewrite(media, base: base, token: token).text)
         case .master(let master):
             let (allowed, refused) = policy.choose(master)
@@ -193,61 +176,24 @@ public final class HLSGateway: Sendable {
                 let reasons = refused.sorted { $0.key < $1.key }.map { "variant \($0.key): \($0.value)" }.joined(separator: "; ")
                 return fail(token, 415, "no variant of \(session.origin) can be played here (\(reasons))")
             }
-            var served = master.keeping(variants: allowed)
-            (served.renditions, served.variants) = Self.apply(session.selection, renditions: served.renditions, variants: served.variants)
-            var names: [String: String] = [:]
-            served.variants = zip(allowed.sorted(), served.variants).map { index, variant in
-                names["v\(index)"] = Self.absolute(variant.uri, base)
-                return Variant(attributes: variant.attributes, uri: "v\(index).m3u8")
-            }
             // Start where the measured bandwidth allows: players begin with the first variant
             // listed, and adapt from there among the ones that fit.
             let measured = session.figures.measuredBandwidth == nil
                 ? await probeBandwidth(master, allowed: allowed, base: base, headers: session.headers) : session.figures.measuredBandwidth
-            if let start = Self.startVariant(master, allowed: allowed, bandwidth: measured),
-               let position = served.variants.firstIndex(where: { $0.uri == "v\(start).m3u8" }) {
-                served.variants.insert(served.variants.remove(at: position), at: 0)
-                sessions.withLockedValue { $0[token]?.figures.measuredBandwidth = measured }
+            guard let served = sessions.withLockedValue({
+                $0.serveMaster(token: token, master: master, base: base, allowed: allowed, refused: refused, measured: measured)
+            }) else { return Self.text(404, "playback ended") }
+            if let start = served.start {
                 logger.info("hls start variant", metadata: ["variant": "\(start)",
                                                             "measured.bps": "\(measured.map { String(Int($0)) } ?? "unknown")"])
             }
-            served.renditions = served.renditions.enumerated().map { index, rendition in
-                var attributes = rendition.attributes
-                if let uri = attributes["URI"] {
-                    names["r\(index)"] = Self.absolute(uri, base)
-                    attributes["URI"] = "r\(index).m3u8"
-                }
-                return Rendition(attributes: attributes)
-            }
-            served.iFrameVariants = served.iFrameVariants.enumerated().map { index, list in
-                var list = list
-                if let uri = list["URI"] {
-                    names["i\(index)"] = Self.absolute(uri, base)
-                    list["URI"] = "i\(index).m3u8"
-                }
-                return list
-            }
             let all = VariantDescription.all(master)
-            sessions.withLockedValue { sessions in
-                // A master read again (a rendition switch) may list other variants: forget the old indices.
-                if sessions[token]?.master != master {
-                    sessions[token]?.figures.current = nil
-                    sessions[token]?.figures.currentDescription = nil
-                    sessions[token]?.media = [:]
-                }
-                sessions[token]?.master = master
-                sessions[token]?.masterURL = base
-                sessions[token]?.media.merge(names) { $1 }
-                sessions[token]?.figures.variants = master.variants.count
-                sessions[token]?.figures.allowed = allowed
-                sessions[token]?.figures.refused = refused
-            }
             logger.info("hls variants chosen", metadata: [
                 "variants": "\(master.variants.count)", "allowed": "\(allowed.map(String.init).joined(separator: ","))",
                 "best": "\(allowed.map { all[$0] }.max { $0.peakBitRate < $1.peakBitRate }.map { Self.describe($0) } ?? "-")",
                 "refused": "\(refused.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; "))",
             ])
-            return Self.playlist(served.text)
+            return Self.playlist(served.playlist.text)
         }
     }
 
@@ -258,14 +204,7 @@ public final class HLSGateway: Sendable {
         case .failure(let response): return response
         }
         if name.hasPrefix("v"), let index = Int(name.dropFirst()) {
-            let changed = sessions.withLockedValue { sessions -> VariantDescription? in
-                guard var session = sessions[token], session.figures.current != index, let master = session.master,
-                      master.variants.indices.contains(index) else { return nil }
-                session.figures.current = index
-                session.figures.currentDescription = VariantDescription(master, index: index)
-                sessions[token] = session
-                return session.figures.currentDescription
-            }
+            let changed = sessions.withLockedValue { $0.variantRequested(token: token, index: index) }
             if let changed { logger.info("hls variant playing", metadata: ["variant": "\(index)", "stream": "\(Self.describe(changed))"]) }
         }
         return Self.playlist(rewrite(media, base: base, token: token).text)
@@ -294,13 +233,7 @@ public final class HLSGateway: Sendable {
     }
 
     private func keyName(_ token: String, uri: String) -> String {
-        sessions.withLockedValue { sessions -> String in
-            guard var session = sessions[token] else { return "k0" }
-            if let index = session.keys.firstIndex(of: uri) { return "k\(index)" }
-            session.keys.append(uri)
-            sessions[token] = session
-            return "k\(session.keys.count - 1)"
-        }
+        sessions.withLockedValue { $0.keyName(token: token, uri: uri) }
     }
 
     /// How fast the origin delivers: the first segment of the leanest allowed variant, fetched
@@ -324,34 +257,15 @@ public final class HLSGateway: Sendable {
 
     /// The alternate audio and subtitle renditions the player may use, and which is selected.
     public func renditions(_ url: String) -> [RenditionInfo] {
-        guard let token = Self.token(of: url), let session = sessions.withLockedValue({ $0[token] }), let master = session.master else { return [] }
-        let kept = master.keeping(variants: session.figures.allowed)
-        let current = session.figures.current.flatMap { master.variants.indices.contains($0) ? master.variants[$0] : nil } ?? kept.variants.first
-        return kept.renditions.filter { ($0.type == "AUDIO" && $0.groupID == current?.audioGroup)
-            || ($0.type == "SUBTITLES" && $0.groupID == current?.subtitlesGroup) }.map { rendition in
-            let selected: Bool
-            if let choice = session.selection[rendition.type] {
-                selected = choice.matches(rendition)
-            } else {
-                selected = rendition.type == "AUDIO" ? rendition.isDefault : false
-            }
-            return RenditionInfo(type: rendition.type, group: rendition.groupID, name: rendition.name, language: rendition.language,
-                                 selected: selected)
-        }
+        guard let token = Self.token(of: url) else { return [] }
+        return sessions.withLockedValue { $0.renditions(token: token) }
     }
 
     /// Records a choice for a rendition type; true when the playback has such renditions (the
     /// caller then reloads the player at its position).
     public func select(_ url: String, type: String, choice: RenditionChoice) -> Bool {
         guard let token = Self.token(of: url) else { return false }
-        return sessions.withLockedValue { sessions -> Bool in
-            guard var session = sessions[token], let master = session.master else { return false }
-            let exists = master.renditions.contains { $0.type == type && (choice.matches($0) || (choice.language == nil && choice.name == nil)) }
-            guard exists else { return false }
-            session.selection[type] = choice
-            sessions[token] = session
-            return true
-        }
+        return sessions.withLockedValue { $0.select(token: token, type: type, choice: choice) }
     }
 
     // MARK: Trick play
@@ -375,10 +289,10 @@ public final class HLSGateway: Sendable {
     /// A master whose one variant is the I-frame playlist, played as ordinary segments.
     private func trickMaster(_ token: String) -> AirPlayResponse {
         guard let session = sessions.withLockedValue({ $0[token] }), let master = session.master,
-              let (index, list) = trickVariant(master), let base = session.masterURL, let uri = list["URI"] else {
+              let (index, list) = trickVariant(master), session.masterURL != nil, let uri = list["URI"] else {
             return Self.text(404, "this playback has no I-frame playlist")
         }
-        sessions.withLockedValue { $0[token]?.media["t\(index)"] = Self.absolute(uri, base) }
+        sessions.withLockedValue { $0.nameTrickPlaylist(token: token, index: index, uri: uri) }
         var trick = MasterPlaylist()
         var attributes = AttributeList()
         for name in ["BANDWIDTH", "CODECS", "RESOLUTION", "VIDEO-RANGE"] {
@@ -399,11 +313,7 @@ public final class HLSGateway: Sendable {
         }
         media = rewrite(media, base: base, token: token)
         media.iFramesOnly = false
-        let first = sessions.withLockedValue { sessions -> Int in
-            let start = sessions[token]?.chunks.count ?? 0
-            sessions[token]?.chunks += media.segments.map { ($0.uri, $0.byteRange) }
-            return start
-        }
+        let first = sessions.withLockedValue { $0.addChunks(token: token, media.segments.map { ($0.uri, $0.byteRange) }) }
         media.segments = media.segments.enumerated().map { offset, segment in
             var segment = segment
             segment.uri = "c\(first + offset).ts"
@@ -426,7 +336,7 @@ public final class HLSGateway: Sendable {
             if psi == nil, (range?.offset ?? 0) > 0 {
                 let head = try await HTTPClient.get(url, options: options, range: 0...(188 * 16 - 1))
                 psi = Self.leadingPSI(head.body)
-                sessions.withLockedValue { $0[token]?.psi[url] = psi }
+                sessions.withLockedValue { $0.cache(token: token, psi: psi, for: url) }
             }
             let frame = try await HTTPClient.get(url, options: options, range: range?.closedRange)
             guard (200..<300).contains(frame.status) else { return fail(token, 502, "\(url) answered \(frame.status)") }
@@ -472,7 +382,7 @@ public final class HLSGateway: Sendable {
             }
         }
         guard bytes.count == 16 else { return fail(token, 502, "key \(uri) is \(bytes.count) bytes, not the 16 of AES-128") }
-        sessions.withLockedValue { $0[token]?.keyCache[uri] = bytes }
+        sessions.withLockedValue { $0.cache(token: token, key: bytes, for: uri) }
         logger.info("hls key fetched", metadata: ["key": "\(index)", "scheme": "\(URLComponents(string: uri)?.scheme ?? "?")"])
         return Self.key(bytes)
     }
@@ -522,7 +432,7 @@ public final class HLSGateway: Sendable {
     }
 
     private func fail(_ token: String, _ status: Int, _ reason: String) -> AirPlayResponse {
-        sessions.withLockedValue { $0[token]?.figures.error = reason }
+        sessions.withLockedValue { $0.fail(token: token, reason: reason) }
         logger.notice("hls gateway", metadata: ["error": "\(reason)"])
         return Self.text(status, reason)
     }
