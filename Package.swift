@@ -30,6 +30,7 @@ let package = Package(
                        providers: [.apt(["libgstreamer1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
 
         // Linux calls the Glibc module hides (batched datagram reads, eventfd, thread names).
         .target(name: "CLinuxIO"),
@@ -43,6 +44,7 @@ let package = Package(
         ]),
         .target(name: "AirPlayMedia"),
         .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "AirPlayMedia"]),
+        .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
 
         // Stateless wire codecs.
         .target(name: "AirPlayWire", dependencies: [
@@ -80,6 +82,7 @@ let package = Package(
         ]),
         .executableTarget(name: "airplay", dependencies: [
             "AirPlaySender", "AirPlayHLS", "AirPlayHTTP", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
+            "FLACMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -98,7 +101,7 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
-        .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting"]),
+        .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia", "AirPlayTesting",

@@ -32,7 +32,7 @@ public struct ALACEncoder: Sendable {
         // Each channel takes whichever codes smaller: its samples as they are (no predictor),
         // or their first differences (the order-31 shortcut, which costs 31 unused 16-bit
         // coefficients in the header).
-        let coded = (0..<2).map { channel -> (order: UInt32, bits: BitWriter) in
+        let coded = (0..<2).map { channel -> (order: UInt32, residuals: [Int32]) in
             var plain = [Int32](repeating: 0, count: frames), differences = plain
             var previous: Int32 = 0
             for frame in 0..<frames {
@@ -41,12 +41,13 @@ public struct ALACEncoder: Sendable {
                 differences[frame] = frame == 0 ? sample : sample - previous
                 previous = sample
             }
-            var asIs = BitWriter(), differenced = BitWriter()
+            // Sizes first (counting is a fraction of writing), then only the chosen one is written.
+            var asIs = BitCounter(), differenced = BitCounter()
             Self.writeResiduals(plain, to: &asIs)
             Self.writeResiduals(differences, to: &differenced)
-            return differenced.bitCount + 31 * 16 < asIs.bitCount ? (31, differenced) : (0, asIs)
+            return differenced.bitCount + 31 * 16 < asIs.bitCount ? (31, differences) : (0, plain)
         }
-        var bits = BitWriter()
+        var bits = BitWriter(capacity: 4 * frames + 16)
         header(&bits, frames: frames, escaped: false)
         bits.write(0, 8)   // mixBits: channels are coded as they are
         bits.write(0, 8)   // mixRes
@@ -57,7 +58,7 @@ public struct ALACEncoder: Sendable {
             bits.write(channel.order, 5)
             for _ in 0..<channel.order { bits.write(0, 16) }
         }
-        for channel in coded { bits.append(channel.bits) }
+        for channel in coded { Self.writeResiduals(channel.residuals, to: &bits) }
         bits.write(7, 3)   // ID_END
         let compressed = bits.padded
         return compressed.count < 4 * frames + 8 ? compressed : escaped(samples)
@@ -88,7 +89,7 @@ public struct ALACEncoder: Sendable {
 
     /// ALAC's adaptive Golomb code: the parameter k follows a running mean of the coded values,
     /// and after a stretch of small values a run of zeros is coded as one count.
-    static func writeResiduals(_ residuals: [Int32], to bits: inout BitWriter) {
+    static func writeResiduals<Sink: BitSink>(_ residuals: [Int32], to bits: inout Sink) {
         var mean = initialMean
         var afterZeros: UInt32 = 0
         var index = 0
@@ -118,7 +119,7 @@ public struct ALACEncoder: Sendable {
 
     /// One value: q = value / (2^k − 1) ones and a zero, then the remainder r as r + 1 in k bits
     /// (or k − 1 zero bits when r is 0). Nine ones escape to the value in `escapeBits` bits.
-    static func writeCode(_ value: UInt32, k: UInt32, escapeBits: Int, to bits: inout BitWriter) {
+    static func writeCode<Sink: BitSink>(_ value: UInt32, k: UInt32, escapeBits: Int, to bits: inout Sink) {
         let divisor = (UInt32(1) << k) - 1
         let quotient = value / divisor
         guard quotient < UInt32(escapePrefix) else {
@@ -137,11 +138,28 @@ public struct ALACEncoder: Sendable {
     }
 }
 
+/// Where the encoder's bits go: written out, or only counted.
+protocol BitSink {
+    /// Takes the low `count` bits of `value` (count ≤ 32).
+    mutating func write(_ value: UInt32, _ count: Int)
+}
+
+/// Counts bits without keeping them: what a coding would cost.
+struct BitCounter: BitSink {
+    /// Bits counted so far.
+    private(set) var bitCount = 0
+
+    mutating func write(_ value: UInt32, _ count: Int) { bitCount += count }
+}
+
 /// Bits written most significant first, as ALAC reads them.
-struct BitWriter {
+struct BitWriter: BitSink {
     private(set) var bytes: [UInt8] = []
     private var pending: UInt64 = 0
     private var pendingCount = 0
+
+    /// A writer with room for `capacity` bytes before it grows.
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
     /// Appends the low `count` bits of `value` (count ≤ 32).
     mutating func write(_ value: UInt32, _ count: Int) {
@@ -157,12 +175,6 @@ struct BitWriter {
 
     /// Bits written so far.
     var bitCount: Int { bytes.count * 8 + pendingCount }
-
-    /// Appends everything another writer holds.
-    mutating func append(_ other: BitWriter) {
-        for byte in other.bytes { write(UInt32(byte), 8) }
-        if other.pendingCount > 0 { write(UInt32(other.pending), other.pendingCount) }
-    }
 
     /// The bytes with the last one padded with zero bits.
     var padded: [UInt8] { pendingCount == 0 ? bytes : bytes + [UInt8(truncatingIfNeeded: pending << UInt64(8 - pendingCount))] }

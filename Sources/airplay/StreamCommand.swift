@@ -3,6 +3,8 @@ import AirPlaySender
 import AirPlayWire
 import ArgumentParser
 import Foundation
+import AirPlayMedia
+import FLACMedia
 import GStreamerMedia
 
 /// `airplay stream FILE|-`: plays local audio on one or more AirPlay (RAOP) speakers.
@@ -45,9 +47,9 @@ struct StreamCommand: AsyncParsableCommand {
         // report, not a signal that kills us.
         signal(SIGPIPE, SIG_IGN)
         let display = StreamDisplay(json: json)
-        let source: GStreamerPCMSource
+        let source: any PCMSource
         do {
-            source = file == "-" ? try GStreamerPCMSource.standardInput() : try GStreamerPCMSource(path: file, start: start)
+            source = try Self.open(file, start: start)
         } catch {
             display.fail("\(file == "-" ? "standard input" : file): \(error.message)", kind: "badInput")
             throw ExitCode(ExitStatus.badInput)
@@ -61,7 +63,15 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
-    private func stream(_ source: GStreamerPCMSource, display: StreamDisplay) async throws(SenderError) -> [String: Any] {
+    /// 44.1 kHz 16-bit FLAC decoded by libFLAC as it is; anything else (and standard input)
+    /// through GStreamer, which converts it.
+    static func open(_ file: String, start: Double) throws(MediaError) -> any PCMSource {
+        if file == "-" { return try GStreamerPCMSource.standardInput() }
+        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start) { return flac }
+        return try GStreamerPCMSource(path: file, start: start)
+    }
+
+    private func stream(_ source: any PCMSource, display: StreamDisplay) async throws(SenderError) -> [String: Any] {
         var addresses: [ReceiverAddress] = []
         for target in to.isEmpty ? [nil] : to.map(Optional.some) {
             addresses.append(try ReceiverResolver.resolve(target, needVideo: false, choose: askOnTerminal))
