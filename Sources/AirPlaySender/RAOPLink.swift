@@ -71,6 +71,8 @@ public final class RAOPLink: @unchecked Sendable {
     public private(set) var identityVerified: Bool?
     private var channel: (any Channel)?
     private var audioAddress: SocketAddress?
+    /// Audio goes out from the streamer's thread on a socket of its own (no event-loop hop).
+    private var audioSocket: ConnectedUDPSocket?
     private var controlAddress: SocketAddress?
     private var timingAddress: SocketAddress?
     private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
@@ -161,6 +163,7 @@ public final class RAOPLink: @unchecked Sendable {
         client.session = session.split(separator: ";").first.map(String.init) ?? session
         let host = client.connection.remoteIP ?? client.connection.host
         audioAddress = try? SocketAddress(ipAddress: host, port: Int(audioPort))
+        audioSocket = audioAddress.flatMap(ConnectedUDPSocket.init(to:))
         controlAddress = try? SocketAddress(ipAddress: host, port: Int(controlPort))
         timingAddress = transport.port("timing_port").flatMap { try? SocketAddress(ipAddress: host, port: Int($0)) }
         try await record(sequence: sequence, rtpTime: rtpTime)
@@ -243,7 +246,11 @@ public final class RAOPLink: @unchecked Sendable {
             backlog[sequence] = packet
             backlog[sequence &- UInt16(Self.backlogSize)] = nil
         }
-        if let audioAddress { send(packet, to: audioAddress) }
+        if let audioSocket {
+            audioSocket.send(packet)
+        } else if let audioAddress {
+            send(packet, to: audioAddress)
+        }
     }
 
     /// Sends a sync packet to the control port.
@@ -268,6 +275,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// TEARDOWN and close the UDP socket.
     public func tearDown() async {
         _ = try? await client.request("TEARDOWN")
+        audioSocket?.close()
         try? await channel?.close()
     }
 }
