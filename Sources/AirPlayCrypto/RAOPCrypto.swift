@@ -1,4 +1,5 @@
 import COpenSSL
+import Foundation
 
 /// Why a cryptographic operation failed (OpenSSL's error queue, summarised).
 public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -67,49 +68,55 @@ public final class RAOPIdentity: @unchecked Sendable {
 /// RAOP packet decryption: AES-128-CBC over the whole 16-byte blocks of each payload, the IV
 /// reset for every packet, the bytes after the last whole block left in clear.
 public final class RAOPPacketDecryptor: @unchecked Sendable {
+    // `@unchecked Sendable`: the OpenSSL context is used only under `lock` (audio comes on the
+    // playout thread, retransmissions on an event loop).
     private let context: OpaquePointer
-    private let key: [UInt8]
     private let iv: [UInt8]
+    private let lock = NSLock()
 
     /// A decryptor for a stream key and IV (16 bytes each).
     public init(key: [UInt8], iv: [UInt8]) throws(CryptoError) {
         guard key.count == 16, iv.count == 16 else { throw CryptoError(description: "AES key and IV must be 16 bytes") }
         guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
         self.context = context
-        self.key = key
         self.iv = iv
+        guard RAOPPacketCipher.prepare(context: context, key: key, iv: iv, encrypt: false) else {
+            throw CryptoError.openSSL("EVP_CipherInit_ex")
+        }
     }
 
     deinit { EVP_CIPHER_CTX_free(context) }
 
     /// The clear payload.
     public func decrypt(_ payload: [UInt8]) -> [UInt8] {
-        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: false)
+        payload.withUnsafeBytes { decrypt($0) }
     }
 
     /// The clear payload of bytes read in place (the receive buffer of the audio port).
     public func decrypt(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
-        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: false)
+        lock.withLock { RAOPPacketCipher.apply(context: context, iv: iv, payload: payload) }
     }
 }
 
 /// RAOP's per-packet AES-128-CBC, both ways: the whole 16-byte blocks from the stream IV, the
-/// tail past the last whole block untouched.
+/// tail past the last whole block untouched. The key schedule is made once per stream
+/// (`prepare`); each packet only restarts from the IV.
 enum RAOPPacketCipher {
-    static func apply(context: OpaquePointer, key: [UInt8], iv: [UInt8], payload: [UInt8], encrypt: Bool) -> [UInt8] {
-        payload.withUnsafeBytes { apply(context: context, key: key, iv: iv, payload: $0, encrypt: encrypt) }
+    /// Sets the cipher, key and direction once; false when OpenSSL refuses.
+    static func prepare(context: OpaquePointer, key: [UInt8], iv: [UInt8], encrypt: Bool) -> Bool {
+        EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 && EVP_CIPHER_CTX_set_padding(context, 0) == 1
     }
 
-    /// One output array; the tail is copied after the whole blocks, in the same buffer.
-    static func apply(context: OpaquePointer, key: [UInt8], iv: [UInt8], payload: UnsafeRawBufferPointer, encrypt: Bool) -> [UInt8] {
+    /// One packet: restarts at `iv` with the prepared key; one output array, the tail copied
+    /// after the whole blocks.
+    static func apply(context: OpaquePointer, iv: [UInt8], payload: UnsafeRawBufferPointer) -> [UInt8] {
         let whole = payload.count & ~15
         guard whole > 0, let input = payload.baseAddress else { return Array(payload) }
         // EVP_CipherUpdate may write up to a block more than it is given.
         var output = [UInt8](repeating: 0, count: payload.count + 16)
         let written = output.withUnsafeMutableBytes { out -> Int32 in
             var written: Int32 = 0
-            guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
-                  EVP_CIPHER_CTX_set_padding(context, 0) == 1,
+            guard EVP_CipherInit_ex(context, nil, nil, nil, iv, -1) == 1,
                   EVP_CipherUpdate(context, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
                                    input.assumingMemoryBound(to: UInt8.self), Int32(whole)) == 1, written == Int32(whole) else { return -1 }
             out.baseAddress!.advanced(by: whole).copyMemory(from: input.advanced(by: whole), byteCount: payload.count - whole)

@@ -1,4 +1,5 @@
 import COpenSSL
+import Foundation
 
 /// The sender's side of RAOP's RSA: a fresh AES stream key wrapped for the receiver, and the
 /// check of a receiver's `Apple-Response`. Both use the public half of the AirPort key.
@@ -53,7 +54,9 @@ public final class RAOPSenderCrypto: @unchecked Sendable {
 /// RAOP packet encryption: AES-128-CBC over the whole 16-byte blocks of each payload, the IV
 /// reset for every packet, the bytes after the last whole block left in clear.
 public final class RAOPPacketEncryptor: @unchecked Sendable {
+    // `@unchecked Sendable`: the OpenSSL context is used only under `lock`.
     private let context: OpaquePointer
+    private let lock = NSLock()
     /// The stream key (16 bytes).
     public let key: [UInt8]
     /// The IV every packet starts from (16 bytes).
@@ -71,12 +74,15 @@ public final class RAOPPacketEncryptor: @unchecked Sendable {
         self.context = context
         self.key = key
         self.iv = iv
+        guard RAOPPacketCipher.prepare(context: context, key: key, iv: iv, encrypt: true) else {
+            throw CryptoError.openSSL("EVP_CipherInit_ex")
+        }
     }
 
     deinit { EVP_CIPHER_CTX_free(context) }
 
     /// The encrypted payload.
     public func encrypt(_ payload: [UInt8]) -> [UInt8] {
-        RAOPPacketCipher.apply(context: context, key: key, iv: iv, payload: payload, encrypt: true)
+        lock.withLock { payload.withUnsafeBytes { RAOPPacketCipher.apply(context: context, iv: iv, payload: $0) } }
     }
 }

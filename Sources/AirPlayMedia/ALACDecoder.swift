@@ -230,9 +230,19 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     /// one) adds r − 1 to q·(2^k − 1), else only k − 1 bits are taken. Nine ones escape to the
     /// value in `escapeBits` bits.
     private static func readScalar(_ bits: inout BitReader, k: Int, escapeBits: Int) throws(AudioDecodeError) -> UInt32 {
-        var quotient: UInt32 = 0
-        while quotient < 9, try bits.read(1) == 1 { quotient += 1 }
-        if quotient > 8 { return try bits.read(escapeBits) }
+        // The unary prefix: up to nine 1 bits, ended by a 0 unless all nine are there (the
+        // escape), counted from one peek rather than bit by bit.
+        let available = min(9, bits.remaining)
+        let prefix = try bits.peek(available)
+        let zeros = ~prefix & ((1 << UInt32(available)) &- 1)
+        let ones = zeros == 0 ? available : available - 1 - (31 - zeros.leadingZeroBitCount)
+        if ones == 9 {
+            bits.skip(9)
+            return try bits.read(escapeBits)
+        }
+        guard ones < available else { throw .truncated }
+        bits.skip(ones + 1)
+        let quotient = UInt32(ones)
         guard k > 1 else { return quotient }
         var value = (quotient << UInt32(k)) &- quotient
         let extra = try bits.peek(k)
