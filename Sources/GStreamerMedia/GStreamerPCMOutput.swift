@@ -27,8 +27,7 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
         pipeline = element
         source = found
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
-            gst_object_unref(UnsafeMutableRawPointer(source))
-            gst_object_unref(UnsafeMutableRawPointer(pipeline))
+            // Every stored property is set, so `deinit` runs on this throw and releases them.
             throw MediaError(code: -4, domain: "airplayd.gstreamer", message: "audio output \"\(description)\" refused to start")
         }
     }

@@ -241,4 +241,20 @@ import Testing
         #expect(machine.current == nil)
         #expect(Self.reply(machine.announce(Self.alac, on: b, now: 1))?.status == 200, "another sender is not refused")
     }
+
+    /// An audio output that cannot be built once the session plays (a sound card gone) ends
+    /// the session and closes its connection, so the sender knows; a stale report does nothing.
+    @Test func aFailedOutputEndsTheSessionAndItsConnection() {
+        var machine = Self.machine()
+        let number = startSession(&machine, on: a)
+        #expect(machine.outputFailed(session: number + 1, reason: "stale") == [])
+        let actions = machine.outputFailed(session: number, reason: "audio output unavailable: no such device")
+        #expect(actions.count == 2 && actions.last == .closeConnection(a))
+        if case .endSession(let session, let reason) = actions.first {
+            #expect(session.number == number && reason.contains("no such device"))
+        } else {
+            Issue.record("the session ends first")
+        }
+        #expect(machine.current == nil)
+    }
 }

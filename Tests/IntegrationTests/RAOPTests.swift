@@ -129,6 +129,20 @@ final class SweepMedia: @unchecked Sendable {
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact) at \(comparison.offset ?? -1); \(summary)")
     }
 
+    /// An output that cannot start once a session plays (here a filesink whose folder does not
+    /// exist; a sound card gone or busy in real life) is built on the playout's thread, not in
+    /// SETUP's handler: the session ends with the reason and its connection closes, so the
+    /// sender stops instead of streaming into nothing, and the daemon stays up for the next one.
+    @Test func anOutputThatCannotStartEndsTheSession() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "filesink location=/nonexistent/airplayd/out.pcm"])
+        let result = try stream(daemon, volume: 100)
+        #expect(result.status != 0, "pyatv should see the connection close: \(result.stdout)")
+        #expect(poll(timeout: 5) { daemon.process.stderr.contains("audio output failed") })
+        #expect(daemon.process.stderr.contains("audio session ended") && daemon.process.stderr.contains("refused to start"))
+        #expect(!daemon.process.stderr.contains("GStreamer-CRITICAL"), "the failed pipeline is released once")
+        #expect(try RawHTTPConnection(port: daemon.port).request("GET", "/info").status == 200, "the daemon still answers")
+    }
+
     /// pyatv 0.18 writes DMAP string lengths in characters: non-ASCII tags arrive malformed.
     /// The receiver ignores that metadata and keeps playing; an error would abort the stream.
     @Test func malformedMetadataNeverStopsTheStream() throws {

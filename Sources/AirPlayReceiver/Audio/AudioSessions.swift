@@ -283,12 +283,13 @@ public final class AudioSessions: Sendable {
         guard let resources = sessions.withLockedValue({ $0[number] }) else {
             return machine.withLockedValue { $0.portsFailed(session: number, reason: "the session is gone") }
         }
-        let output: any PCMOutput
-        do {
-            output = try makeOutput()
-        } catch {
-            return machine.withLockedValue { $0.portsFailed(session: number, reason: "audio output unavailable: \(error)") }
-        }
+        // Built on the playout's thread: a GStreamer sink must not be built on this event loop.
+        let makeOutput = self.makeOutput
+        let output = DeferredPCMOutput(make: makeOutput, failed: { [weak self] reason in
+            guard let self else { return }
+            self.logger.error("audio output failed", metadata: ["session": "\(number)", "reason": "\(reason)"])
+            self.perform(self.machine.withLockedValue { $0.outputFailed(session: number, reason: reason) })
+        })
         let stream = resources.stream
         let playout = AudioPlayout(output: output, timeline: resources.timeline, sampleRate: stream.sampleRate,
                                    channels: stream.channels, framesPerPacket: stream.framesPerPacket)

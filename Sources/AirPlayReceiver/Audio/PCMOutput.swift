@@ -39,3 +39,58 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
         }
     }
 }
+
+/// An output built on the playout's thread the first time it is used, not where SETUP is
+/// answered: a GStreamer sink is a pipeline to build and start, which must not hold up an event
+/// loop. A build that fails is reported once through `failed`; writes then go nowhere.
+///
+/// `@unchecked Sendable`: `output` and `failure` are touched under `lock`; the playout calls
+/// from its one thread.
+final class DeferredPCMOutput: PCMOutput, @unchecked Sendable {
+    private let make: () throws -> any PCMOutput
+    private let failed: @Sendable (String) -> Void
+    private let lock = NSLock()
+    private var output: (any PCMOutput)?
+    private var failure: String?
+    private var closed = false
+
+    /// An output `make` builds on first use; `failed` hears why it could not be.
+    init(make: @escaping () throws -> any PCMOutput, failed: @escaping @Sendable (String) -> Void) {
+        self.make = make
+        self.failed = failed
+    }
+
+    /// The built output, building it the first time (nil once building failed or after close).
+    private func built() -> (any PCMOutput)? {
+        var report: String?
+        let output = lock.withLock { () -> (any PCMOutput)? in
+            if let output = self.output { return output }
+            guard failure == nil, !closed else { return nil }
+            do {
+                self.output = try make()
+            } catch {
+                failure = "audio output unavailable: \(error)"
+                report = failure
+            }
+            return self.output
+        }
+        if let report { failed(report) }
+        return output
+    }
+
+    /// The built output's delay (asked by the playout before its first write: it builds it).
+    var presentationDelay: Double { built()?.presentationDelay ?? 0 }
+
+    /// Writes to the built output.
+    func write(_ samples: [Int16]) { built()?.write(samples) }
+
+    /// Closes the output if it was built.
+    func close() {
+        let output = lock.withLock { () -> (any PCMOutput)? in
+            closed = true
+            defer { self.output = nil }
+            return self.output
+        }
+        output?.close()
+    }
+}

@@ -234,6 +234,14 @@ public struct RAOPSessionStateMachine: Sendable {
         return actions + [.reply(.text(status: 500, reason))]
     }
 
+    /// The session's audio output could not be built (a sound card gone or busy): the session
+    /// ends and its connection closes, so the sender knows.
+    public mutating func outputFailed(session number: Int, reason: String) -> [Action] {
+        guard let session = current, session.number == number else { return [] }
+        current = nil
+        return [.endSession(session, reason: reason), .closeConnection(session.connection)]
+    }
+
     private mutating func setParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
         let type = request.headers["Content-Type"]?.lowercased() ?? "text/parameters"
