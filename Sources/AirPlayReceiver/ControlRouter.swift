@@ -53,7 +53,9 @@ public struct ControlRouter: Sendable {
         return routes
     }
 
-    /// The response to one request. Every reply carries `Server` and, for RTSP, the request's `CSeq`.
+    /// The response to a request answered on the spot (server info, refusals); for one answered
+    /// later (a player, the HLS gateway) use `reply(to:connection:)`, whose future carries it.
+    /// Every reply carries `Server` and, for RTSP, the request's `CSeq`.
     public func respond(to request: AirPlayRequest) -> AirPlayResponse {
         reply(to: request).response
     }

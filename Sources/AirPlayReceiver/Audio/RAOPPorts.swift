@@ -61,11 +61,15 @@ enum RAOPPorts {
         case .v4(let v4):
             return withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
         case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-            return bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) ? Array(bytes.suffix(4)) : bytes
+            return withUnsafeBytes(of: v6.address.sin6_addr) { isIPv4Mapped($0) ? Array($0.suffix(4)) : Array($0) }
         default:
             return []
         }
+    }
+
+    /// True for an IPv6 address of the form ::ffff:a.b.c.d (the IPv4 host a.b.c.d).
+    static func isIPv4Mapped(_ address: UnsafeRawBufferPointer) -> Bool {
+        address.count == 16 && address[10] == 0xFF && address[11] == 0xFF && (0..<10).allSatisfy { address[$0] == 0 }
     }
 
     /// The sender's address with another port (its control or timing port from SETUP).

@@ -93,9 +93,7 @@ final class UDPDatagramSocket: PlayoutInput, @unchecked Sendable {
         case AF_INET6:
             return name.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
                 withUnsafeBytes(of: address.pointee.sin6_addr) { bytes in
-                    // ::ffff:a.b.c.d is the IPv4 host a.b.c.d.
-                    let mapped = bytes[10] == 0xFF && bytes[11] == 0xFF && (0..<10).allSatisfy { bytes[$0] == 0 }
-                    return mapped ? bytes.suffix(4).elementsEqual(expected) : bytes.elementsEqual(expected)
+                    RAOPPorts.isIPv4Mapped(bytes) ? bytes.suffix(4).elementsEqual(expected) : bytes.elementsEqual(expected)
                 }
             }
         default:

@@ -263,8 +263,9 @@ public final class VideoSessions: Sendable {
     }
 
     private func stop(_ request: AirPlayRequest) -> VideoAnswer {
-        let id = machine.withLockedValue { $0.current?.id }
-        let decision = machine.withLockedValue { $0.stop(sessionID: request.headers["X-Apple-Session-ID"]) }
+        let (id, decision) = machine.withLockedValue { machine in
+            (machine.current?.id, machine.stop(sessionID: request.headers["X-Apple-Session-ID"]))
+        }
         if case .success(let actions) = decision, !actions.isEmpty {
             logger.info("video stopped", metadata: ["session": "\(id ?? "-")"])
         }
