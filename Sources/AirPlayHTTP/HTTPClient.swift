@@ -58,10 +58,6 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
 /// anything else); bodies are bounded; TLS is verified against the system's CAs and an optional
 /// extra CA file. Blocking calls: the async ones run them off the caller's thread.
 public enum HTTPClient {
-    private static let initialized: Bool = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        return true
-    }()
 
     /// True for http and https URLs.
     public static func isFetchable(_ url: String) -> Bool {
@@ -117,12 +113,12 @@ public enum HTTPClient {
         guard isFetchable(url) else {
             throw HTTPError(message: "\(url): only http and https URLs are fetched", unsupportedScheme: true)
         }
-        _ = initialized
-        guard let handle = curl_easy_init() else { throw HTTPError(message: "libcurl cannot start", unsupportedScheme: false) }
-        defer { curl_easy_cleanup(handle) }
+        if let reason = cairplay_curl_load() { throw HTTPError(message: String(cString: reason), unsupportedScheme: false) }
+        guard let handle = cairplay_curl_easy_init() else { throw HTTPError(message: "libcurl cannot start", unsupportedScheme: false) }
+        defer { cairplay_curl_easy_cleanup(handle) }
         var headers: UnsafeMutablePointer<curl_slist>?
-        for (name, value) in options.headers { headers = curl_slist_append(headers, "\(name): \(value)") }
-        defer { curl_slist_free_all(headers) }
+        for (name, value) in options.headers { headers = cairplay_curl_slist_append(headers, "\(name): \(value)") }
+        defer { cairplay_curl_slist_free_all(headers) }
         let box = Unmanaged.passRetained(sink)
         defer { box.release() }
         _ = cairplay_curl_set_string(handle, CURLOPT_URL, url)
@@ -146,10 +142,10 @@ public enum HTTPClient {
             guard let data, sink.accept(UnsafeRawBufferPointer(start: data, count: length)) else { return 0 }
             return length
         }, box.toOpaque())
-        let code = curl_easy_perform(handle)
+        let code = cairplay_curl_easy_perform(handle)
         if code != CURLE_OK {
             if sink.overflowed { throw HTTPError(message: "\(url) is larger than \(options.maximumBytes) bytes", unsupportedScheme: false) }
-            let reason = String(cString: curl_easy_strerror(code))
+            let reason = String(cString: cairplay_curl_easy_strerror(code))
             var error = HTTPError(message: "\(url): \(reason)", unsupportedScheme: code == CURLE_UNSUPPORTED_PROTOCOL)
             error.rangeRefused = code == CURLE_RANGE_ERROR
             throw error
