@@ -24,7 +24,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // C layer: system libraries found through pkg-config.
@@ -52,7 +51,7 @@ let package = Package(
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "AirPlayMedia"),
+        .target(name: "AirPlayMedia", dependencies: ["CLinuxIO"]),
         .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "AirPlayMedia"]),
         .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
 
@@ -71,7 +70,6 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "AirPlayHLS"),
         .target(name: "AirPlayHTTP", dependencies: ["CCurl"]),

@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import Synchronization
+import FoundationEssentials
 
 /// Why a cryptographic operation failed (OpenSSL's error queue, summarised).
 public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -23,6 +24,10 @@ public final class RAOPIdentity: @unchecked Sendable {
 
     /// Loads the AirPort key.
     public init() throws(CryptoError) { key = try AirPortKey.load() }
+
+    /// The one identity of this process, made on first use (Swift runs the initialiser once,
+    /// thread-safely).
+    public static let shared: Result<RAOPIdentity, CryptoError> = Result { () throws(CryptoError) in try RAOPIdentity() }
 
     deinit { EVP_PKEY_free(key) }
 
@@ -72,7 +77,7 @@ public final class RAOPPacketDecryptor: @unchecked Sendable {
     // playout thread, retransmissions on an event loop).
     private let context: OpaquePointer
     private let iv: [UInt8]
-    private let lock = NSLock()
+    private let lock = Mutex(())
 
     /// A decryptor for a stream key and IV (16 bytes each).
     public init(key: [UInt8], iv: [UInt8]) throws(CryptoError) {
@@ -94,7 +99,7 @@ public final class RAOPPacketDecryptor: @unchecked Sendable {
 
     /// The clear payload of bytes read in place (the receive buffer of the audio port).
     public func decrypt(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
-        lock.withLock { RAOPPacketCipher.apply(context: context, iv: iv, payload: payload) }
+        lock.withLock { _ in RAOPPacketCipher.apply(context: context, iv: iv, payload: payload) }
     }
 }
 

@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import Synchronization
+import FoundationEssentials
 
 /// The sender's side of RAOP's RSA: a fresh AES stream key wrapped for the receiver, and the
 /// check of a receiver's `Apple-Response`. Both use the public half of the AirPort key.
@@ -56,7 +57,7 @@ public final class RAOPSenderCrypto: @unchecked Sendable {
 public final class RAOPPacketEncryptor: @unchecked Sendable {
     // `@unchecked Sendable`: the OpenSSL context is used only under `lock`.
     private let context: OpaquePointer
-    private let lock = NSLock()
+    private let lock = Mutex(())
     /// The stream key (16 bytes).
     public let key: [UInt8]
     /// The IV every packet starts from (16 bytes).
@@ -83,6 +84,6 @@ public final class RAOPPacketEncryptor: @unchecked Sendable {
 
     /// The encrypted payload.
     public func encrypt(_ payload: [UInt8]) -> [UInt8] {
-        lock.withLock { payload.withUnsafeBytes { RAOPPacketCipher.apply(context: context, iv: iv, payload: $0) } }
+        lock.withLock { _ in payload.withUnsafeBytes { RAOPPacketCipher.apply(context: context, iv: iv, payload: $0) } }
     }
 }

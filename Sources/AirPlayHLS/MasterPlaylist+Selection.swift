@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A playlist's URIs against the URL the playlist came from.
 public enum PlaylistURI {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension MasterPlaylist {
     /// The playlist as text: header tags, renditions, variants, I-frame variants, session tags,

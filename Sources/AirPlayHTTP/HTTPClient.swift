@@ -1,5 +1,7 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 
 /// How a GET is made: headers (cookies, authorization), limits, and an extra CA to trust.
 public struct HTTPRequestOptions: Sendable {
@@ -92,18 +94,13 @@ public enum HTTPClient {
     public static func download(_ url: String, to path: String, resumeFrom offset: Int, range: ClosedRange<Int>? = nil,
                                 options: HTTPRequestOptions = HTTPRequestOptions(),
                                 progress: @escaping @Sendable (Int) -> Void = { _ in }) throws(HTTPError) -> (status: Int, written: Int) {
-        guard let handle = FileHandle(forWritingAtPath: path) ?? {
-            _ = FileManager.default.createFile(atPath: path, contents: nil)
-            return FileHandle(forWritingAtPath: path)
-        }() else { throw HTTPError(message: "cannot write \(path)", unsupportedScheme: false) }
-        defer { try? handle.close() }
-        do {
-            try handle.truncate(atOffset: UInt64(offset))
-            try handle.seekToEnd()
-        } catch {
-            throw HTTPError(message: "cannot write \(path): \(error)", unsupportedScheme: false)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw HTTPError(message: "cannot write \(path): \(String(cString: strerror(errno)))", unsupportedScheme: false) }
+        defer { close(descriptor) }
+        guard ftruncate(descriptor, off_t(offset)) == 0, lseek(descriptor, 0, SEEK_END) >= 0 else {
+            throw HTTPError(message: "cannot write \(path): \(String(cString: strerror(errno)))", unsupportedScheme: false)
         }
-        let sink = FileSink(handle: handle, progress: progress)
+        let sink = FileSink(descriptor: descriptor, progress: progress)
         let (status, _) = try perform(url, options: options, range: range, resumeFrom: range == nil && offset > 0 ? offset : nil, sink: sink)
         return (status, sink.written)
     }
@@ -178,20 +175,22 @@ final class MemorySink: Sink, @unchecked Sendable {
 }
 
 final class FileSink: Sink, @unchecked Sendable {
-    private let handle: FileHandle
+    private let descriptor: Int32
     private let progress: @Sendable (Int) -> Void
     private(set) var written = 0
 
-    init(handle: FileHandle, progress: @escaping @Sendable (Int) -> Void) {
-        self.handle = handle
+    init(descriptor: Int32, progress: @escaping @Sendable (Int) -> Void) {
+        self.descriptor = descriptor
         self.progress = progress
     }
 
     override func accept(_ chunk: UnsafeRawBufferPointer) -> Bool {
-        do {
-            try handle.write(contentsOf: Data(chunk))
-        } catch {
-            return false
+        var offset = 0
+        while offset < chunk.count {
+            let count = write(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            offset += count
         }
         written += chunk.count
         progress(chunk.count)

@@ -1,5 +1,6 @@
 import CPlist
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A property list value: what AirPlay carries in `/server-info`, `/play`, `/playback-info` and events.
 public indirect enum PropertyList: Hashable, Sendable {

@@ -1,5 +1,6 @@
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NIOCore
 

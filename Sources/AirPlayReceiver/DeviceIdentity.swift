@@ -1,6 +1,7 @@
 import AirPlayCrypto
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the device id comes from, for logs and tests.
 public enum DeviceIDSource: String, Hashable, Sendable {
@@ -31,13 +32,13 @@ public struct DeviceIdentityStore: Sendable {
     }
 
     /// The file the id is kept in.
-    public var path: String { (directory as NSString).appendingPathComponent("device-id") }
+    public var path: String { directory.hasSuffix("/") ? directory + "device-id" : directory + "/device-id" }
 
     /// Reads the stored id, or creates and stores one.
     /// - Throws: when the state directory cannot be created or written.
     public func loadOrCreate() throws -> (id: DeviceID, source: DeviceIDSource) {
         if let text = try? String(contentsOfFile: path, encoding: .utf8),
-           let id = DeviceID(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+           let id = DeviceID(text.trimmingWhitespace()) {
             return (id, .stored)
         }
         let (id, source) = firstInterfaceMAC().map { ($0, DeviceIDSource.interfaceMAC) } ?? (Self.randomID(), .generated)
@@ -50,11 +51,11 @@ public struct DeviceIdentityStore: Sendable {
     public func firstInterfaceMAC() -> DeviceID? {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: interfacesRoot)) ?? []).sorted()
         for name in names where name != "lo" {
-            let base = (interfacesRoot as NSString).appendingPathComponent(name)
+            let base = interfacesRoot + "/" + name
             // Virtual links (veth, bridges, tunnels) have no `device` entry.
             guard FileManager.default.fileExists(atPath: base + "/device"),
                   let text = try? String(contentsOfFile: base + "/address", encoding: .utf8),
-                  let id = DeviceID(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let id = DeviceID(text.trimmingWhitespace()),
                   id.bytes != [0, 0, 0, 0, 0, 0]
             else { continue }
             return id

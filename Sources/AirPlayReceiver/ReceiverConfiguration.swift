@@ -1,6 +1,7 @@
-import Foundation
+import AirPlayWire
+import FoundationEssentials
+import Glibc
 import Logging
-import TOMLKit
 
 /// Everything airplayd is configured with: the TOML file, then command-line overrides.
 ///
@@ -180,13 +181,11 @@ extension ReceiverConfiguration {
 
     /// Parses TOML text over the defaults.
     public static func parse(toml text: String, origin: String = "config") throws(ConfigurationError) -> ReceiverConfiguration {
-        let table: TOMLTable
+        let table: [String: TOMLDocument.Value]
         do {
-            table = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
-            throw ConfigurationError(key: nil, message: "\(origin) line \(error.source.begin.line): \(error.description)")
+            table = try TOMLDocument(parsing: text).root
         } catch {
-            throw ConfigurationError(key: nil, message: "\(origin): \(error)")
+            throw ConfigurationError(key: nil, message: "\(origin) \(error.description)")
         }
         var configuration = ReceiverConfiguration.defaults
         let known = ConfigurationKey.all.map(\.name)
@@ -201,55 +200,55 @@ extension ReceiverConfiguration {
         return configuration
     }
 
-    private mutating func apply(key: String, value: TOMLValueConvertible) throws(ConfigurationError) {
+    private mutating func apply(key: String, value: TOMLDocument.Value) throws(ConfigurationError) {
         let rule = ConfigurationKey.all.first { $0.name == key }!.allowed
         func wrongType() -> ConfigurationError {
             ConfigurationError(key: key, message: "must be \(rule), got \(Self.describe(value))")
         }
         /// An integer key within its range.
         func integer(in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-            guard value.type == .int, let number = value.int else { throw wrongType() }
+            guard case .integer(let number) = value else { throw wrongType() }
             guard range.contains(number) else { throw ConfigurationError(key: key, message: "must be \(rule), got \(number)") }
             return number
         }
         switch key {
         case "name":
-            guard let text = value.string, value.type == .string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             name = text
         case "port":
-            guard value.type == .int, let number = value.int else { throw wrongType() }
+            guard case .integer(let number) = value else { throw wrongType() }
             port = number
         case "interfaces":
-            guard value.type == .array, let array = value.array else { throw wrongType() }
+            guard case .array(let array) = value else { throw wrongType() }
             var names: [String] = []
             for item in array {
-                guard item.type == .string, let text = item.string else { throw wrongType() }
+                guard case .string(let text) = item else { throw wrongType() }
                 names.append(text)
             }
             interfaces = names
         case "video":
-            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            guard case .bool(let flag) = value else { throw wrongType() }
             videoEnabled = flag
         case "audio":
-            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            guard case .bool(let flag) = value else { throw wrongType() }
             audioEnabled = flag
         case "audio_output":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             audioOutput = text
         case "video_sink":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             videoSink = text
         case "state_dir":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             stateDirectory = text
         case "log_level":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             guard let level = Logger.Level(rawValue: text) else {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             logLevel = level
         case "video_takeover":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             guard text == "replace" || text == "refuse" else {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
@@ -263,29 +262,29 @@ extension ReceiverConfiguration {
         case "idle_timeout":
             idleTimeout = try integer(in: 5...86400)
         case "password":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             guard text.utf8.count <= 64 else { throw ConfigurationError(key: key, message: "must be at most 64 bytes") }
             password = text
         case "audio_takeover":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             guard text == "replace" || text == "refuse" else {
                 throw ConfigurationError(key: key, message: "must be \(rule), got \"\(text)\"")
             }
             audioTakeover = text
         case "video_refuse_local_urls":
-            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            guard case .bool(let flag) = value else { throw wrongType() }
             videoRefuseLocalURLs = flag
         case "video_max_resolution":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             videoMaxResolution = text
         case "video_hdr":
-            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            guard case .bool(let flag) = value else { throw wrongType() }
             videoHDR = flag
         case "audio_passthrough":
-            guard value.type == .bool, let flag = value.bool else { throw wrongType() }
+            guard case .bool(let flag) = value else { throw wrongType() }
             audioPassthrough = flag
         case "tls_ca_file":
-            guard value.type == .string, let text = value.string else { throw wrongType() }
+            guard case .string(let text) = value else { throw wrongType() }
             tlsCAFile = text
         default:
             throw ConfigurationError(key: key, message: "unknown key")
@@ -310,13 +309,13 @@ extension ReceiverConfiguration {
             throw ConfigurationError(key: "interfaces",
                                      message: "interface \"\(interface)\" does not exist; this machine has: \(existing)")
         }
-        guard !audioOutput.trimmingCharacters(in: .whitespaces).isEmpty else {
+        guard !audioOutput.trimmingWhitespace().isEmpty else {
             throw ConfigurationError(key: "audio_output", message: "must be a GStreamer sink description or raw:PATH, got an empty string")
         }
         if audioOutput.hasPrefix("raw:"), audioOutput.dropFirst(4).isEmpty {
             throw ConfigurationError(key: "audio_output", message: "raw: needs a file or FIFO path, e.g. raw:/tmp/airplay.pcm")
         }
-        guard !videoSink.trimmingCharacters(in: .whitespaces).isEmpty else {
+        guard !videoSink.trimmingWhitespace().isEmpty else {
             throw ConfigurationError(key: "video_sink", message: "must be a GStreamer sink description, got an empty string")
         }
         let size = videoMaxResolution.lowercased().split(separator: "x")
@@ -337,15 +336,14 @@ extension ReceiverConfiguration {
         (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/net"))?.sorted() ?? []
     }
 
-    private static func describe(_ value: TOMLValueConvertible) -> String {
-        switch value.type {
-        case .string: "the string \"\(value.string ?? "")\""
-        case .int: "the integer \(value.int ?? 0)"
-        case .bool: "\(value.bool ?? false)"
-        case .double: "the number \(value.double ?? 0)"
+    private static func describe(_ value: TOMLDocument.Value) -> String {
+        switch value {
+        case .string(let text): "the string \"\(text)\""
+        case .integer(let number): "the integer \(number)"
+        case .bool(let flag): "\(flag)"
+        case .float(let number): "the number \(number)"
         case .array: "an array"
         case .table: "a table"
-        default: "a \(value.type)"
         }
     }
 }

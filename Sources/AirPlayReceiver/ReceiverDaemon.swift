@@ -2,7 +2,7 @@ import AirPlayDiscovery
 import AirPlayHLS
 import AirPlayMedia
 import AirPlayWire
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

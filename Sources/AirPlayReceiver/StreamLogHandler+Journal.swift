@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 
@@ -85,13 +86,13 @@ public struct JournalAwareLogHandler: LogHandler {
     private static let lock = NIOLock()
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-            .replacingOccurrences(of: "\r", with: "\\r")
+        text.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
+            .replacing("\r", with: "\\r")
     }
 
     private static func quote(_ text: String) -> String {
         let escaped = escape(text)
-        return escaped.contains(" ") || escaped.isEmpty ? "\"\(escaped.replacingOccurrences(of: "\"", with: "\\\""))\"" : escaped
+        return escaped.contains(" ") || escaped.isEmpty ? "\"\(escaped.replacing("\"", with: "\\\""))\"" : escaped
     }
 
     private static func timestamp() -> String {
@@ -100,7 +101,11 @@ public struct JournalAwareLogHandler: LogHandler {
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1,
-                      parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))T"
+            + "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2)).\(padded(now.tv_nsec / 1_000_000, 3))Z"
     }
 }

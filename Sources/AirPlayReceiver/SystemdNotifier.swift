@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Talks to systemd through `$NOTIFY_SOCKET` (the sd_notify protocol: one datagram of
 /// `KEY=value` lines on a Unix socket). Does nothing when not started by systemd.

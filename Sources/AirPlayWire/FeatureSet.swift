@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The AirPlay `features` bit field published in mDNS TXT records and `/server-info`.
 ///
@@ -113,7 +113,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
         let halves = txtValue.split(separator: ",", omittingEmptySubsequences: false)
         guard (1...2).contains(halves.count) else { return nil }
         func parse(_ text: Substring) -> UInt32? {
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            let trimmed = text.trimmingWhitespace()
             if trimmed.lowercased().hasPrefix("0x") { return UInt32(trimmed.dropFirst(2), radix: 16) }
             return UInt32(trimmed)
         }

@@ -126,7 +126,7 @@ public struct AirPlayRequest: Hashable, Sendable {
     /// The path part of the target without the query (for `rtsp://host/x` targets, the path after the authority).
     public var path: String {
         var rest = Substring(target)
-        if let scheme = rest.range(of: "://") {
+        if let scheme = rest.firstRange(of: "://") {
             rest = rest[scheme.upperBound...]
             rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
         }

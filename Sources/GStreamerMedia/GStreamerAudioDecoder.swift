@@ -23,9 +23,15 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
             throw MediaError(code: -7, domain: "airplayd.alac", message: "no ALAC decoder: install gstreamer1.0-libav")
         }
         let cookie = Self.magicCookie(fmtp)
-        let hex = cookie.map { String(format: "%02x", $0) }.joined()
+        let hex = cookie.map(Self.hexByte).joined()
         try self.init(caps: "audio/x-alac,rate=\(fmtp[10]),channels=\(fmtp[6]),codec_data=(buffer)\(hex)", decoder: "avdec_alac",
                       maximumFrames: fmtp[0], channels: fmtp[6])
+    }
+
+    /// A byte as two lower-case hex digits, as GStreamer caps spell `codec_data`.
+    static func hexByte(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 
     /// A decoder for AAC (LC or ELD) with the AudioSpecificConfig from the fmtp's `config=`.
@@ -34,7 +40,7 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
         guard GStreamerRuntime.hasElement("avdec_aac") else {
             throw MediaError(code: -7, domain: "airplayd.aac", message: "no AAC decoder: install gstreamer1.0-libav")
         }
-        let hex = config.map { String(format: "%02x", $0) }.joined()
+        let hex = config.map(Self.hexByte).joined()
         try self.init(caps: "audio/mpeg,mpegversion=4,stream-format=raw,rate=\(sampleRate),channels=\(channels),codec_data=(buffer)\(hex)",
                       decoder: "avdec_aac", maximumFrames: 2048, channels: channels)
     }

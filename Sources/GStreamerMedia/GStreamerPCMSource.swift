@@ -1,6 +1,7 @@
 import AirPlayMedia
 import CGStreamer
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Decodes any file GStreamer can read (WAV, FLAC, MP3, M4A/AAC, Ogg), or WAV or raw PCM on
 /// standard input, to interleaved S16LE PCM at 44.1 kHz stereo, the format RAOP receivers
@@ -21,7 +22,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
     /// Opens a file, starting `start` seconds in; throws when GStreamer cannot build the
     /// pipeline, the file does not decode, or it cannot seek there.
     public convenience init(path: String, start: Double = 0) throws(MediaError) {
-        let escaped = path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let escaped = path.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         try self.init(launch: "filesrc location=\"\(escaped)\" ! decodebin ! " + Self.output, name: path, start: start)
     }
 
@@ -40,7 +41,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
         guard pipe(&fds) == 0 else { throw MediaError(code: -8, domain: "airplay.source", message: "cannot make a pipe") }
         let (readEnd, writeEnd) = (fds[0], fds[1])
         let prefix = Array(head.prefix(got))
-        let copier = Thread {
+        DedicatedThread.start(name: "pcm-stdin") {
             // Copy what was peeked, then the rest of standard input, into the pipeline's pipe.
             var chunk = prefix
             repeat {
@@ -56,7 +57,6 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
             } while !chunk.isEmpty
             Glibc.close(writeEnd)
         }
-        copier.start()
         let isWAV = prefix.count >= 12 && prefix[0..<4].elementsEqual("RIFF".utf8) && prefix[8..<12].elementsEqual("WAVE".utf8)
         let decode = isWAV ? "decodebin" : "rawaudioparse use-sink-caps=false format=pcm pcm-format=s16le sample-rate=44100 num-channels=2"
         do {

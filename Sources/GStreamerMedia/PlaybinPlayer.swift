@@ -1,6 +1,8 @@
 import AirPlayMedia
 import CGStreamer
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import Synchronization
 
 /// Plays one URL through GStreamer's playbin3 (playbin when 3 is missing), headless or on a display.
@@ -60,7 +62,6 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     private let configuration: Configuration
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let inner = Mutex(Inner())
-    private var busThread: Thread?
     private let busDone = DispatchSemaphore(value: 0)
 
     /// Builds the pipeline with its sinks; throws when a sink description does not parse.
@@ -103,7 +104,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     /// The audio sink description for an `audio_output` setting (`raw:PATH` becomes a paced PCM file sink).
     public static func audioDescription(_ output: String) -> String {
         guard output.hasPrefix("raw:") else { return output }
-        let path = String(output.dropFirst(4)).replacingOccurrences(of: "\"", with: "\\\"")
+        let path = String(output.dropFirst(4)).replacing("\"", with: "\\\"")
         return "audioconvert ! audioresample ! audio/x-raw,format=S16LE,rate=44100,channels=2 ! filesink location=\"\(path)\" sync=true"
     }
 
@@ -312,13 +313,10 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             return inner.running
         }
         guard !alreadyRunning else { return }
-        let thread = Thread { [self] in
+        DedicatedThread.start(name: "gst-bus") { [self] in
             runBus()
             busDone.signal()
         }
-        thread.name = "gst-bus"
-        busThread = thread
-        thread.start()
     }
 
     private func stopBusThread() {
@@ -327,7 +325,6 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             return inner.running
         }
         if wasRunning { busDone.wait() }
-        busThread = nil
     }
 
     private func runBus() {

@@ -1,6 +1,7 @@
 import AirPlayReceiver
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import ServiceLifecycle
 
@@ -60,7 +61,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         do {
             settings = try resolveConfiguration()
         } catch {
-            FileHandle.standardError.write(Data("airplayd: \(error)\n".utf8))
+            let message = Array("airplayd: \(error)\n".utf8)
+            _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
             throw ExitCode(ConfigurationError.exitCode)
         }
         let level = settings.logLevel

@@ -1,7 +1,6 @@
 import AirPlayReceiver
-import Foundation
+import FoundationEssentials
 import GStreamerMedia
-import Synchronization
 
 /// What the installed GStreamer can do, asked once in a child process (`airplayd
 /// --probe-media`), so that the daemon itself initialises GStreamer only when a session needs
@@ -39,34 +38,10 @@ struct MediaProbe: Codable, Hashable, Sendable {
     /// Runs `airplayd --probe-media` and reads its answer; nil when the child could not be run
     /// or did not answer within 30 s (the caller then asks in-process).
     static func inChild(sinks: [String]) -> MediaProbe? {
-        let child = Process()
         // This very binary, whatever path or name it was started by.
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-        child.arguments = ["--probe-media"] + sinks.flatMap { ["--probe-sink", $0] }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        do {
-            try child.run()
-        } catch {
-            return nil
-        }
-        // Read before waiting: a full pipe would otherwise block the child.
-        let deadline = DispatchTime.now() + .seconds(30)
-        let answer = Mutex<Data?>(nil)
-        let read = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            answer.withLock { $0 = data }
-            read.signal()
-        }
-        guard read.wait(timeout: deadline) == .success else {
-            child.terminate()
-            return nil
-        }
-        child.waitUntilExit()
-        guard child.terminationStatus == 0, let data = answer.withLock({ $0 }) else { return nil }
-        return try? JSONDecoder().decode(MediaProbe.self, from: data)
+        guard let output = ChildProcess.output(of: "/proc/self/exe", arguments: ["--probe-media"] + sinks.flatMap { ["--probe-sink", $0] },
+                                               timeout: 30) else { return nil }
+        return try? JSONDecoder().decode(MediaProbe.self, from: Data(output))
     }
 
     /// The probe as the child prints it.

@@ -1,7 +1,9 @@
 import AirPlayMedia
 import AirPlayWire
 import CLinuxIO
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import Synchronization
 
 /// Packets the playout's own thread reads when it wakes (a session's audio port), so that
@@ -79,13 +81,10 @@ public final class AudioPlayout: @unchecked Sendable {
         self.output = output
         state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: sampleRate, channels: channels,
                                                        framesPerPacket: framesPerPacket, bufferDelay: bufferDelay)))
-        let thread = Thread { [self] in
-            clinuxio_name_thread("raop-playout")
+        DedicatedThread.start(name: "raop-playout") { [self] in
             run()
             finished.signal()
         }
-        thread.name = "raop-playout"
-        thread.start()
     }
 
     private static func now() -> Double { SenderTimeline.now() }

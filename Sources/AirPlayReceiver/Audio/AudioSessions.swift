@@ -1,7 +1,8 @@
 import AirPlayCrypto
 import AirPlayMedia
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -46,7 +47,16 @@ public final class AudioSessions: Sendable {
     }
 
     private let group: any EventLoopGroup
-    private let identity: RAOPIdentity?
+    /// The AirPort key, parsed at the first request that needs it: OpenSSL's providers stay
+    /// unloaded (about 2 MiB) on a box that is only waiting.
+    private var identity: RAOPIdentity? {
+        switch RAOPIdentity.shared {
+        case .success(let identity): return identity
+        case .failure(let error):
+            logger.error("RAOP RSA key unavailable: encrypted streams and Apple-Challenge cannot be answered", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
     private let authenticator: DigestAuthenticator?
     private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
@@ -68,12 +78,6 @@ public final class AudioSessions: Sendable {
         self.group = group
         authenticator = password.flatMap { $0.isEmpty ? nil : DigestAuthenticator(password: $0) }
         self.deviceID = deviceID.bytes
-        do {
-            identity = try RAOPIdentity()
-        } catch {
-            logger.error("RAOP RSA key unavailable: encrypted streams and Apple-Challenge cannot be answered", metadata: ["error": "\(error)"])
-            identity = nil
-        }
         self.makeOutput = makeOutput
         self.decoders = decoders
         machine = NIOLockedValueBox(RAOPSessionStateMachine(

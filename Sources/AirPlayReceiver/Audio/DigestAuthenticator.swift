@@ -1,6 +1,6 @@
 import AirPlayCrypto
 import AirPlayWire
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
 
 /// RFC 2617 Digest authentication (MD5, no qop) for RAOP, realm `raop`, as AirPlay 1 senders speak it.
@@ -20,7 +20,7 @@ public final class DigestAuthenticator: Sendable {
     public func check(_ request: AirPlayRequest, connection: ObjectIdentifier) -> AirPlayResponse? {
         let nonce = nonces.withLockedValue { nonces -> String in
             if let nonce = nonces[connection] { return nonce }
-            let fresh = SecureRandom.bytes(16).map { String(format: "%02x", $0) }.joined()
+            let fresh = TextFormatting.hex(SecureRandom.bytes(16))
             nonces[connection] = fresh
             return fresh
         }
@@ -55,7 +55,7 @@ public final class DigestAuthenticator: Sendable {
         while !rest.isEmpty {
             rest = rest.drop { $0 == " " || $0 == "," }
             guard let equals = rest.firstIndex(of: "=") else { break }
-            let name = rest[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            let name = rest[..<equals].trimmingWhitespace().lowercased()
             rest = rest[rest.index(after: equals)...]
             if rest.first == "\"" {
                 rest = rest.dropFirst()
@@ -64,7 +64,7 @@ public final class DigestAuthenticator: Sendable {
                 rest = end < rest.endIndex ? rest[rest.index(after: end)...] : ""
             } else {
                 let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                result[name] = rest[..<end].trimmingCharacters(in: .whitespaces)
+                result[name] = rest[..<end].trimmingWhitespace()
                 rest = rest[end...]
             }
         }

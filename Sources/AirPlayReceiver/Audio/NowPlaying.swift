@@ -1,4 +1,5 @@
-import Foundation
+import AirPlayWire
+import FoundationEssentials
 import NIOConcurrencyHelpers
 
 /// The box's now-playing state for the current audio session, kept in two parts as the seeds'
@@ -104,43 +105,51 @@ public final class NowPlaying: Sendable {
     /// The JSON document of `GET /now-playing`; `stream` adds the playout's figures (for benchmarks).
     public func json(stream: AudioSessions.StreamFigures? = nil) -> [UInt8] {
         let (sender, item, playback) = state.withLockedValue { $0 }
-        var object: [String: Any] = ["state": sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused")]
-        object["sender"] = sender ?? NSNull()
-        object["title"] = item.title ?? NSNull()
-        object["artist"] = item.artist ?? NSNull()
-        object["album"] = item.album ?? NSNull()
-        object["genre"] = item.genre ?? NSNull()
-        object["duration"] = playback.duration ?? NSNull()
-        object["position"] = sender == nil ? 0 : min(Self.position(playback), playback.duration ?? .infinity)
-        object["rate"] = playback.rate
-        object["volume"] = playback.volumeDecibels ?? NSNull()
+        var object: [String: JSONValue] = ["state": .string(sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused"))]
+        object["sender"] = .string(sender)
+        object["title"] = .string(item.title)
+        object["artist"] = .string(item.artist)
+        object["album"] = .string(item.album)
+        object["genre"] = .string(item.genre)
+        object["duration"] = .number(playback.duration)
+        object["position"] = .number(sender == nil ? 0 : min(Self.position(playback), playback.duration ?? .infinity))
+        object["rate"] = .number(playback.rate)
+        object["volume"] = .number(playback.volumeDecibels)
         if let artwork = item.artwork {
-            object["artwork"] = ["type": artwork.type, "bytes": artwork.bytes.count, "base64": Data(artwork.bytes).base64EncodedString()]
+            let base64 = Data(artwork.bytes).base64EncodedString()
+            object["artwork"] = .object(["type": .string(artwork.type), "bytes": .integer(artwork.bytes.count), "base64": .string(base64)])
         } else {
-            object["artwork"] = NSNull()
+            object["artwork"] = .null
         }
-        object["stream"] = stream.map(Self.json) ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Array(data)
+        object["stream"] = stream.map { Self.json($0) } ?? .null
+        return JSONValue.object(object).bytes
     }
 
     /// The stream figures: packets, frames, and how close to the sender's timeline they played.
-    static func json(_ figures: AudioSessions.StreamFigures) -> [String: Any] {
+    static func json(_ figures: AudioSessions.StreamFigures) -> JSONValue {
         let playout = figures.playout, sync = playout.syncError
-        func ms(_ seconds: Double) -> Double { (seconds * 100_000).rounded() / 100 }
-        return [
-            "session": figures.session, "codec": figures.codec, "ended": figures.ended,
-            "received": playout.received, "dropped": playout.dropped, "lost": playout.lost, "skipped": playout.skipped,
-            "framesPlayed": playout.framesPlayed, "framesInserted": playout.framesInserted, "framesRemoved": playout.framesRemoved,
-            "reanchors": playout.reanchors, "requested": figures.requested, "retransmitted": figures.retransmitted, "worstLatenessMs": ms(playout.worstLatenessMilliseconds / 1000),
-            "sync": ["packets": sync.count, "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude),
-                     "p50Ms": ms(sync.percentile(0.5)), "p95Ms": ms(sync.percentile(0.95)), "p99Ms": ms(sync.percentile(0.99)),
-                     "maxMs": ms(sync.worst)] as [String: Any],
-            "clock": ["source": figures.clock.senderClock ? "sender" : "arrival", "exchanges": figures.clock.exchanges,
-                      "roundTripMs": figures.clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 } ?? NSNull(),
-                      "driftPPM": (figures.clock.driftPPM * 100).rounded() / 100,
-                      "implausibleSyncs": figures.clock.implausibleSyncs] as [String: Any],
+        func ms(_ seconds: Double) -> JSONValue { .number((seconds * 100_000).rounded() / 100) }
+        var object: [String: JSONValue] = ["session": .integer(figures.session), "codec": .string(figures.codec), "ended": .bool(figures.ended)]
+        let counts: [(String, Int)] = [
+            ("received", playout.received), ("dropped", playout.dropped), ("lost", playout.lost), ("skipped", playout.skipped),
+            ("framesPlayed", playout.framesPlayed), ("framesInserted", playout.framesInserted), ("framesRemoved", playout.framesRemoved),
+            ("reanchors", playout.reanchors), ("requested", figures.requested), ("retransmitted", figures.retransmitted),
         ]
+        for (key, count) in counts { object[key] = .integer(count) }
+        object["worstLatenessMs"] = ms(playout.worstLatenessMilliseconds / 1000)
+        let syncFigures: [String: JSONValue] = [
+            "packets": .integer(sync.count), "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude), "p50Ms": ms(sync.percentile(0.5)),
+            "p95Ms": ms(sync.percentile(0.95)), "p99Ms": ms(sync.percentile(0.99)), "maxMs": ms(sync.worst),
+        ]
+        object["sync"] = .object(syncFigures)
+        let clock = figures.clock
+        let clockFigures: [String: JSONValue] = [
+            "source": .string(clock.senderClock ? "sender" : "arrival"), "exchanges": .integer(clock.exchanges),
+            "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
+            "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
+        ]
+        object["clock"] = .object(clockFigures)
+        return .object(object)
     }
 
     private static func position(_ playback: Playback) -> Double {

@@ -1,12 +1,14 @@
 import AirPlayMedia
-import Foundation
+import FoundationEssentials
+import Glibc
+import NIOConcurrencyHelpers
 
 /// Raw S16LE PCM written to a file or FIFO (`audio_output = "raw:PATH"`), like shairport-sync's
 /// pipe backend: for other programs on the box, and for tests. Writes are paced by the playout.
 public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     private let path: String
     private var descriptor: Int32 = -1
-    private let lock = NSLock()
+    private let lock = NIOLock()
 
     /// An output to a path; the file is opened (created, appended to) on the first write.
     public init(path: String) { self.path = path }
@@ -49,7 +51,7 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
 final class DeferredPCMOutput: PCMOutput, @unchecked Sendable {
     private let make: () throws -> any PCMOutput
     private let failed: @Sendable (String) -> Void
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var output: (any PCMOutput)?
     private var failure: String?
     private var closed = false

@@ -1,5 +1,6 @@
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// When each received packet is written: the playout's decisions as a value, with the time
 /// passed in, so they are tested without a thread, an output or a clock (`PlayoutScheduleTests`).

@@ -1,6 +1,7 @@
 import AirPlayMedia
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Dispatch
 import NIOConcurrencyHelpers
 import Synchronization
 

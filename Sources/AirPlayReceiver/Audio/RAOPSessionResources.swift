@@ -1,6 +1,8 @@
 import AirPlayCrypto
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
+import AirPlayMedia
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -80,7 +82,7 @@ final class RAOPSessionResources: Sendable {
             return (Array(value.channels.values), value.playout)
         }
         for channel in channels { channel.close(promise: nil) }
-        if let playout { Thread.detachNewThread { playout.stop() } }
+        if let playout { DedicatedThread.start(name: "raop-stop") { playout.stop() } }
     }
 
     /// What the session measured, with the protocol counters of its state machine session.

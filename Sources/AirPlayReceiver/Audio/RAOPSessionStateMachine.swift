@@ -1,5 +1,5 @@
 import AirPlayWire
-import Foundation
+import FoundationEssentials
 import NIOCore
 
 /// The RAOP session logic of the receiver as a value: RTSP requests, UDP packet arrivals,
@@ -249,7 +249,7 @@ public struct RAOPSessionStateMachine: Sendable {
         var actions: [Action] = []
         if type.hasPrefix("text/parameters") {
             for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
-                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingWhitespace() }
                 guard parts.count == 2 else { continue }
                 switch parts[0].lowercased() {
                 case "volume":
@@ -290,9 +290,9 @@ public struct RAOPSessionStateMachine: Sendable {
         guard let volume = owned(by: connection)?.volume else { return [.reply(Self.noSession)] }
         var text = ""
         for name in String(buffer: request.body).split(whereSeparator: \.isNewline) {
-            let key = name.trimmingCharacters(in: .whitespaces)
+            let key = name.trimmingWhitespace()
             guard key == "volume" else { return [.reply(.text(status: 451, "unknown parameter \(key.prefix(40))"))] }
-            text += String(format: "volume: %.6f\r\n", volume)
+            text += "volume: \(TextFormatting.fixed(volume))\r\n"
         }
         return [.reply(AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text)))]
     }

@@ -1,5 +1,5 @@
 import AirPlayWire
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
 
 /// Maps a sender's RTP times to our monotonic clock, so the frame with RTP time T plays when

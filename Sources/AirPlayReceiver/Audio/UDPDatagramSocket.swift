@@ -1,5 +1,7 @@
 import CLinuxIO
-import Foundation
+import FoundationEssentials
+import Glibc
+import NIOConcurrencyHelpers
 
 /// A bound UDP socket read in batches, in place, by whoever drains it: a RAOP stream's audio
 /// port (125 datagrams a second for as long as it plays), read by the session's playout thread
@@ -32,7 +34,7 @@ final class UDPDatagramSocket: PlayoutInput, @unchecked Sendable {
     private let names: UnsafeMutablePointer<sockaddr_storage>
     private let lengths: UnsafeMutablePointer<Int>
     private let truncatedFlags: UnsafeMutablePointer<Int32>
-    private let closed = NSLock()
+    private let closed = NIOLock()
     private var isClosed = false
 
     /// Takes over `descriptor` (a bound UDP socket, closed by `close()`). `expectedHost` is 4

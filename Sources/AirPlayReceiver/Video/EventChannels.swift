@@ -1,5 +1,6 @@
 import AirPlayPlist
-import Foundation
+import FoundationEssentials
+import Glibc
 import AirPlayWire
 import Logging
 import NIOConcurrencyHelpers
@@ -54,7 +55,7 @@ public final class EventChannels: Sendable {
             let response = try await promise.futureResult.get()
             timeout.cancel()
             guard response.status == 200 else {
-                let reason = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines)
+                let reason = String(buffer: response.body).trimmingWhitespace()
                 return .failure(.init("the sender answered \(response.status)\(reason.isEmpty ? "" : ": \(reason)")"))
             }
             return .success(Array(response.body.readableBytesView))

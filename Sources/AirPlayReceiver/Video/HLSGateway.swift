@@ -1,7 +1,8 @@
 import AirPlayHLS
 import AirPlayHTTP
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -103,7 +104,7 @@ public final class HLSGateway: Sendable {
 
     /// Starts fronting a playlist; returns the URL the player should open.
     public func open(origin: String, headers: [String: String], sessionID: String) -> String {
-        let token = (0..<4).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max)) }.joined()
+        let token = (0..<4).map { _ in TextFormatting.hex(UInt32.random(in: 0...UInt32.max), width: 8) }.joined()
         sessions.withLockedValue { $0.open(token: token, origin: origin, headers: headers, sessionID: sessionID) }
         return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/main.m3u8"
     }

@@ -1,7 +1,8 @@
 import AirPlayMedia
 import AirPlayPlist
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A decoded `POST /play`: the rules are written down in `Protocol/video.md`.
 public struct PlayRequest: Hashable, Sendable {
@@ -67,10 +68,10 @@ public struct PlayRequest: Hashable, Sendable {
                 throw Problem(status: 400, reason: "the /play body is not UTF-8 text/parameters")
             }
             for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-                let line = rawLine.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+                let line = (rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...])
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                let key = line[..<colon].trimmingWhitespace().lowercased()
+                let value = line[line.index(after: colon)...].trimmingWhitespace()
                 fields[key] = value
             }
         }

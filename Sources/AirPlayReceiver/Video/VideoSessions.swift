@@ -1,7 +1,9 @@
 import AirPlayMedia
 import AirPlayPlist
 import AirPlayWire
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -238,7 +240,7 @@ public final class VideoSessions: Sendable {
     private func scrubStatus(_ request: AirPlayRequest) -> AirPlayResponse {
         let status = currentPlayer()?.player.status ?? .idle
         let duration = status.duration.flatMap { $0.isFinite ? $0 : nil } ?? 0
-        let text = String(format: "duration: %.6f\r\nposition: %.6f\r\n", duration, status.position)
+        let text = "duration: \(TextFormatting.fixed(duration))\r\nposition: \(TextFormatting.fixed(status.position))\r\n"
         return AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text))
     }
 

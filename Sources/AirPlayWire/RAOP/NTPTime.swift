@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// NTP timestamps as RAOP carries them: 32.32 fixed point, seconds since 1900.
 public enum NTPTime {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The audio stream a RAOP sender announces in its SDP (`ANNOUNCE`, `application/sdp`).
 public struct RAOPStreamDescription: Hashable, Sendable {
@@ -43,7 +43,7 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         var iv: [UInt8]?
         var sawAudio = false
         for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingWhitespace()
             if line.hasPrefix("m=audio") { sawAudio = true }
             guard line.hasPrefix("a=") else { continue }
             let attribute = line.dropFirst(2)
@@ -149,7 +149,7 @@ public struct RAOPStreamDescription: Hashable, Sendable {
     public var isEncrypted: Bool { rsaAESKey != nil }
 
     private static func base64(_ text: String) -> [UInt8]? {
-        var padded = text.trimmingCharacters(in: .whitespaces)
+        var padded = text.trimmingWhitespace()
         while padded.count % 4 != 0 { padded += "=" }
         return Data(base64Encoded: padded).map { Array($0) }
     }
@@ -170,7 +170,7 @@ public struct RTSPTransport: Hashable, Sendable {
 
     /// Parses a header value.
     public init(parsing text: String) {
-        let fields = text.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let fields = text.split(separator: ";").map { $0.trimmingWhitespace() }
         spec = fields.first ?? ""
         parameters = fields.dropFirst().map { field in
             guard let equals = field.firstIndex(of: "=") else { return (name: field, value: "") }
