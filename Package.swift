@@ -47,6 +47,8 @@ let package = Package(
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
         .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
+        // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
+        .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto"]),
         .target(name: "AirPlayDiscovery", dependencies: [
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
@@ -111,6 +113,7 @@ let package = Package(
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
+        .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
