@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
-        .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto"]),
+        .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),

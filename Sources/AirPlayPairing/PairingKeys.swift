@@ -1,0 +1,101 @@
+import AirPlayCrypto
+
+/// The HKDF-SHA-512 labels of HAP pairing: each key is `HKDF(secret, salt, info, 32)`.
+public enum PairingLabel {
+    /// Seals M5/M6 of pair-setup (from the SRP key).
+    public static let setupEncrypt = ("Pair-Setup-Encrypt-Salt", "Pair-Setup-Encrypt-Info")
+    /// What the controller signs in M5, with its id and key.
+    public static let controllerSign = ("Pair-Setup-Controller-Sign-Salt", "Pair-Setup-Controller-Sign-Info")
+    /// What the accessory signs in M6, with its id and key.
+    public static let accessorySign = ("Pair-Setup-Accessory-Sign-Salt", "Pair-Setup-Accessory-Sign-Info")
+    /// Seals M2/M3 of pair-verify (from the X25519 secret).
+    public static let verifyEncrypt = ("Pair-Verify-Encrypt-Salt", "Pair-Verify-Encrypt-Info")
+
+    /// The 32-byte key for a label pair.
+    public static func key(_ secret: [UInt8], _ label: (String, String)) throws(CryptoError) -> [UInt8] {
+        try HKDF.sha512(key: secret, salt: label.0, info: label.1)
+    }
+}
+
+/// The two keys of the encrypted control connection, from the secret a pair-verify (the X25519
+/// secret) or a transient pair-setup (the 64-byte SRP key) ends with.
+public struct ControlChannelKeys: Equatable, Sendable {
+    /// What the sender writes and the receiver reads (`Control-Write-Encryption-Key`).
+    public let senderToReceiver: [UInt8]
+    /// What the receiver writes and the sender reads (`Control-Read-Encryption-Key`).
+    public let receiverToSender: [UInt8]
+    /// The secret the keys came from (AirPlay 2's event and audio keys derive from it too).
+    public let sharedSecret: [UInt8]
+
+    /// The keys for a secret.
+    public init(sharedSecret: [UInt8]) throws(CryptoError) {
+        self.sharedSecret = sharedSecret
+        senderToReceiver = try HKDF.sha512(key: sharedSecret, salt: "Control-Salt", info: "Control-Write-Encryption-Key")
+        receiverToSender = try HKDF.sha512(key: sharedSecret, salt: "Control-Salt", info: "Control-Read-Encryption-Key")
+    }
+}
+
+/// A long-term Ed25519 identity: the receiver's (accessory) or the sender's (controller).
+public struct PairingIdentity: Sendable {
+    /// The pairing identifier (an upper-case UUID for ours, whatever the peer chose for theirs).
+    public let identifier: String
+    /// The long-term key.
+    public let key: Ed25519SigningKey
+
+    /// An identity from its parts.
+    public init(identifier: String, key: Ed25519SigningKey) {
+        self.identifier = identifier
+        self.key = key
+    }
+}
+
+/// A controller that completed pair-setup: what a pair-verify is checked against.
+public struct ControllerPairing: Codable, Equatable, Sendable {
+    /// Its pairing identifier (pyatv: a lower-case UUID; iOS: a UUID).
+    public var identifier: String
+    /// Its Ed25519 public key (32 bytes).
+    public var publicKey: [UInt8]
+    /// Whether it may add, remove and list pairings.
+    public var admin: Bool
+
+    /// A pairing from its parts.
+    public init(identifier: String, publicKey: [UInt8], admin: Bool) {
+        self.identifier = identifier
+        self.publicKey = publicKey
+        self.admin = admin
+    }
+}
+
+/// How a pairing message failed, as HAP answers it: the state to reply with and the error code.
+public struct PairingFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The reply's state (the request's plus one).
+    public let state: UInt8
+    /// HAP's error code.
+    public let code: TLV8.ErrorCode
+    /// Why, for the log.
+    public let reason: String
+
+    /// A failure from its parts.
+    public init(state: UInt8, code: TLV8.ErrorCode, reason: String) {
+        self.state = state
+        self.code = code
+        self.reason = reason
+    }
+
+    /// The TLV8 reply: state and error.
+    public var reply: TLV8 { TLV8([(.state, [state]), (.error, [code.rawValue])]) }
+
+    /// The reason.
+    public var description: String { reason }
+}
+
+extension TLV8 {
+    /// The sub-TLV of identifier, public key and signature that M5, M6 and pair-verify seal.
+    static func signedIdentity(identifier: [UInt8], publicKey: [UInt8]? = nil, signature: [UInt8]) -> TLV8 {
+        var tlv = TLV8()
+        tlv.append(.identifier, identifier)
+        if let publicKey { tlv.append(.publicKey, publicKey) }
+        tlv.append(.signature, signature)
+        return tlv
+    }
+}
