@@ -65,7 +65,7 @@ let package = Package(
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP",
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -85,7 +85,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
-            "AirPlayReceiver", "AirPlayMedia", "AirPlayWire", "GStreamerMedia",
+            "AirPlayReceiver", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

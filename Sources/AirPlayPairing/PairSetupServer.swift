@@ -152,8 +152,8 @@ public struct PairSetupServer: Sendable {
         }
         let ourID = Array(identity.identifier.utf8)
         let accessoryX = try PairingLabel.key(sessionKey, PairingLabel.accessorySign)
-        let ourSignature = try identity.key.sign(accessoryX + ourID + identity.key.publicKey)
-        let sub = TLV8.signedIdentity(identifier: ourID, publicKey: identity.key.publicKey, signature: ourSignature)
+        let ourSignature = try identity.sign(accessoryX + ourID + identity.publicKey)
+        let sub = TLV8.signedIdentity(identifier: ourID, publicKey: identity.publicKey, signature: ourSignature)
         let sealedReply = try cipher.seal(sub.bytes, nonce: ChaChaPoly.nonce(label: "PS-Msg06"))
         // A controller paired by pair-setup administers the pairings (HAP).
         return Step(reply: TLV8([(.state, [6]), (.encryptedData, sealedReply)]),

@@ -80,7 +80,7 @@ public struct PairVerifyServer: Sendable {
             throw PairingFailure(state: 2, code: .authentication, reason: "M1's key is unusable: \(error)")
         }
         let ourID = Array(identity.identifier.utf8)
-        let signature = try identity.key.sign(ephemeral.publicKey + ourID + theirs)
+        let signature = try identity.sign(ephemeral.publicKey + ourID + theirs)
         let cipher = try ChaChaPoly(key: PairingLabel.key(secret, PairingLabel.verifyEncrypt))
         let sealed = try cipher.seal(TLV8.signedIdentity(identifier: ourID, signature: signature).bytes, nonce: ChaChaPoly.nonce(label: "PV-Msg02"))
         state = .waitingForIdentity(sharedSecret: secret, ours: ephemeral.publicKey, theirs: theirs, since: now)

@@ -36,16 +36,34 @@ public struct ControlChannelKeys: Equatable, Sendable {
 }
 
 /// A long-term Ed25519 identity: the receiver's (accessory) or the sender's (controller).
+///
+/// It keeps the seed and public key as bytes and makes the OpenSSL key only to sign, so a
+/// receiver that is only waiting never loads OpenSSL's providers (about 2 MiB).
 public struct PairingIdentity: Sendable {
     /// The pairing identifier (an upper-case UUID for ours, whatever the peer chose for theirs).
     public let identifier: String
-    /// The long-term key.
-    public let key: Ed25519SigningKey
+    /// The Ed25519 public key (32 bytes).
+    public let publicKey: [UInt8]
+    /// The Ed25519 seed (32 bytes).
+    public let seed: [UInt8]
 
-    /// An identity from its parts.
+    /// An identity from a key.
     public init(identifier: String, key: Ed25519SigningKey) {
         self.identifier = identifier
-        self.key = key
+        publicKey = key.publicKey
+        seed = key.seed
+    }
+
+    /// An identity from stored bytes (the public key is trusted to match the seed).
+    public init(identifier: String, seed: [UInt8], publicKey: [UInt8]) {
+        self.identifier = identifier
+        self.seed = seed
+        self.publicKey = publicKey
+    }
+
+    /// The 64-byte Ed25519 signature of `message`.
+    public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try Ed25519SigningKey(seed: seed).sign(message)
     }
 }
 

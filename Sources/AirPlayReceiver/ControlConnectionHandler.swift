@@ -32,8 +32,12 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var upgraded = false
     /// Writes waiting for a deferred answer before them (so responses keep request order).
     private var pendingWrites: EventLoopFuture<Void>?
+    /// The connection's cipher, switched on after a pair-verify or transient pair-setup.
+    private let cipher: PairingCipherHandler?
 
-    init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil, logger: Logger) {
+    init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil,
+         cipher: PairingCipherHandler? = nil, logger: Logger) {
+        self.cipher = cipher
         self.clock = clock
         self.refusal = refusal
         self.router = router
@@ -67,6 +71,24 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                     channel.writeAndFlush(answer)
                 }.recover { _ in }
                 pendingWrites = next
+                return
+            }
+            if let keys = reply.startEncryption {
+                // The M4 response itself leaves in clear; every byte after it is sealed.
+                let cipher = self.cipher, logger = self.logger
+                let loopBound = NIOLoopBound(cipher, eventLoop: context.eventLoop)
+                let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {
+                    let written = channel.writeAndFlush(response)
+                    do {
+                        guard let cipher = loopBound.value else { throw PairingUnavailable() }
+                        try cipher.enable(keys: keys)
+                    } catch {
+                        logger.error("cannot encrypt the connection: closing", metadata: ["error": "\(error)"])
+                        channel.close(promise: nil)
+                    }
+                    return written
+                }
+                pendingWrites = write.recover { _ in }
                 return
             }
             if let pending = pendingWrites, reply.upgradeToEventChannel == nil {
@@ -137,6 +159,9 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
         }
     }
+
+    /// No cipher handler in this pipeline.
+    private struct PairingUnavailable: Error {}
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.

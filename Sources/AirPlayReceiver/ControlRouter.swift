@@ -1,3 +1,4 @@
+import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
 import NIOCore
@@ -11,6 +12,9 @@ public struct ControlReply: Sendable {
     /// Set when the answer takes I/O (the HLS gateway): the response comes from this future,
     /// and `response` is unused. Common headers are added to it as well.
     public var deferred: (@Sendable (any EventLoop) -> EventLoopFuture<AirPlayResponse>)?
+    /// After a pair-verify or transient pair-setup: encrypt the connection with these keys from
+    /// the byte after this response.
+    public var startEncryption: ControlChannelKeys?
 }
 
 /// Answers requests on the control port: server info here, video requests through `VideoSessions`.
@@ -27,6 +31,8 @@ public struct ControlRouter: Sendable {
     public var audioEnabled: @Sendable () -> Bool
     /// The HLS gateway the player reads playlists and keys from (loopback only).
     public var hlsGateway: HLSGateway?
+    /// HAP pairing and the access rule, when pairing is offered.
+    public var pairing: ReceiverPairing?
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
@@ -67,6 +73,8 @@ public struct ControlRouter: Sendable {
         case now(AirPlayResponse, upgradeToEventChannel: String? = nil)
         /// A response that comes from a future.
         case later(@Sendable (any EventLoop) -> EventLoopFuture<AirPlayResponse>)
+        /// A response after which the connection is encrypted with these keys.
+        case encrypting(AirPlayResponse, ControlChannelKeys)
     }
 
     /// One endpoint of the control port: which requests it takes, and how it answers them.
@@ -83,12 +91,20 @@ public struct ControlRouter: Sendable {
     /// The endpoints, asked in order; the first that takes a request answers it. Pairing
     /// endpoints join here.
     static let endpoints: [Endpoint] = [
+        Endpoint(name: "HAP pairing (/pair-*)",
+                 takes: { router, request, connection in
+                     router.pairing != nil && connection != nil && ReceiverPairing.paths.contains(request.path)
+                 },
+                 answer: { router, request, connection in
+                     let (response, keys) = router.pairing!.answer(request, connection: connection!)
+                     return keys.map { .encrypting(response, $0) } ?? .now(response)
+                 }),
         Endpoint(name: "RAOP audio (RTSP, /feedback)",
                  takes: { router, request, connection in router.activeAudio != nil && connection != nil && isRAOP(request) },
                  answer: { router, request, connection in .now(router.activeAudio!.respond(to: request, connection: connection!)) }),
         Endpoint(name: "now playing (loopback JSON)",
                  takes: { router, request, _ in request.path == "/now-playing" && request.method == "GET" && router.activeAudio != nil },
-                 answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, connection: connection)) }),
+                 answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, pairing: router.pairing, connection: connection)) }),
         Endpoint(name: "RAOP methods while audio is off",
                  takes: { _, request, _ in request.version.isRTSP && AudioSessions.methods.contains(request.method) },
                  answer: { router, _, _ in
@@ -129,13 +145,18 @@ public struct ControlRouter: Sendable {
 
     /// The reply to one request, with what the connection must do after sending it.
     public func reply(to request: AirPlayRequest, connection: ConnectionContext? = nil) -> ControlReply {
-        let endpoint = Self.endpoints.first { $0.takes(self, request, connection) }!
         let version = request.version, cseq = request.cseq
+        if let refusal = accessRefusal(request, connection: connection) {
+            return ControlReply(response: finish(refusal, version: version, cseq: cseq), upgradeToEventChannel: nil)
+        }
+        let endpoint = Self.endpoints.first { $0.takes(self, request, connection) }!
         switch endpoint.answer(self, request, connection) {
         case .now(var response, let upgrade):
             response.version = version
             Self.addCommonHeaders(&response, cseq: cseq)
             return ControlReply(response: response, upgradeToEventChannel: upgrade)
+        case .encrypting(let response, let keys):
+            return ControlReply(response: finish(response, version: version, cseq: cseq), upgradeToEventChannel: nil, startEncryption: keys)
         case .later(let future):
             return ControlReply(response: AirPlayResponse(status: 500), upgradeToEventChannel: nil) { eventLoop in
                 future(eventLoop).map { answer in
@@ -146,6 +167,22 @@ public struct ControlRouter: Sendable {
                 }
             }
         }
+    }
+
+    /// What stays open under `access = "paired"`: who the box is, pairing itself, RTSP OPTIONS,
+    /// and the loopback-only endpoints of programs on the box.
+    static func isOpenWithoutPairing(_ request: AirPlayRequest) -> Bool {
+        switch (request.method, request.path) {
+        case ("GET", "/info"), ("GET", "/server-info"), ("OPTIONS", _), ("GET", "/now-playing"): true
+        default: ReceiverPairing.paths.contains(request.path) || request.path.hasPrefix("/hls/")
+        }
+    }
+
+    /// 470 for a request that needs a verified pairing on a connection that has none.
+    func accessRefusal(_ request: AirPlayRequest, connection: ConnectionContext?) -> AirPlayResponse? {
+        guard let pairing, pairing.access == .paired, !Self.isOpenWithoutPairing(request) else { return nil }
+        if let connection, pairing.isVerified(connection.id) { return nil }
+        return .text(status: 470, "Connection Authorization Required: pair with this receiver first (airplay pair)")
     }
 
     /// RTSP methods of RAOP, and the `/feedback` keep-alive senders post during a stream.
@@ -161,10 +198,12 @@ public struct ControlRouter: Sendable {
         return peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
     }
 
-    static func nowPlaying(_ audio: AudioSessions, connection: ConnectionContext?) -> AirPlayResponse {
+    static func nowPlaying(_ audio: AudioSessions, pairing: ReceiverPairing?, connection: ConnectionContext?) -> AirPlayResponse {
         guard isLoopback(connection) else { return AirPlayResponse.text(status: 403, "/now-playing is served to programs on this box only") }
         var body = ByteBuffer()
-        body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures))
+        // While a pair-setup waits for its PIN, the box shows it (`pairing.pin`).
+        let pin: JSONValue = pairing?.displayedPIN.map { .string($0) } ?? .null
+        body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures, extra: ["pairing": ["pin": pin]]))
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
 

@@ -65,11 +65,14 @@ public final class ControlServer: Sendable {
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)
                     router.audio?.connectionClosed(ObjectIdentifier(channel))
+                    router.pairing?.connectionClosed(ObjectIdentifier(channel))
                     sessionLogger.info("control connection closed")
                 }
                 let clock = ConnectionClock(limits: policy.timeouts)
                 let id = ObjectIdentifier(channel)
                 return channel.eventLoop.makeCompletedFuture {
+                    let cipher = PairingCipherHandler(logger: sessionLogger)
+                    try channel.pipeline.syncOperations.addHandler(cipher)
                     try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
                         clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, logger: sessionLogger))
                     try channel.pipeline.syncOperations.addHandler(
@@ -79,7 +82,7 @@ public final class ControlServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         ControlConnectionHandler(router: router, events: events, clock: clock, refuse: overLimit
                             ? "this receiver serves \(policy.maxConnections) connections at once; try again later" : nil,
-                            logger: sessionLogger), name: ControlConnectionHandler.handlerName)
+                            cipher: cipher, logger: sessionLogger), name: ControlConnectionHandler.handlerName)
                 }
             }
         let channel: any Channel

@@ -19,6 +19,20 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var alac: Bool
     /// AAC-LC can be decoded (an AAC decoder is installed).
     public var aac: Bool
+    /// The pairing identity (`pi`) and its Ed25519 public key in hex (`pk`), when pairing is served.
+    public var pairingIdentity: (identifier: String, publicKey: String)? {
+        get { pairingID.map { ($0, pairingPublicKey ?? "") } }
+        set {
+            pairingID = newValue?.identifier
+            pairingPublicKey = newValue?.publicKey
+        }
+    }
+    private var pairingID: String?
+    private var pairingPublicKey: String?
+    /// HAP and transient pairing are advertised to AirPlay 2 senders (features 43, 46, 48).
+    public var airPlay2Pairing = false
+    /// Only paired senders may play (status flag bit 9).
+    public var pairingRequired = false
 
     /// Capabilities from their parts.
     public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false, alac: Bool = false, aac: Bool = false) {
@@ -38,6 +52,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         if audio {
             features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
         }
+        if airPlay2Pairing, pairingID != nil { features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing]) }
         return features
     }
 
@@ -45,6 +60,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var statusFlags: StatusFlags {
         var flags: StatusFlags = [.audioCableAttached]
         if passwordRequired { flags.insert(.passwordRequired) }
+        if pairingRequired { flags.insert(.pairingRequired) }
         return flags
     }
 }
@@ -89,7 +105,7 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
 
     /// The `_airplay._tcp` TXT record.
     public var airPlayTXT: TXTRecord {
-        [
+        var txt: TXTRecord = [
             "deviceid": deviceID.colonForm,
             "features": capabilities.features.txtValue,
             "flags": capabilities.statusFlags.txtValue,
@@ -99,11 +115,20 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
             "pw": capabilities.passwordRequired ? "true" : "false",
             "acl": "0",
         ]
+        addPairing(to: &txt)
+        return txt
+    }
+
+    /// `pi` and `pk` when pairing is served.
+    private func addPairing(to txt: inout TXTRecord) {
+        guard let pairing = capabilities.pairingIdentity else { return }
+        txt["pi"] = pairing.identifier
+        txt["pk"] = pairing.publicKey
     }
 
     /// The `_raop._tcp` TXT record (AirPlay 1 audio).
     public var raopTXT: TXTRecord {
-        [
+        var txt: TXTRecord = [
             "txtvers": "1",
             "ch": "2",
             // What the receiver decodes: L16 PCM, and ALAC, AAC-LC and AAC-ELD when their
@@ -122,5 +147,7 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
             "ft": capabilities.features.txtValue,
             "da": "true",
         ]
+        addPairing(to: &txt)
+        return txt
     }
 }

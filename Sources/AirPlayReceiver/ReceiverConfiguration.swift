@@ -50,6 +50,12 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var audioPassthrough: Bool = false
     /// Extra certificate authorities (PEM) trusted for HTTPS playlists and keys (`tls_ca_file`).
     public var tlsCAFile: String = ""
+    /// The pair-setup PIN (`pin`): four digits, or `random` for a new one per setup.
+    public var pin: String = "random"
+    /// Who may change what plays (`access`): `anyone`, `password` or `paired`.
+    public var access: String = "anyone"
+    /// Whether the AirPlay 2 feature bits (HAP pairing, transient pairing) are advertised (`airplay2`).
+    public var airPlay2: Bool = false
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -159,6 +165,12 @@ public struct ConfigurationKey: Sendable {
               summary: "Whether AC-3/E-AC-3 may go to the audio output undecoded (an HDMI receiver); default false: only variants this box decodes."),
         .init(name: "tls_ca_file", allowed: "an absolute path to a PEM file, or empty",
               summary: "Extra certificate authorities trusted for HTTPS playlists and keys, besides the system's; default none."),
+        .init(name: "pin", allowed: "four digits, or \"random\"",
+              summary: "PIN a sender types to pair (pair-setup); random (default) makes a new one per pairing, shown in the log and /now-playing."),
+        .init(name: "access", allowed: "\"anyone\", \"password\" or \"paired\"",
+              summary: "Who may play: anyone (default), senders with the password, or only paired senders (others get 470)."),
+        .init(name: "airplay2", allowed: "true or false",
+              summary: "Advertise HAP pairing and transient pairing (features bits 43, 46, 48) to AirPlay 2 senders; default false."),
     ]
 }
 
@@ -286,6 +298,15 @@ extension ReceiverConfiguration {
         case "tls_ca_file":
             guard case .string(let text) = value else { throw wrongType() }
             tlsCAFile = text
+        case "pin":
+            guard case .string(let text) = value else { throw wrongType() }
+            pin = text
+        case "access":
+            guard case .string(let text) = value else { throw wrongType() }
+            access = text
+        case "airplay2":
+            guard case .bool(let flag) = value else { throw wrongType() }
+            airPlay2 = flag
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }
@@ -326,6 +347,15 @@ extension ReceiverConfiguration {
             guard tlsCAFile.hasPrefix("/"), FileManager.default.isReadableFile(atPath: tlsCAFile) else {
                 throw ConfigurationError(key: "tls_ca_file", message: "must be an absolute path to a readable PEM file, got \"\(tlsCAFile)\"")
             }
+        }
+        guard pin == "random" || (pin.count == 4 && pin.allSatisfy { $0.isASCII && $0.isNumber }) else {
+            throw ConfigurationError(key: "pin", message: "must be four digits or \"random\", got \"\(pin.prefix(20))\"")
+        }
+        guard AccessControl(rawValue: access) != nil else {
+            throw ConfigurationError(key: "access", message: "must be \"anyone\", \"password\" or \"paired\", got \"\(access.prefix(20))\"")
+        }
+        if access == "password", password.isEmpty {
+            throw ConfigurationError(key: "access", message: "\"password\" needs a password (config key 'password')")
         }
         guard stateDirectory.hasPrefix("/") else {
             throw ConfigurationError(key: "state_dir", message: "must be an absolute path, got \"\(stateDirectory)\"")

@@ -1,6 +1,7 @@
 import AirPlayDiscovery
 import AirPlayHLS
 import AirPlayMedia
+import AirPlayPairing
 import AirPlayWire
 import FoundationEssentials
 import Logging
@@ -103,6 +104,26 @@ public final class ReceiverDaemon: Service, Sendable {
         return percent
     }
 
+    /// HAP pairing over the state directory's identity and pairings, with the configured PIN and access rule.
+    private func makePairing() throws -> ReceiverPairing {
+        do {
+            let store = try PairingStore(directory: configuration.stateDirectory)
+            let pin: PairingPolicy.PINSource = configuration.pin == "random" ? .random : .fixed(configuration.pin)
+            return ReceiverPairing(store: store, pin: pin, access: AccessControl(rawValue: configuration.access) ?? .anyone, logger: logger)
+        } catch {
+            throw ConfigurationError(key: "state_dir", message: "cannot keep the pairing identity and pairings: \(error)")
+        }
+    }
+
+    /// What the advertisement says of pairing: `pi` and `pk`, the AirPlay 2 pairing bits when
+    /// `airplay2` is on, and "pairing required" under `access = "paired"`.
+    static func describe(_ pairing: ReceiverPairing, airPlay2: Bool, in capabilities: inout ReceiverCapabilities) {
+        let identity = pairing.store.identity
+        capabilities.pairingIdentity = (identity.identifier, TextFormatting.hex(identity.publicKey))
+        capabilities.airPlay2Pairing = airPlay2
+        capabilities.pairingRequired = pairing.access == .paired
+    }
+
     /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
     static func keysNeedingRestart(old: ReceiverConfiguration, new: ReceiverConfiguration) -> [String] {
         var keys: [String] = []
@@ -125,13 +146,18 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.videoHDR != new.videoHDR { keys.append("video_hdr") }
         if old.audioPassthrough != new.audioPassthrough { keys.append("audio_passthrough") }
         if old.tlsCAFile != new.tlsCAFile { keys.append("tls_ca_file") }
+        if old.pin != new.pin { keys.append("pin") }
+        if old.access != new.access { keys.append("access") }
+        if old.airPlay2 != new.airPlay2 { keys.append("airplay2") }
         return keys
     }
 
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
         logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
-        let capabilities = Self.detectCapabilities(configuration, media: media, logger: logger)
+        let pairing = try makePairing()
+        var capabilities = Self.detectCapabilities(configuration, media: media, logger: logger)
+        Self.describe(pairing, airPlay2: configuration.airPlay2, in: &capabilities)
         let store = DeviceIdentityStore(directory: configuration.stateDirectory)
         let identity: (id: DeviceID, source: DeviceIDSource)
         do {
@@ -171,6 +197,7 @@ public final class ReceiverDaemon: Service, Sendable {
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
+        router.pairing = pairing
         let policy = ControlConnectionPolicy(
             maxConnections: configuration.maxConnections,
             timeouts: .init(requestTimeout: Double(configuration.requestTimeout), idleTimeout: Double(configuration.idleTimeout)))
@@ -226,6 +253,8 @@ public final class ReceiverDaemon: Service, Sendable {
                 do {
                     let fresh = try reloadConfiguration()
                     var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
+                    // Pairing settings only change with a restart (listed below when they differ).
+                    Self.describe(pairing, airPlay2: configuration.airPlay2, in: &newCapabilities)
                     // The password itself only changes with a restart, so the pw flag stays as it is.
                     newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
                     for key in Self.keysNeedingRestart(old: configuration, new: fresh) {

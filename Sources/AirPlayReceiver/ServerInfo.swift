@@ -19,7 +19,7 @@ public struct ServerInfo: Hashable, Sendable {
 
     /// The property list senders read.
     public var propertyList: PropertyList {
-        .dictionary([
+        var info: [String: PropertyList] = [
             "deviceid": .string(deviceID.colonForm),
             "macAddress": .string(deviceID.colonForm),
             "features": .integer(Int64(bitPattern: capabilities.features.rawValue)),
@@ -29,6 +29,11 @@ public struct ServerInfo: Hashable, Sendable {
             "protovers": .string(ReceiverIdentity.protocolVersion),
             "srcvers": .string(ReceiverIdentity.sourceVersion),
             "pw": .bool(capabilities.passwordRequired),
-        ])
+        ]
+        if let pairing = capabilities.pairingIdentity {
+            info["pi"] = .string(pairing.identifier)
+            info["pk"] = .string(pairing.publicKey)
+        }
+        return .dictionary(info)
     }
 }

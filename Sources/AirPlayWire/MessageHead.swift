@@ -200,6 +200,7 @@ public enum StatusReason {
         case 454: "Session Not Found"
         case 455: "Method Not Valid in This State"
         case 461: "Unsupported Transport"
+        case 470: "Connection Authorization Required"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 502: "Bad Gateway"

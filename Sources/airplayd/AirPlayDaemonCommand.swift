@@ -11,7 +11,29 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "airplayd",
         abstract: "AirPlay receiver: plays video URLs and RAOP audio sent from AirPlay senders.",
-        discussion: "Settings come from the TOML file (default \(ReceiverConfiguration.defaultPath)); flags override it. Exit code 78 means a configuration error.")
+        discussion: """
+            Settings come from the TOML file (default \(ReceiverConfiguration.defaultPath)); flags override it. Exit code 78 means a configuration error.
+            `airplayd pairings list|remove ID|clear` manages the senders paired with this box (see `airplayd pairings --help`).
+            """)
+
+    /// `airplayd pairings …` goes to its own command: its `--state-dir` must not be taken for the daemon's.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == PairingsCommand.configuration.commandName {
+            PairingsCommand.main(Array(arguments.dropFirst()))
+            return
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var daemon = command as? AirPlayDaemonCommand {
+                try await daemon.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 
     @Option(name: .long, help: "Configuration file (TOML).")
     var config: String?

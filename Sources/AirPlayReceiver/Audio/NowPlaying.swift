@@ -102,8 +102,9 @@ public final class NowPlaying: Sendable {
     /// The current item.
     public var item: Item { state.withLockedValue { $0.item } }
 
-    /// The JSON document of `GET /now-playing`; `stream` adds the playout's figures (for benchmarks).
-    public func json(stream: AudioSessions.StreamFigures? = nil) -> [UInt8] {
+    /// The JSON document of `GET /now-playing`; `stream` adds the playout's figures (for
+    /// benchmarks), `extra` other members (the pairing PIN on show).
+    public func json(stream: AudioSessions.StreamFigures? = nil, extra: [String: JSONValue] = [:]) -> [UInt8] {
         let (sender, item, playback) = state.withLockedValue { $0 }
         var object: [String: JSONValue] = ["state": .string(sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused"))]
         object["sender"] = .string(sender)
@@ -122,6 +123,7 @@ public final class NowPlaying: Sendable {
             object["artwork"] = .null
         }
         object["stream"] = stream.map { Self.json($0) } ?? .null
+        object.merge(extra) { _, new in new }
         return JSONValue.object(object).bytes
     }
 

@@ -1,0 +1,207 @@
+import AirPlayCrypto
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// The receiver's pairing state on disk, in its state directory: its own identity
+/// (`pairing-identity`, made once) and the controllers paired with it (`pairings.json`), each
+/// file mode 0600 and replaced atomically.
+public final class PairingStore: Sendable {
+    /// Why the store cannot be used.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What is wrong.
+        public let description: String
+    }
+
+    /// The most controllers kept (HAP's accessories hold at least 16).
+    public static let capacity = 32
+
+    /// The receiver's identity, published as `pi` and `pk`.
+    public let identity: PairingIdentity
+    private let pairingsPath: String
+    /// The pairings and the file's change time when they were read (`airplayd pairings`
+    /// edits the file while the daemon runs: a newer file is read again).
+    private let pairings: Mutex<(list: [ControllerPairing], changed: Int64)>
+
+    /// Opens the store in `directory`, creating the identity on first use.
+    public init(directory: String) throws(Failure) {
+        let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        _ = mkdir(base, 0o700)
+        identity = try Self.loadOrCreateIdentity(path: base + "/pairing-identity")
+        pairingsPath = base + "/pairings.json"
+        pairings = Mutex((try Self.loadPairings(path: pairingsPath), Self.changeTime(pairingsPath)))
+    }
+
+    /// The controllers, in the order they were paired.
+    public var all: [ControllerPairing] { current() }
+
+    /// A controller's public key.
+    public func publicKey(of identifier: String) -> [UInt8]? {
+        current().first { $0.identifier == identifier }?.publicKey
+    }
+
+    /// The stored pairing of a controller.
+    public func pairing(_ identifier: String) -> ControllerPairing? {
+        current().first { $0.identifier == identifier }
+    }
+
+    /// The list, read again when another process changed the file.
+    private func current() -> [ControllerPairing] {
+        pairings.withLock { state in
+            let changed = Self.changeTime(pairingsPath)
+            if changed != state.changed, let fresh = try? Self.loadPairings(path: pairingsPath) {
+                state = (fresh, changed)
+            }
+            return state.list
+        }
+    }
+
+    /// The file's change time in nanoseconds, 0 when it does not exist.
+    private static func changeTime(_ path: String) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+    }
+
+    /// Adds a controller, or updates its admin flag. Throws `.maxPeers`-worthy failures when
+    /// full, and refuses a known identifier with a different key (HAP's `add pairing` rule).
+    public func add(_ pairing: ControllerPairing) throws(Failure) {
+        _ = current()
+        let result: Result<[ControllerPairing], Failure> = pairings.withLock { state in
+            var next = state.list
+            if let index = next.firstIndex(where: { $0.identifier == pairing.identifier }) {
+                guard next[index].publicKey == pairing.publicKey else {
+                    return .failure(Failure(description: "\(pairing.identifier) is paired with another key"))
+                }
+                next[index].admin = pairing.admin
+            } else {
+                guard next.count < Self.capacity else { return .failure(Failure(description: "the receiver holds \(Self.capacity) pairings")) }
+                next.append(pairing)
+            }
+            if let failure = Self.saveFailure(next, to: pairingsPath) { return .failure(failure) }
+            state = (next, Self.changeTime(pairingsPath))
+            return .success(next)
+        }
+        _ = try result.get()
+    }
+
+    /// Removes a controller (nothing when unknown); true when one was removed.
+    @discardableResult
+    public func remove(_ identifier: String) throws(Failure) -> Bool {
+        try update { $0.removeAll { $0.identifier == identifier } }
+    }
+
+    /// Removes every controller; true when there were any.
+    @discardableResult
+    public func removeAll() throws(Failure) -> Bool {
+        try update { $0.removeAll() }
+    }
+
+    private func update(_ change: (inout [ControllerPairing]) -> Void) throws(Failure) -> Bool {
+        _ = current()
+        let result: Result<Bool, Failure> = pairings.withLock { state in
+            var next = state.list
+            change(&next)
+            guard next != state.list else { return .success(false) }
+            if let failure = Self.saveFailure(next, to: pairingsPath) { return .failure(failure) }
+            state = (next, Self.changeTime(pairingsPath))
+            return .success(true)
+        }
+        return try result.get()
+    }
+
+    // MARK: Files
+
+    private struct StoredIdentity: Codable {
+        var identifier: String
+        var seed: String
+        var publicKey: String
+    }
+
+    private struct StoredPairing: Codable {
+        var identifier: String
+        var publicKey: String
+        var admin: Bool
+    }
+
+    private static func loadOrCreateIdentity(path: String) throws(Failure) -> PairingIdentity {
+        do {
+            if let bytes = try AtomicFile.read(path) {
+                let stored = try JSONDecoder().decode(StoredIdentity.self, from: Data(bytes))
+                guard let seed = hexBytes(stored.seed), seed.count == 32, let publicKey = hexBytes(stored.publicKey), publicKey.count == 32,
+                      !stored.identifier.isEmpty else {
+                    throw Failure(description: "\(path) holds no usable identity")
+                }
+                return PairingIdentity(identifier: stored.identifier, seed: seed, publicKey: publicKey)
+            }
+            let key = Ed25519SigningKey.generate()
+            let identity = PairingIdentity(identifier: UUID().uuidString, key: key)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let stored = StoredIdentity(identifier: identity.identifier, seed: TextHex.string(key.seed), publicKey: TextHex.string(key.publicKey))
+            try AtomicFile.write(Array(try encoder.encode(stored)), to: path)
+            return identity
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(description: "pairing identity \(path): \(error)")
+        }
+    }
+
+    private static func loadPairings(path: String) throws(Failure) -> [ControllerPairing] {
+        do {
+            guard let bytes = try AtomicFile.read(path) else { return [] }
+            let stored = try JSONDecoder().decode([StoredPairing].self, from: Data(bytes))
+            return try stored.map { item throws(Failure) in
+                guard let key = hexBytes(item.publicKey), key.count == 32 else { throw Failure(description: "\(path): a key is not 32 bytes") }
+                return ControllerPairing(identifier: item.identifier, publicKey: key, admin: item.admin)
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(description: "pairings \(path): \(error)")
+        }
+    }
+
+    /// Writes the list; the failure, or nil when it is on disk.
+    private static func saveFailure(_ list: [ControllerPairing], to path: String) -> Failure? {
+        do {
+            try save(list, to: path)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private static func save(_ list: [ControllerPairing], to path: String) throws(Failure) {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            let stored = list.map { StoredPairing(identifier: $0.identifier, publicKey: TextHex.string($0.publicKey), admin: $0.admin) }
+            try AtomicFile.write(Array(try encoder.encode(stored)), to: path)
+        } catch let failure as AtomicFile.Failure {
+            throw Failure(description: failure.description)
+        } catch {
+            throw Failure(description: "pairings \(path): \(error)")
+        }
+    }
+
+    private static func hexBytes(_ text: String) -> [UInt8]? { TextHex.bytes(text) }
+}
+
+/// Hex text for stored keys.
+enum TextHex {
+    static func string(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+
+    static func bytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).reduce(into: [UInt8]?([])) { out, index in
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { out = nil; return }
+            out?.append(byte)
+        }
+    }
+}

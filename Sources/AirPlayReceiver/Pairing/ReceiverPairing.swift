@@ -1,0 +1,234 @@
+import AirPlayPairing
+import AirPlayWire
+import FoundationEssentials
+import Logging
+import NIOCore
+import Synchronization
+
+/// Who may change what the box plays.
+public enum AccessControl: String, CaseIterable, Sendable {
+    /// Any sender on the network.
+    case anyone
+    /// Senders that know the password (HTTP Digest).
+    case password
+    /// Only controllers paired with the box, on a connection that pair-verified.
+    case paired
+}
+
+/// HAP pairing on the control port: the `/pair-*` endpoints, each connection's pair-setup and
+/// pair-verify machines, which connections verified a stored pairing, and the PIN on show.
+/// The machines decide; this carries their outcomes out (store, log, encrypt).
+public final class ReceiverPairing: Sendable {
+    /// The paths served.
+    public static let paths: Set<String> = ["/pair-pin-start", "/pair-setup", "/pair-verify", "/pair-add", "/pair-remove", "/pair-list"]
+
+    /// The receiver's identity and its paired controllers.
+    public let store: PairingStore
+    /// What access requires.
+    public let access: AccessControl
+    private let policy: Mutex<PairingPolicy>
+    private let connections = Mutex<[ObjectIdentifier: ConnectionPairing]>([:])
+    private let logger: Logger
+    private let now: @Sendable () -> Double
+
+    /// One connection's pairing state.
+    struct ConnectionPairing: Sendable {
+        var setup: PairSetupServer
+        var verify: PairVerifyServer
+        /// The stored controller this connection verified as.
+        var controller: String?
+    }
+
+    /// Pairing over a store, with a PIN source and an access rule.
+    public init(store: PairingStore, pin: PairingPolicy.PINSource, access: AccessControl, logger: Logger,
+                now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+        self.store = store
+        self.access = access
+        self.policy = Mutex(PairingPolicy(source: pin))
+        self.logger = logger
+        self.now = now
+    }
+
+    /// The PIN a person at the box should type, while a setup waits for it.
+    public var displayedPIN: String? {
+        let time = now()
+        return policy.withLock { $0.displayedPIN(now: time) }
+    }
+
+    /// True when the connection pair-verified a controller that is still paired.
+    public func isVerified(_ connection: ObjectIdentifier) -> Bool {
+        guard let controller = connections.withLock({ $0[connection]?.controller }) else { return false }
+        return store.pairing(controller) != nil
+    }
+
+    /// Forgets a closed connection.
+    public func connectionClosed(_ connection: ObjectIdentifier) {
+        _ = connections.withLock { $0.removeValue(forKey: connection) }
+        policy.withLock { $0.setupAbandoned(connection: connection) }
+    }
+
+    /// Answers a `/pair-*` request; the keys, when present, encrypt the connection once the
+    /// response is written.
+    public func answer(_ request: AirPlayRequest, connection: ConnectionContext) -> (AirPlayResponse, ControlChannelKeys?) {
+        guard request.method == "POST" else {
+            var response = AirPlayResponse.text(status: 405, "\(request.method.prefix(20)) is not allowed on \(request.path)")
+            response.headers.add(name: "Allow", value: "POST")
+            return (response, nil)
+        }
+        if request.path == "/pair-pin-start" { return (pinStart(request), nil) }
+        let body = request.body.getBytes(at: request.body.readerIndex, length: request.body.readableBytes) ?? []
+        let message: TLV8
+        do {
+            message = try TLV8(bytes: body, maximumBytes: 4096)
+        } catch {
+            return (.text(status: 400, "\(request.path): \(error.description)"), nil)
+        }
+        switch request.path {
+        case "/pair-setup": return setup(message, connection: connection.id)
+        case "/pair-verify": return verify(message, connection: connection.id)
+        default: return (administer(request.path, message, connection: connection.id), nil)
+        }
+    }
+
+    private func pinStart(_ request: AirPlayRequest) -> AirPlayResponse {
+        // Transient senders (X-Apple-HKP: 4) call it too; they need no PIN.
+        guard request.headers["X-Apple-HKP"] != "4" else { return AirPlayResponse(status: 200) }
+        let time = now()
+        if let pin = policy.withLock({ $0.startPIN(now: time) }) {
+            logger.notice("pairing PIN for a sender: \(pin)", metadata: ["pairing.pin": "\(pin)"])
+        }
+        return AirPlayResponse(status: 200)
+    }
+
+    private func setup(_ message: TLV8, connection: ObjectIdentifier) -> (AirPlayResponse, ControlChannelKeys?) {
+        let time = now()
+        var pin: String?
+        if message.byte(.state) == 1, !PairSetupServer.isTransient(message) {
+            switch policy.withLock({ $0.pinForSetup(connection: connection, now: time) }) {
+            case .success(let chosen):
+                pin = chosen
+                if case .random = policy.withLock({ $0.source }) {
+                    logger.notice("pairing PIN for a sender: \(chosen)", metadata: ["pairing.pin": "\(chosen)"])
+                }
+            case .failure(let refusal):
+                logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)"])
+                var reply = refusal.reply
+                let delay = policy.withLock { $0.retryDelay(now: time) }
+                if delay > 0 { reply.append(.retryDelay, Self.littleEndian(delay)) }
+                return (Self.tlvResponse(reply), nil)
+            }
+        } else if message.byte(.state) != 1 {
+            pin = policy.withLock { policy -> String? in
+                if case .fixed(let fixed) = policy.source { return fixed }
+                return policy.displayedPIN(now: time)
+            }
+        }
+        let step = withConnection(connection) { $0.setup.handle(message, pin: pin, now: time) }
+        switch step.outcome {
+        case .none:
+            return (Self.tlvResponse(step.reply), nil)
+        case .transient(let secret):
+            policy.withLock { $0.setupSucceeded() }
+            logger.info("transient pairing: the connection is encrypted from now on")
+            return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
+        case .paired(let controller):
+            do {
+                try store.add(controller)
+                policy.withLock { $0.setupSucceeded() }
+                logger.notice("paired with a new controller", metadata: ["pairing.controller": "\(controller.identifier)"])
+                return (Self.tlvResponse(step.reply), nil)
+            } catch {
+                logger.error("pairing not stored", metadata: ["error": "\(error)"])
+                let code: TLV8.ErrorCode = store.all.count >= PairingStore.capacity ? .maxPeers : .unknown
+                return (Self.tlvResponse(PairingFailure(state: 6, code: code, reason: error.description).reply), nil)
+            }
+        case .failed(let failure, let counts):
+            if counts { policy.withLock { $0.setupFailed(now: time) } }
+            logger.notice("pair-setup failed", metadata: ["reason": "\(failure.reason)"])
+            return (Self.tlvResponse(step.reply), nil)
+        }
+    }
+
+    private func verify(_ message: TLV8, connection: ObjectIdentifier) -> (AirPlayResponse, ControlChannelKeys?) {
+        let time = now()
+        let store = self.store
+        let step = withConnection(connection) { $0.verify.handle(message, now: time) { store.publicKey(of: $0) } }
+        switch step.outcome {
+        case .none:
+            return (Self.tlvResponse(step.reply), nil)
+        case .verified(let controller, let secret):
+            connections.withLock { $0[connection]?.controller = controller }
+            logger.info("pair-verify: the connection is encrypted from now on", metadata: ["pairing.controller": "\(controller)"])
+            return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
+        case .failed(let failure, _):
+            logger.notice("pair-verify failed", metadata: ["reason": "\(failure.reason)"])
+            return (Self.tlvResponse(step.reply), nil)
+        }
+    }
+
+    /// `/pair-add`, `/pair-remove`, `/pair-list`: for admin controllers on a verified connection.
+    private func administer(_ path: String, _ message: TLV8, connection: ObjectIdentifier) -> AirPlayResponse {
+        guard let controller = connections.withLock({ $0[connection]?.controller }), let caller = store.pairing(controller) else {
+            return .text(status: 470, "\(path) needs a pair-verified connection")
+        }
+        guard caller.admin else { return Self.tlvResponse(PairingFailure(state: 2, code: .authentication, reason: "not admin").reply) }
+        do {
+            switch path {
+            case "/pair-add":
+                guard let identifier = message[.identifier].flatMap({ String(validating: $0, as: UTF8.self) }),
+                      let key = message[.publicKey], key.count == 32 else {
+                    return Self.tlvResponse(PairingFailure(state: 2, code: .unknown, reason: "pair-add lacks an identifier or key").reply)
+                }
+                try store.add(ControllerPairing(identifier: identifier, publicKey: key, admin: message.byte(.permissions) == 1))
+                logger.notice("pairing added", metadata: ["pairing.controller": "\(identifier)", "by": "\(controller)"])
+            case "/pair-remove":
+                guard let identifier = message[.identifier].flatMap({ String(validating: $0, as: UTF8.self) }) else {
+                    return Self.tlvResponse(PairingFailure(state: 2, code: .unknown, reason: "pair-remove lacks an identifier").reply)
+                }
+                try store.remove(identifier)
+                logger.notice("pairing removed", metadata: ["pairing.controller": "\(identifier)", "by": "\(controller)"])
+            default:
+                var reply = TLV8([(.state, [2])])
+                for (index, pairing) in store.all.enumerated() {
+                    if index > 0 { reply.append(.separator, []) }
+                    reply.append(.identifier, Array(pairing.identifier.utf8))
+                    reply.append(.publicKey, pairing.publicKey)
+                    reply.append(.permissions, byte: pairing.admin ? 1 : 0)
+                }
+                return Self.tlvResponse(reply)
+            }
+        } catch {
+            return Self.tlvResponse(PairingFailure(state: 2, code: .maxPeers, reason: error.description).reply)
+        }
+        return Self.tlvResponse(TLV8([(.state, [2])]))
+    }
+
+    private func withConnection<T>(_ connection: ObjectIdentifier, _ body: (inout ConnectionPairing) -> T) -> T {
+        let identity = store.identity
+        return connections.withLock { table in
+            var state = table[connection] ?? ConnectionPairing(setup: PairSetupServer(identity: identity),
+                                                               verify: PairVerifyServer(identity: identity))
+            let result = body(&state)
+            table[connection] = state
+            return result
+        }
+    }
+
+    /// A 200 with a TLV8 body: HAP answers failures in the TLV, not the status. The type must
+    /// be `application/*` (pyatv reads other bodies as text).
+    static func tlvResponse(_ tlv: TLV8) -> AirPlayResponse {
+        var body = ByteBuffer()
+        body.writeBytes(tlv.bytes)
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: body)
+    }
+
+    private static func littleEndian(_ value: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var rest = value
+        repeat {
+            bytes.append(UInt8(rest & 0xFF))
+            rest >>= 8
+        } while rest > 0
+        return bytes
+    }
+}

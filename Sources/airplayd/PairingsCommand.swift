@@ -1,0 +1,80 @@
+import AirPlayPairing
+import AirPlayReceiver
+import ArgumentParser
+
+/// `airplayd pairings list|remove ID|clear`: the controllers paired with this box, managed by
+/// a person at the box. The running daemon sees changes at its next pairing check.
+struct PairingsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pairings",
+        abstract: "List or remove the senders paired with this receiver.",
+        subcommands: [List.self, Remove.self, Clear.self])
+
+    /// Where the pairings are: the configured state directory, or `--state-dir`.
+    struct Location: ParsableArguments {
+        @Option(name: .long, help: "Configuration file (TOML) naming the state directory.")
+        var config: String?
+
+        @Option(name: .customLong("state-dir"), help: "State directory (overrides the configuration file).")
+        var stateDir: String?
+
+        func store() throws -> PairingStore {
+            var directory = stateDir
+            if directory == nil {
+                do {
+                    directory = try ReceiverConfiguration.load(path: config ?? ReceiverConfiguration.defaultPath, required: config != nil).stateDirectory
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+            do {
+                return try PairingStore(directory: directory!)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print each paired sender: identifier, admin or user, public key.")
+        @OptionGroup var location: Location
+
+        func run() throws {
+            let store = try location.store()
+            print("this receiver: \(store.identity.identifier)")
+            let all = store.all
+            if all.isEmpty { print("no paired senders") }
+            for pairing in all {
+                print("\(pairing.identifier)  \(pairing.admin ? "admin" : "user ")  \(Self.hex(pairing.publicKey))")
+            }
+        }
+
+        static func hex(_ bytes: [UInt8]) -> String {
+            bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 15, radix: 16) }.joined()
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget one paired sender; its connections lose access at once.")
+        @OptionGroup var location: Location
+        @Argument(help: "The sender's pairing identifier (from `airplayd pairings list`).")
+        var identifier: String
+
+        func run() throws {
+            guard try location.store().remove(identifier) else { throw ValidationError("no paired sender \(identifier)") }
+            print("removed \(identifier)")
+        }
+    }
+
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget every paired sender.")
+        @OptionGroup var location: Location
+
+        func run() throws {
+            let store = try location.store()
+            let count = store.all.count
+            try store.removeAll()
+            print("removed \(count) pairing\(count == 1 ? "" : "s")")
+        }
+    }
+}

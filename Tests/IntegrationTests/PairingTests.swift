@@ -1,0 +1,141 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// HAP pairing against pyatv (PyPI), the sender nobody here wrote: `atvremote pair` with the
+/// box's PIN, pair-verify with the credentials it stored, transient pairing, and what
+/// `access = "paired"` refuses to everyone else.
+@Suite(.serialized) struct PairingInteropTests {
+    /// A daemon with pairing turned on through its configuration file.
+    struct PairingBox {
+        let daemon: LocalDaemon
+        let deviceID: String
+        let features: String
+        let stateDirectory: String
+
+        init(pin: String = "2468", access: String = "paired") throws {
+            let directory = Products.scratchDirectory("pairing")
+            let config = directory + "/airplayd.toml"
+            try "pin = \"\(pin)\"\naccess = \"\(access)\"\nairplay2 = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+            stateDirectory = directory + "/state"
+            // The last --state-dir wins over LocalDaemon's own.
+            daemon = try LocalDaemon(extra: ["--config", config, "--state-dir", stateDirectory])
+            let log = daemon.process.stderr.split(separator: "\n")
+            deviceID = String(try #require(log.first { $0.contains("device.id=") }?.split(separator: "device.id=").last?.split(separator: " ").first))
+            features = String(try #require(log.first { $0.contains("airplayd: ready") }?.split(separator: "features=").last?.split(separator: " ").first))
+        }
+
+        /// atvremote's flags for this box, as its `_airplay._tcp` record describes it.
+        var atvremote: [String] {
+            ["--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "airplay", "--id", deviceID,
+             "--service-properties", "|deviceid=\(deviceID)|features=\(features)|flags=0x204|model=airplayd1,1|srcvers=220.68|protovers=1.0"]
+        }
+
+        /// `atvremote … pair`, typing `pin` at its prompt; the credentials it prints, if any.
+        func pair(typing pin: String) throws -> (credentials: String?, output: String) {
+            let atvremote = try Products.peerTool("atvremote")
+            let command = "echo \(pin) | '\(atvremote)' " + self.atvremote.map { "'\($0)'" }.joined(separator: " ") + " pair"
+            let result = try runCommand("/bin/sh", ["-c", command], timeout: 60)
+            let output = result.stdout + result.stderr
+            let credentials = output.split(separator: "\n").first { $0.contains("You may now use these credentials:") }?
+                .split(separator: " ").last.map(String.init)
+            return (credentials, output)
+        }
+
+        /// One request over an encrypted connection that pyatv verified with `credentials` ("transient" for transient pairing).
+        func verifiedRequest(_ credentials: String, _ method: String, _ path: String, body: [UInt8]? = nil) throws -> [String: Any] {
+            let python = try Products.peerTool("python3")
+            let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pyatv_verified_request.py"
+            let hex = body.map { $0.map { String(format: "%02x", $0) }.joined() }
+            let result = try runCommand(python, [script, String(daemon.port), credentials, method, path] + (hex.map { [$0] } ?? []), timeout: 40)
+            let line = try #require(result.stdout.split(separator: "\n").last, "\(result.stdout)\(result.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result.stdout)\(result.stderr)")
+        }
+    }
+
+    @Test func atvremotePairsWithThePINAndVerifiesWithItsCredentials() throws {
+        let box = try PairingBox()
+        // What a sender reads before pairing: HAP pairing offered, pairing required.
+        let info = try RawHTTPConnection(port: box.daemon.port).request("GET", "/info").text
+        #expect(info.contains("<key>pk</key>") && info.contains("<key>pi</key>"), "\(info)")
+
+        let (credentials, output) = try box.pair(typing: "2468")
+        let stored = try #require(credentials, "pyatv printed no credentials:\n\(output)\n\(box.daemon.process.stderr.suffix(3000))")
+        #expect(stored.split(separator: ":").count == 4, "HAP credentials are ltpk:ltsk:atv_id:client_id")
+        #expect(box.daemon.process.waitForOutput("paired with a new controller", timeout: 5))
+        let pairings = try String(contentsOfFile: box.stateDirectory + "/pairings.json", encoding: .utf8)
+        let clientID = String(decoding: try #require(VectorDocument.bytes(hex: String(stored.split(separator: ":")[3]))), as: UTF8.self)
+        #expect(pairings.contains(clientID), "\(pairings)")
+
+        // pyatv's pair-verify, then requests in encrypted frames; the receiver answers both.
+        let verified = try box.verifiedRequest(stored, "GET", "/info")
+        #expect(verified["ok"] as? Bool == true, "\(verified)")
+        let responses = try #require(verified["responses"] as? [[String: Any]])
+        #expect(responses.count == 2 && responses.allSatisfy { $0["status"] as? Int == 200 }, "\(responses)")
+        #expect(box.daemon.process.stderr.contains("pair-verify: the connection is encrypted"))
+
+        // On that verified connection a state-changing request is allowed (it is not 470).
+        let stop = try box.verifiedRequest(stored, "POST", "/stop")
+        let stopStatus = (stop["responses"] as? [[String: Any]])?.first?["status"] as? Int
+        #expect(stopStatus != nil && stopStatus != 470, "\(stop)")
+    }
+
+    @Test func aWrongPINPairsNothing() throws {
+        let box = try PairingBox()
+        let (credentials, output) = try box.pair(typing: "1111")
+        #expect(credentials == nil, "\(output)")
+        #expect(box.daemon.process.waitForOutput("pair-setup failed", timeout: 5))
+        #expect(!FileManager.default.fileExists(atPath: box.stateDirectory + "/pairings.json"))
+    }
+
+    @Test func transientPairingEncryptsButDoesNotAuthorise() throws {
+        let box = try PairingBox()
+        let info = try box.verifiedRequest("transient", "GET", "/info")
+        #expect(info["ok"] as? Bool == true, "\(info)")
+        #expect((info["responses"] as? [[String: Any]])?.allSatisfy { $0["status"] as? Int == 200 } == true, "\(info)")
+        #expect(box.daemon.process.stderr.contains("transient pairing: the connection is encrypted"))
+        // Transient pairing proves no stored pairing: under access = "paired" it may not play.
+        let stop = try box.verifiedRequest("transient", "POST", "/stop")
+        #expect((stop["responses"] as? [[String: Any]])?.first?["status"] as? Int == 470, "\(stop)")
+    }
+
+    /// Every endpoint that changes what plays answers 470 to an unpaired sender and changes
+    /// nothing; who the box is and pairing itself stay open.
+    @Test func unpairedSendersChangeNothingUnderPairedAccess() throws {
+        let box = try PairingBox()
+        let connection = try RawHTTPConnection(port: box.daemon.port)
+        let refused: [(String, String)] = [
+            ("POST", "/play"), ("POST", "/scrub?position=3"), ("POST", "/rate?value=1"), ("POST", "/stop"),
+            ("POST", "/volume?volume=0.5"), ("PUT", "/setProperty?forwardEndTime"), ("GET", "/playback-info"),
+            ("POST", "/reverse"),
+        ]
+        for (method, path) in refused {
+            let response = try connection.request(method, path)
+            #expect(response.status == 470, "\(method) \(path) → \(response.status)")
+        }
+        for method in ["ANNOUNCE", "SETUP", "RECORD", "SET_PARAMETER", "FLUSH", "TEARDOWN"] {
+            let response = try connection.request(method, "rtsp://127.0.0.1/1", headers: ["CSeq": "1"], protocolName: "RTSP/1.0")
+            #expect(response.status == 470, "\(method) → \(response.status)")
+        }
+        #expect(try connection.request("GET", "/info").status == 200)
+        #expect(try connection.request("OPTIONS", "*", headers: ["CSeq": "2"], protocolName: "RTSP/1.0").status == 200)
+        #expect(!box.daemon.process.stderr.contains("video session"), "nothing started")
+    }
+
+    @Test func thePairingsCommandListsAndRemoves() throws {
+        let box = try PairingBox()
+        let (credentials, output) = try box.pair(typing: "2468")
+        let stored = try #require(credentials, "\(output)")
+        let clientID = String(decoding: try #require(VectorDocument.bytes(hex: String(stored.split(separator: ":")[3]))), as: UTF8.self)
+        let airplayd = try Products.executable("airplayd")
+        let list = try runCommand(airplayd, ["pairings", "list", "--state-dir", box.stateDirectory])
+        #expect(list.status == 0 && list.stdout.contains(clientID) && list.stdout.contains("admin"), "\(list.stdout)\(list.stderr)")
+        let remove = try runCommand(airplayd, ["pairings", "remove", clientID, "--state-dir", box.stateDirectory])
+        #expect(remove.status == 0, "\(remove.stdout)\(remove.stderr)")
+        // The running daemon sees the removal: the old credentials no longer verify.
+        let verified = try box.verifiedRequest(stored, "GET", "/info")
+        #expect(verified["ok"] as? Bool == false || box.daemon.process.stderr.contains("is not paired"), "\(verified)")
+        let again = try runCommand(airplayd, ["pairings", "list", "--state-dir", box.stateDirectory])
+        #expect(again.stdout.contains("no paired senders"), "\(again.stdout)")
+    }
+}
