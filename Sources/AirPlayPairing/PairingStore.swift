@@ -21,12 +21,17 @@ public final class PairingStore: Sendable {
     private let pairingsPath: String
     /// The pairings and the file's change time when they were read (`airplayd pairings`
     /// edits the file while the daemon runs: a newer file is read again).
-    private let pairings: Mutex<(list: [ControllerPairing], changed: Int64)>
+    private let pairings: Mutex<(list: [ControllerPairing], changed: FileVersion)>
 
     /// Opens the store in `directory`, creating the identity on first use.
     public init(directory: String) throws(Failure) {
         let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         _ = mkdir(base, 0o700)
+        // Temporary files of writers killed mid-write (the real files are intact).
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+            where name.hasPrefix("pairings.json.tmp.") || name.hasPrefix("pairing-identity.tmp.") {
+            _ = unlink(base + "/" + name)
+        }
         identity = try Self.loadOrCreateIdentity(path: base + "/pairing-identity")
         pairingsPath = base + "/pairings.json"
         pairings = Mutex((try Self.loadPairings(path: pairingsPath), Self.changeTime(pairingsPath)))
@@ -56,11 +61,20 @@ public final class PairingStore: Sendable {
         }
     }
 
-    /// The file's change time in nanoseconds, 0 when it does not exist.
-    private static func changeTime(_ path: String) -> Int64 {
+    /// Which version of the file is on disk: every atomic replace makes a new inode, and the
+    /// change time alone is too coarse (the kernel stamps it a few milliseconds at a time).
+    struct FileVersion: Equatable {
+        var inode: UInt64 = 0
+        var size: Int64 = 0
+        var changed: Int64 = 0
+    }
+
+    /// The file's version; all zero when it does not exist.
+    private static func changeTime(_ path: String) -> FileVersion {
         var info = stat()
-        guard stat(path, &info) == 0 else { return 0 }
-        return Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        guard stat(path, &info) == 0 else { return FileVersion() }
+        return FileVersion(inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                           changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
     }
 
     /// Adds a controller, or updates its admin flag. Throws `.maxPeers`-worthy failures when

@@ -96,7 +96,11 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 return
             }
             guard let session = reply.upgradeToEventChannel, let events else {
-                context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+                let written = context.writeAndFlush(wrapOutboundOut(response))
+                // A reply that says so ends the connection once it is out.
+                if response.headers["Connection"]?.lowercased() == "close" {
+                    written.whenComplete { _ in channel.close(promise: nil) }
+                }
                 return
             }
             upgraded = true

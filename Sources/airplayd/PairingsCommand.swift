@@ -8,7 +8,7 @@ struct PairingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pairings",
         abstract: "List or remove the senders paired with this receiver.",
-        subcommands: [List.self, Remove.self, Clear.self])
+        subcommands: [List.self, Remove.self, Clear.self, Churn.self])
 
     /// Where the pairings are: the configured state directory, or `--state-dir`.
     struct Location: ParsableArguments {
@@ -63,6 +63,25 @@ struct PairingsCommand: ParsableCommand {
         func run() throws {
             guard try location.store().remove(identifier) else { throw ValidationError("no paired sender \(identifier)") }
             print("removed \(identifier)")
+        }
+    }
+
+    /// Test-only: rewrites the pairings `count` times, alternating between one and two
+    /// controllers, so a test can `kill -9` it mid-write and find the old set or the new one.
+    struct Churn: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Test only.", shouldDisplay: false)
+        @OptionGroup var location: Location
+        @Option var count = 1000
+
+        func run() throws {
+            let store = try location.store()
+            let first = ControllerPairing(identifier: "churn-a", publicKey: [UInt8](repeating: 1, count: 32), admin: true)
+            let second = ControllerPairing(identifier: "churn-b", publicKey: [UInt8](repeating: 2, count: 32), admin: false)
+            try store.add(first)
+            for _ in 0..<count {
+                try store.add(second)
+                try store.remove(second.identifier)
+            }
         }
     }
 

@@ -138,4 +138,23 @@ import Testing
         let again = try runCommand(airplayd, ["pairings", "list", "--state-dir", box.stateDirectory])
         #expect(again.stdout.contains("no paired senders"), "\(again.stdout)")
     }
+
+    /// `kill -9` at any moment of a rewrite leaves the old set of pairings or the new one,
+    /// never a broken file (temporary file, fsync, rename, fsync of the directory).
+    @Test func killNineMidWriteLeavesTheOldOrTheNewPairings() throws {
+        let airplayd = try Products.executable("airplayd")
+        let state = Products.scratchDirectory("churn") + "/state"
+        for round in 0..<8 {
+            let writer = try ManagedProcess(airplayd, ["pairings", "churn", "--count", "100000", "--state-dir", state],
+                                            directory: Products.scratchDirectory("churn"), label: "churn")
+            usleep(UInt32(40_000 + round * 23_000))
+            kill(writer.pid, SIGKILL)
+            _ = writer.waitForExit(timeout: 5)
+            let list = try runCommand(airplayd, ["pairings", "list", "--state-dir", state])
+            #expect(list.status == 0, "round \(round): \(list.stdout)\(list.stderr)")
+            #expect(list.stdout.contains("churn-a"), "round \(round): \(list.stdout)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.contains(".tmp.") }
+            #expect(leftovers.isEmpty, "the next start sweeps temporary files: \(leftovers)")
+        }
+    }
 }

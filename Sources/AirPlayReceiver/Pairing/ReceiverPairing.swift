@@ -162,7 +162,11 @@ public final class ReceiverPairing: Sendable {
             return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
         case .failed(let failure, _):
             logger.notice("pair-verify failed", metadata: ["reason": "\(failure.reason)"])
-            return (Self.tlvResponse(step.reply), nil)
+            // Senders such as pyatv do not read M4's error and start encrypting anyway: end
+            // the connection rather than read their frames as requests.
+            var response = Self.tlvResponse(step.reply)
+            if message.byte(.state) == 3 { response.headers.add(name: "Connection", value: "close") }
+            return (response, nil)
         }
     }
 
