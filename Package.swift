@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
         .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
         // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
-        .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto"]),
+        .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "AirPlayDiscovery", dependencies: [
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
@@ -76,7 +76,7 @@ let package = Package(
         .target(name: "AirPlayHLS"),
         .target(name: "AirPlayHTTP", dependencies: ["CCurl"]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "CZlib", "GStreamerMedia", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

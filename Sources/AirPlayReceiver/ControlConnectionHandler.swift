@@ -1,3 +1,4 @@
+import AirPlayPairing
 import AirPlayWire
 import Logging
 import NIOCore
@@ -33,10 +34,10 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Writes waiting for a deferred answer before them (so responses keep request order).
     private var pendingWrites: EventLoopFuture<Void>?
     /// The connection's cipher, switched on after a pair-verify or transient pair-setup.
-    private let cipher: PairingCipherHandler?
+    private let cipher: EncryptedChannelHandler?
 
     init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil,
-         cipher: PairingCipherHandler? = nil, logger: Logger) {
+         cipher: EncryptedChannelHandler? = nil, logger: Logger) {
         self.cipher = cipher
         self.clock = clock
         self.refusal = refusal

@@ -182,7 +182,7 @@ public struct ControlRouter: Sendable {
     func accessRefusal(_ request: AirPlayRequest, connection: ConnectionContext?) -> AirPlayResponse? {
         guard let pairing, pairing.access == .paired, !Self.isOpenWithoutPairing(request) else { return nil }
         if let connection, pairing.isVerified(connection.id) { return nil }
-        return .text(status: 470, "Connection Authorization Required: pair with this receiver first (airplay pair)")
+        return .text(status: 470, "pair with this receiver first (airplay pair)")
     }
 
     /// RTSP methods of RAOP, and the `/feedback` keep-alive senders post during a stream.

@@ -1,3 +1,4 @@
+import AirPlayPairing
 import AirPlayWire
 import Logging
 import NIOConcurrencyHelpers
@@ -71,7 +72,9 @@ public final class ControlServer: Sendable {
                 let clock = ConnectionClock(limits: policy.timeouts)
                 let id = ObjectIdentifier(channel)
                 return channel.eventLoop.makeCompletedFuture {
-                    let cipher = PairingCipherHandler(logger: sessionLogger)
+                    let cipher = EncryptedChannelHandler(role: .receiver) { reason in
+                        sessionLogger.notice("encrypted frame does not authenticate: closing", metadata: ["error": "\(reason)"])
+                    }
                     try channel.pipeline.syncOperations.addHandler(cipher)
                     try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
                         clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, logger: sessionLogger))

@@ -1,3 +1,4 @@
+import AirPlayPairing
 import AirPlayWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -35,13 +36,16 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
 /// One HTTP connection to a receiver's control port: requests go out one at a time, in order.
 public final class ReceiverConnection: Sendable {
     private let channel: any Channel
+    /// The connection's cipher, switched on after a pair-verify or transient pair-setup.
+    private let cipher: NIOLoopBound<EncryptedChannelHandler>
     /// The receiver's address as given.
     public let host: String
     /// The receiver's port.
     public let port: Int
 
-    private init(channel: any Channel, host: String, port: Int) {
+    private init(channel: any Channel, cipher: NIOLoopBound<EncryptedChannelHandler>, host: String, port: Int) {
         self.channel = channel
+        self.cipher = cipher
         self.host = host
         self.port = port
     }
@@ -54,10 +58,16 @@ public final class ReceiverConnection: Sendable {
                 .connectTimeout(.milliseconds(Int64(timeout * 1000)))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ResponseMatcher()) }
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(EncryptedChannelHandler(role: .sender))
+                        try channel.pipeline.syncOperations.addHandler(ResponseMatcher())
+                    }
                 }
                 .connect(host: host, port: port).get()
-            return ReceiverConnection(channel: channel, host: host, port: port)
+            let cipher = try await channel.eventLoop.submit {
+                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: EncryptedChannelHandler.self), eventLoop: channel.eventLoop)
+            }.get()
+            return ReceiverConnection(channel: channel, cipher: cipher, host: host, port: port)
         } catch {
             throw SenderError(.notFound, "cannot connect to \(host):\(port): \(error)")
         }
@@ -91,6 +101,16 @@ public final class ReceiverConnection: Sendable {
             throw error
         } catch {
             throw SenderError(.connectionLost, "connection to \(host):\(port) lost: \(error)")
+        }
+    }
+
+    /// Encrypts every later byte both ways with the control keys of a pair-verify or transient setup.
+    public func encrypt(with keys: ControlChannelKeys) async throws(SenderError) {
+        let cipher = self.cipher
+        do {
+            try await channel.eventLoop.submit { try cipher.value.enable(keys: keys) }.get()
+        } catch {
+            throw SenderError(.connectionLost, "cannot encrypt the connection: \(error)")
         }
     }
 

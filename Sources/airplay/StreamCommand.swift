@@ -81,6 +81,7 @@ struct StreamCommand: AsyncParsableCommand {
         var links: [RAOPLink] = []
         for address in addresses {
             let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+            try await secureConnection(connection, to: address)
             let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
             links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
                                   password: password, crypto: crypto))

@@ -1,4 +1,5 @@
 import AirPlayHLS
+import AirPlayWire
 import AirPlayPlist
 import AirPlaySender
 import ArgumentParser
@@ -31,14 +32,16 @@ enum ExitStatus {
     }
 }
 
-/// Runs a receiver command: resolves the target, connects, reports errors with the right exit code.
-func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true,
+/// Runs a receiver command: resolves the target, connects, pair-verifies when paired with it
+/// (`secure`), reports errors with the right exit code.
+func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bool = true,
                   _ body: (ReceiverAddress, ReceiverConnection, SessionStore) async throws(SenderError) -> Void) async throws {
     let store = SessionStore()
     do {
         let address = try ReceiverResolver.resolve(options.to, needVideo: needVideo, choose: askOnTerminal)
         let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         defer { Task { await connection.close() } }
+        if secure { try await secureConnection(connection, to: address) }
         try await body(address, connection, store)
     } catch {
         if options.json {
@@ -47,6 +50,15 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true,
         FileHandle.standardError.write(Data("airplay: \(error.message)\n".utf8))
         throw ExitCode(ExitStatus.code(for: error))
     }
+}
+
+/// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
+/// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp` record).
+func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress) async throws(SenderError) {
+    let credentials = try? SenderCredentials()
+    let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+    let transient = !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
+    try await connection.secure(for: address.key, features: FeatureSetHint(offersTransientPairing: transient), credentials: credentials)
 }
 
 /// Asks which receiver to use when stdin is a terminal.

@@ -157,4 +157,38 @@ import Testing
             #expect(leftovers.isEmpty, "the next start sweeps temporary files: \(leftovers)")
         }
     }
+
+    /// `airplay pair` with the PIN, then `airplay play` pair-verifies by itself under
+    /// `access = "paired"`; before pairing, and after `airplay unpair`, it is refused with 470.
+    @Test func theAirplaySenderPairsThenPlays() throws {
+        let box = try PairingBox()
+        let media = try #require(VideoPlaybackTests.media)
+        let config = Products.scratchDirectory("sender-config")
+        let environment = ["XDG_CONFIG_HOME": config, "XDG_STATE_HOME": Products.scratchDirectory("sender-state"),
+                           "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"]
+        let airplay = try Products.executable("airplay")
+        let to = ["--to", "127.0.0.1:\(box.daemon.port)"]
+        let refused = try runCommand(airplay, ["play", media.url("clip.mp4")] + to, environment: environment, timeout: 30)
+        #expect(refused.status == 77 && refused.stderr.contains("airplay pair"), "\(refused.stdout)\(refused.stderr)")
+
+        let wrong = try runCommand(airplay, ["pair", "--pin", "1357"] + to, environment: environment)
+        #expect(wrong.status == 77 && wrong.stderr.contains("refused the PIN"), "\(wrong.stdout)\(wrong.stderr)")
+        let pair = try runCommand(airplay, ["pair", "--pin", "2468"] + to, environment: environment)
+        #expect(pair.status == 0, "\(pair.stdout)\(pair.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: config + "/airplay/credentials.json")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let play = try runCommand(airplay, ["play", media.url("clip.mp4"), "--json"] + to, environment: environment, timeout: 40)
+        #expect(play.status == 0, "\(play.stdout)\(play.stderr)")
+        // Each command is a new connection that pair-verifies by itself.
+        Thread.sleep(forTimeInterval: 1)
+        let status = try runCommand(airplay, ["status", "--json"] + to, environment: environment)
+        #expect(status.status == 0 && status.stdout.contains("\"state\":\"playing\""), "\(status.stdout)\(status.stderr)")
+        #expect(box.daemon.process.waitForOutput("video reached its end", timeout: 20))
+
+        let unpair = try runCommand(airplay, ["unpair"] + to, environment: environment)
+        #expect(unpair.status == 0, "\(unpair.stdout)\(unpair.stderr)")
+        let afterUnpair = try runCommand(airplay, ["status"] + to, environment: environment)
+        #expect(afterUnpair.status == 77, "\(afterUnpair.stdout)\(afterUnpair.stderr)")
+    }
 }

@@ -1,0 +1,74 @@
+import AirPlayPairing
+import AirPlayWire
+import NIOCore
+
+/// The sender's pairing exchanges over a control connection: `POST /pair-*` with TLV8 bodies,
+/// the steps decided by `PairingClient`.
+extension ReceiverConnection {
+    /// PIN pair-setup (M1–M6) as `identity`; the receiver's identity, to store.
+    public func pairSetup(identity: PairingIdentity, pin: String) async throws(SenderError) -> PairingClient.ReceiverCredentials {
+        _ = try await post("/pair-pin-start", nil, hkp: "3")
+        var setup = PairingClient.Setup(identity: identity, pin: pin)
+        do {
+            let m2 = try await exchange("/pair-setup", PairingClient.setupStart(transient: false), hkp: "3")
+            let m4 = try await exchange("/pair-setup", try setup.proof(answering: m2), hkp: "3")
+            let m6 = try await exchange("/pair-setup", try setup.exchange(answering: m4), hkp: "3")
+            return try setup.receiver(answering: m6, m4: m4)
+        } catch let failure as PairingClient.Failure {
+            throw SenderError(.refused(status: 470), "pairing failed: \(failure.description)")
+        } catch let error as SenderError {
+            throw error
+        } catch {
+            throw SenderError(.connectionLost, "pairing failed: \(error)")
+        }
+    }
+
+    /// Pair-verify (M1–M4) with stored credentials; the connection is encrypted afterwards.
+    public func pairVerify(identity: PairingIdentity, receiver: PairingClient.ReceiverCredentials) async throws(SenderError) {
+        do {
+            var verify = try PairingClient.Verify(identity: identity, receiver: receiver)
+            let m2 = try await exchange("/pair-verify", verify.start, hkp: "3")
+            let m4 = try await exchange("/pair-verify", try verify.proof(answering: m2), hkp: "3")
+            try await encrypt(with: try verify.keys(answering: m4))
+        } catch let failure as PairingClient.Failure {
+            throw SenderError(.refused(status: 470), "pair-verify failed: \(failure.description); pair again with `airplay pair`")
+        } catch let error as SenderError {
+            throw error
+        } catch {
+            throw SenderError(.connectionLost, "pair-verify failed: \(error)")
+        }
+    }
+
+    /// Transient pair-setup (M1–M4, PIN 3939): encryption without a stored pairing.
+    public func pairTransient(identity: PairingIdentity) async throws(SenderError) {
+        var setup = PairingClient.Setup(identity: identity, pin: PairSetupServer.transientPIN)
+        do {
+            let m2 = try await exchange("/pair-setup", PairingClient.setupStart(transient: true), hkp: "4")
+            let m4 = try await exchange("/pair-setup", try setup.proof(answering: m2), hkp: "4")
+            try await encrypt(with: try ControlChannelKeys(sharedSecret: setup.sessionKey(answering: m4)))
+        } catch let failure as PairingClient.Failure {
+            throw SenderError(.refused(status: 470), "transient pairing failed: \(failure.description)")
+        } catch let error as SenderError {
+            throw error
+        } catch {
+            throw SenderError(.connectionLost, "transient pairing failed: \(error)")
+        }
+    }
+
+    private func exchange(_ path: String, _ message: TLV8, hkp: String) async throws -> TLV8 {
+        let body = try await post(path, message.bytes, hkp: hkp)
+        return try TLV8(bytes: body)
+    }
+
+    private func post(_ path: String, _ body: [UInt8]?, hkp: String) async throws(SenderError) -> [UInt8] {
+        var buffer = ByteBuffer()
+        if let body { buffer.writeBytes(body) }
+        var headers: MessageHeaders = ["X-Apple-HKP": hkp, "User-Agent": "AirPlay/320.20"]
+        if body != nil { headers.add(name: "Content-Type", value: "application/octet-stream") }
+        let response = try await send(AirPlayRequest(method: "POST", target: path, version: .http11, headers: headers, body: buffer))
+        guard (200..<300).contains(response.status) else {
+            throw SenderError(.refused(status: response.status), "\(path): the receiver answered \(response.status) \(response.reason)")
+        }
+        return response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
+    }
+}
