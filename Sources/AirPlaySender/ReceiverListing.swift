@@ -3,12 +3,17 @@ import Foundation
 
 /// Formats receivers for `airplay list`: aligned text lines, or a JSON array.
 public enum ReceiverListing {
-    /// One line per receiver: name, address:port, model, abilities and requirements.
-    public static func text(_ receivers: [DiscoveredReceiver]) -> String {
+    /// One line per receiver: name, address:port, model, abilities and requirements; `paired`
+    /// holds the device ids this sender has credentials for.
+    public static func text(_ receivers: [DiscoveredReceiver], paired: Set<String> = []) -> String {
         let rows = receivers.map { receiver -> [String] in
             let endpoint = receiver.address.map { Self.endpoint($0, receiver.port) } ?? "?:\(receiver.port)"
             var what = receiver.abilities.joined(separator: ", ")
-            if !receiver.requirements.isEmpty { what += "; " + receiver.requirements.joined(separator: ", ") }
+            var requirements = receiver.requirements
+            if let id = receiver.deviceID?.colonForm, paired.contains(id) {
+                requirements = requirements.filter { $0 != "pairing required" } + ["paired"]
+            }
+            if !requirements.isEmpty { what += "; " + requirements.joined(separator: ", ") }
             return [receiver.name, endpoint, receiver.model ?? "unknown model", what]
         }
         guard !rows.isEmpty else { return "" }
@@ -20,7 +25,7 @@ public enum ReceiverListing {
     }
 
     /// The JSON form: an array of objects with the decoded features.
-    public static func json(_ receivers: [DiscoveredReceiver]) -> String {
+    public static func json(_ receivers: [DiscoveredReceiver], paired: Set<String> = []) -> String {
         let objects: [[String: Any]] = receivers.map { receiver in
             var object: [String: Any] = [
                 "name": receiver.name,
@@ -30,6 +35,7 @@ public enum ReceiverListing {
                 "photo": receiver.supportsPhoto,
                 "passwordRequired": receiver.passwordRequired,
                 "pairingRequired": receiver.pairingRequired,
+                "paired": receiver.deviceID.map { paired.contains($0.colonForm) } ?? false,
                 "features": [
                     "value": receiver.features.txtValue,
                     "bits": receiver.features.bitNumbers,

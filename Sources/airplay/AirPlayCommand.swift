@@ -43,12 +43,14 @@ struct ListCommand: ParsableCommand {
                 """.utf8))
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
+        // Receivers this sender holds credentials for show as "paired".
+        let paired = Set((try? SenderCredentials())?.receivers.keys.map { $0 } ?? [])
         if json {
-            print(ReceiverListing.json(receivers), terminator: "")
+            print(ReceiverListing.json(receivers, paired: paired), terminator: "")
         } else if receivers.isEmpty {
             FileHandle.standardError.write(Data("airplay: no receivers found\n".utf8))
         } else {
-            print(ReceiverListing.text(receivers), terminator: "")
+            print(ReceiverListing.text(receivers, paired: paired), terminator: "")
         }
     }
 }

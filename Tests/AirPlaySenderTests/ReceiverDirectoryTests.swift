@@ -51,6 +51,10 @@ import Testing
             ["deviceid=CC:D2:81:7C:45:EA", "features=0x4A7FDFD5,0xBC157FDE", "flags=0x244", "model=AppleTV6,2"])])
         #expect(paired.first?.requirements == ["pairing required"])
         #expect(paired.first?.supportsVideo == true)
+        // Once this sender holds credentials for it, the listing says so.
+        #expect(ReceiverListing.text(paired).contains("pairing required"))
+        #expect(ReceiverListing.text(paired, paired: ["CC:D2:81:7C:45:EA"]).hasSuffix("; paired\n"))
+        #expect(ReceiverListing.json(paired, paired: ["CC:D2:81:7C:45:EA"]).contains("\"paired\" : true"))
     }
 
     @Test func textListingHasOneAlignedLinePerReceiver() {
