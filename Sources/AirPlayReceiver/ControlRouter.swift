@@ -93,7 +93,7 @@ public struct ControlRouter: Sendable {
     static let endpoints: [Endpoint] = [
         Endpoint(name: "HAP pairing (/pair-*)",
                  takes: { router, request, connection in
-                     router.pairing != nil && connection != nil && ReceiverPairing.paths.contains(request.path)
+                     router.pairing != nil && connection != nil && ReceiverPairing.takes(request)
                  },
                  answer: { router, request, connection in
                      let (response, keys) = router.pairing!.answer(request, connection: connection!)

@@ -54,11 +54,25 @@ import Testing
         #expect(airplay["srcvers"] == raop["vs"])
         #expect(raop["cn"] == "0")
         #expect(raop["et"] == "0,1")
-        #expect(airplay["pk"] == nil, "no pairing key is published while pairing is not implemented")
+        #expect(airplay["pk"] == nil, "no pairing key without a pairing identity")
         // What we publish decodes, with our own sender's decoder, to what we claim.
         let decoded = ReceiverRecord(serviceType: "_raop._tcp", instanceName: services[1].name, txt: raop)
         #expect(decoded?.deviceID == id)
         #expect(decoded?.deviceName == "Test Box")
+    }
+
+    @Test func pairingIsPublishedAndItsBitsOnlyWithAirPlay2() {
+        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        let plain = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
+        #expect(plain.airPlayTXT["pi"] == "5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5" && plain.raopTXT["pk"] == String(repeating: "ab", count: 32))
+        #expect(plain.capabilities.features.isDisjoint(with: [.systemPairing, .homeKitPairing, .coreUtilsPairing]),
+                "pyatv takes bit 48 for AirPlay 2 audio: not without airplay2 = true")
+        capabilities.airPlay2Pairing = true
+        capabilities.pairingRequired = true
+        let paired = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
+        #expect(paired.capabilities.features.isSuperset(of: [.systemPairing, .homeKitPairing, .coreUtilsPairing]))
+        #expect(paired.airPlayTXT["flags"] == "0x204", "pairing required (bit 9) beside the output bit")
     }
 
     @Test func alacIsAnnouncedOnlyWithADecoder() {

@@ -22,7 +22,12 @@ import Testing
         #expect(airplay.txtValue("model") == "airplayd1,1")
         #expect(airplay.txtValue("srcvers") == "220.68")
         #expect(airplay.txtValue("protovers") == "1.0")
-        #expect(airplay.txtValue("pk") == nil)
+        // The pairing identity: its Ed25519 key (64 hex digits) and id, as kept in the state directory.
+        let identity = try String(contentsOfFile: daemon.stateDirectory + "/pairing-identity", encoding: .utf8)
+        let pk = try #require(airplay.txtValue("pk"))
+        #expect(pk.count == 64 && identity.contains(pk), "\(pk) \(identity)")
+        let pi = try #require(airplay.txtValue("pi"))
+        #expect(pi.count == 36 && identity.contains(pi))
 
         let prefix = id.replacingOccurrences(of: ":", with: "")
         let raop = try #require(try host.waitForService("_raop._tcp") { $0.name == "\(prefix)@Integration Box" })

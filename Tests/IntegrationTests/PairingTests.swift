@@ -27,7 +27,9 @@ import Testing
 
         /// atvremote's flags for this box, as its `_airplay._tcp` record describes it.
         var atvremote: [String] {
-            ["--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "airplay", "--id", deviceID,
+            // --storage none: pyatv would otherwise keep the credentials in ~/.pyatv.conf under this
+            // device id and use them against every later daemon of this machine.
+            ["--storage", "none", "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "airplay", "--id", deviceID,
              "--service-properties", "|deviceid=\(deviceID)|features=\(features)|flags=0x204|model=airplayd1,1|srcvers=220.68|protovers=1.0"]
         }
 

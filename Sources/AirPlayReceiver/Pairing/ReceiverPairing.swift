@@ -22,6 +22,15 @@ public final class ReceiverPairing: Sendable {
     /// The paths served.
     public static let paths: Set<String> = ["/pair-pin-start", "/pair-setup", "/pair-verify", "/pair-add", "/pair-remove", "/pair-list"]
 
+    /// Whether a request is HAP pairing. `/pair-setup` and `/pair-verify` are HAP's only with
+    /// `X-Apple-HKP`: without it they are AirPlay 1's legacy pairing (other bodies), which we do
+    /// not offer, and senders such as pyatv go on without it when it is not found.
+    public static func takes(_ request: AirPlayRequest) -> Bool {
+        guard paths.contains(request.path) else { return false }
+        if request.path == "/pair-setup" || request.path == "/pair-verify" { return request.headers["X-Apple-HKP"] != nil }
+        return true
+    }
+
     /// The receiver's identity and its paired controllers.
     public let store: PairingStore
     /// What access requires.
@@ -128,7 +137,7 @@ public final class ReceiverPairing: Sendable {
         case .none:
             return (Self.tlvResponse(step.reply), nil)
         case .transient(let secret):
-            policy.withLock { $0.setupSucceeded() }
+            // Not a success of the PIN: anyone knows 3939, so it must not clear the back-off.
             logger.info("transient pairing: the connection is encrypted from now on")
             return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
         case .paired(let controller):
