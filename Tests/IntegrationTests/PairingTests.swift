@@ -120,6 +120,14 @@ import Testing
             #expect(response.status == 470, "\(method) → \(response.status)")
         }
         #expect(try connection.request("GET", "/info").status == 200)
+        // The senders nobody here wrote fare no better without pairing.
+        let media = try #require(VideoPlaybackTests.media)
+        let python = try Products.peerTool("python")
+        let pypi = try runCommand(python, [Products.repositoryRoot + "/Tests/IntegrationTests/peers/airplay_pypi_client.py",
+                                           "127.0.0.1", String(box.daemon.port), media.url("clip.mp4")], timeout: 60)
+        #expect(pypi.status != 0 && pypi.stdout.contains("FAIL"), "\(pypi.stdout)\(pypi.stderr)")
+        let pyatv = try runCommand(try Products.peerTool("atvremote"), box.atvremote + ["play_url=\(media.url("clip.mp4"))"], timeout: 60)
+        #expect(pyatv.status != 0, "\(pyatv.stdout)\(pyatv.stderr)")
         #expect(try connection.request("OPTIONS", "*", headers: ["CSeq": "2"], protocolName: "RTSP/1.0").status == 200)
         #expect(!box.daemon.process.stderr.contains("video session"), "nothing started")
     }
