@@ -85,14 +85,26 @@ public struct JournalAwareLogHandler: LogHandler {
 
     private static let lock = NIOLock()
 
-    private static func escape(_ text: String) -> String {
-        text.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
-            .replacing("\r", with: "\\r")
+    /// Backslash, line ends (and, when quoting, double quotes) escaped, one pass over the bytes.
+    private static func escape(_ text: String, quotes: Bool = false) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || (quotes && $0 == 0x22) }) else { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + 8)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
+            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
+            case 0x22 where quotes: out += [0x5C, 0x22]
+            default: out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static func quote(_ text: String) -> String {
-        let escaped = escape(text)
-        return escaped.contains(" ") || escaped.isEmpty ? "\"\(escaped.replacing("\"", with: "\\\""))\"" : escaped
+        guard text.contains(" ") || text.isEmpty else { return escape(text) }
+        return "\"\(escape(text, quotes: true))\""
     }
 
     private static func timestamp() -> String {

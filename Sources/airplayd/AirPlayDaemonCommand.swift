@@ -91,6 +91,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
         let logger = Logger(label: "airplayd")
         let command = self
+        PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
         let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }
         let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger) {
             try command.resolveConfiguration()

@@ -1,6 +1,7 @@
 import AirPlayPairing
 import AirPlayReceiver
 import ArgumentParser
+import Glibc
 
 /// `airplayd pairings list|remove ID|clear`: the controllers paired with this box, managed by
 /// a person at the box. The running daemon sees changes at its next pairing check.
@@ -8,7 +9,7 @@ struct PairingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pairings",
         abstract: "List or remove the senders paired with this receiver.",
-        subcommands: [List.self, Remove.self, Clear.self, Churn.self])
+        subcommands: [List.self, Remove.self, Clear.self, Create.self, Churn.self])
 
     /// Where the pairings are: the configured state directory, or `--state-dir`.
     struct Location: ParsableArguments {
@@ -63,6 +64,24 @@ struct PairingsCommand: ParsableCommand {
         func run() throws {
             guard try location.store().remove(identifier) else { throw ValidationError("no paired sender \(identifier)") }
             print("removed \(identifier)")
+        }
+    }
+
+    /// Makes the pairing identity if there is none. The daemon runs it as a child at its first
+    /// start, so that generating the Ed25519 key does not load OpenSSL's providers into the
+    /// daemon itself (about 2.7 MiB it would keep until restarted).
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "create-identity", abstract: "Internal.", shouldDisplay: false)
+        @OptionGroup var location: Location
+
+        func run() throws { _ = try location.store() }
+
+        /// Runs this command in a child when `directory` has no identity yet.
+        static func ensureIdentity(in directory: String) {
+            let path = (directory.hasSuffix("/") ? String(directory.dropLast()) : directory) + "/pairing-identity"
+            guard access(path, F_OK) != 0 else { return }
+            // On failure the daemon makes it itself (and pays the memory).
+            _ = ChildProcess.output(of: "/proc/self/exe", arguments: ["pairings", "create-identity", "--state-dir", directory], timeout: 30)
         }
     }
 
