@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
         .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "GStreamerMedia", "AirPlayTesting",
+            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),

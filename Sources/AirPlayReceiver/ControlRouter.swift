@@ -33,6 +33,8 @@ public struct ControlRouter: Sendable {
     public var hlsGateway: HLSGateway?
     /// HAP pairing and the access rule, when pairing is offered.
     public var pairing: ReceiverPairing?
+    /// Under `access = "password"`: Digest for the video endpoints too (RAOP has its own).
+    public var videoPassword: DigestAuthenticator?
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
@@ -178,8 +180,12 @@ public struct ControlRouter: Sendable {
         }
     }
 
-    /// 470 for a request that needs a verified pairing on a connection that has none.
+    /// 470 for a request that needs a verified pairing on a connection that has none; 401 for a
+    /// video request without the password under `access = "password"`.
     func accessRefusal(_ request: AirPlayRequest, connection: ConnectionContext?) -> AirPlayResponse? {
+        if let videoPassword, let connection, VideoSessions.routes[request.path] != nil || request.path == "/reverse" {
+            return videoPassword.check(request, connection: connection.id)
+        }
         guard let pairing, pairing.access == .paired, !Self.isOpenWithoutPairing(request) else { return nil }
         if let connection, pairing.isVerified(connection.id) { return nil }
         return .text(status: 470, "pair with this receiver first (airplay pair)")

@@ -67,6 +67,7 @@ public final class ControlServer: Sendable {
                     connections.remove(channel)
                     router.audio?.connectionClosed(ObjectIdentifier(channel))
                     router.pairing?.connectionClosed(ObjectIdentifier(channel))
+                    router.videoPassword?.connectionClosed(ObjectIdentifier(channel))
                     sessionLogger.info("control connection closed")
                 }
                 let clock = ConnectionClock(limits: policy.timeouts)

@@ -48,7 +48,7 @@ public final class ReceiverDaemon: Service, Sendable {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
-                                    passwordRequired: configuration.audioEnabled && !configuration.password.isEmpty,
+                                    passwordRequired: !configuration.password.isEmpty && (configuration.audioEnabled || configuration.access == "password"),
                                     alac: true, aac: media.canDecodeAAC)
     }
 
@@ -198,6 +198,9 @@ public final class ReceiverDaemon: Service, Sendable {
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
         router.pairing = pairing
+        if pairing.access == .password, !configuration.password.isEmpty {
+            router.videoPassword = DigestAuthenticator(password: configuration.password)
+        }
         let policy = ControlConnectionPolicy(
             maxConnections: configuration.maxConnections,
             timeouts: .init(requestTimeout: Double(configuration.requestTimeout), idleTimeout: Double(configuration.idleTimeout)))

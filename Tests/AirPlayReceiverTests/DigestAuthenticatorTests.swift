@@ -42,3 +42,28 @@ import Testing
         #expect(fields == ["username": "a,b", "realm": "raop", "nonce": "n"])
     }
 }
+
+/// `access = "password"`: the video endpoints ask for the password too; who the box is does not.
+@Suite struct VideoPasswordTests {
+    final class Token {}
+
+    @Test func videoRequestsNeedTheDigestAndInfoDoesNot() throws {
+        var router = ControlRouter(serverInfo: {
+            ServerInfo(deviceID: DeviceID("02:FC:00:00:00:01")!, name: "Box", capabilities: ReceiverCapabilities(video: true, hls: true, audio: true))
+        })
+        router.videoPassword = DigestAuthenticator(password: "s3cret")
+        let connection = ConnectionContext(id: ObjectIdentifier(Token()), local: nil, remote: nil, close: {})
+        var play = AirPlayRequest(method: "POST", target: "/play", version: .http11)
+        let challenge = try #require(router.accessRefusal(play, connection: connection))
+        #expect(challenge.status == 401)
+        let header = try #require(challenge.headers["WWW-Authenticate"])
+        let nonce = try #require(DigestAuthenticator.parameters(String(header.dropFirst(7)))["nonce"])
+        let ha1 = Hash.md5Hex("AirPlay:raop:s3cret"), ha2 = Hash.md5Hex("POST:/play")
+        play.headers.add(name: "Authorization", value: "Digest username=\"AirPlay\", realm=\"raop\", nonce=\"\(nonce)\", uri=\"/play\", response=\"\(Hash.md5Hex("\(ha1):\(nonce):\(ha2)"))\"")
+        #expect(router.accessRefusal(play, connection: connection) == nil)
+        for path in ["/scrub", "/rate", "/stop", "/playback-info", "/reverse"] {
+            #expect(router.accessRefusal(AirPlayRequest(method: "POST", target: path, version: .http11), connection: connection)?.status == 401, "\(path)")
+        }
+        #expect(router.accessRefusal(AirPlayRequest(method: "GET", target: "/info", version: .http11), connection: connection) == nil)
+    }
+}

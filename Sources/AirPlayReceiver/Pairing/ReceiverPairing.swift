@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayPairing
 import AirPlayWire
 import FoundationEssentials
@@ -38,7 +39,7 @@ public final class ReceiverPairing: Sendable {
     private let policy: Mutex<PairingPolicy>
     private let connections = Mutex<[ObjectIdentifier: ConnectionPairing]>([:])
     private let logger: Logger
-    private let now: @Sendable () -> Double
+    private let clock: any MonotonicClock
 
     /// One connection's pairing state.
     struct ConnectionPairing: Sendable {
@@ -50,13 +51,15 @@ public final class ReceiverPairing: Sendable {
 
     /// Pairing over a store, with a PIN source and an access rule.
     public init(store: PairingStore, pin: PairingPolicy.PINSource, access: AccessControl, logger: Logger,
-                now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+                clock: any MonotonicClock = SystemClock()) {
         self.store = store
         self.access = access
         self.policy = Mutex(PairingPolicy(source: pin))
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
+
+    private func now() -> Double { clock.now() }
 
     /// The PIN a person at the box should type, while a setup waits for it.
     public var displayedPIN: String? {

@@ -1,0 +1,109 @@
+import AirPlayCrypto
+import AirPlayPairing
+@testable import AirPlayReceiver
+import AirPlayTesting
+import AirPlayWire
+import Foundation
+import Logging
+import NIOCore
+import Testing
+
+/// The `/pair-*` endpoints driven by our own sender's steps, with no socket: PIN setup, verify,
+/// the admin endpoints on a verified connection, and what the PIN on show does over time.
+@Suite struct ReceiverPairingTests {
+    final class Token {}
+
+    let clock = ManualClock()
+    let pairing: ReceiverPairing
+
+    init() throws {
+        let directory = NSTemporaryDirectory() + "receiver-pairing-\(UUID().uuidString.prefix(8))"
+        pairing = ReceiverPairing(store: try PairingStore(directory: directory), pin: .random, access: .paired,
+                                  logger: Logger(label: "test"), clock: clock)
+    }
+
+    private func connection() -> ConnectionContext {
+        ConnectionContext(id: ObjectIdentifier(Token()), local: nil, remote: nil, close: {})
+    }
+
+    /// POSTs a TLV8 body; the reply's TLV8, status and whether it turns encryption on.
+    private func post(_ path: String, _ message: TLV8?, on connection: ConnectionContext, hkp: String = "3")
+        throws -> (reply: TLV8, status: Int, encrypts: Bool) {
+        var body = ByteBuffer()
+        if let message { body.writeBytes(message.bytes) }
+        let request = AirPlayRequest(method: "POST", target: path, version: .http11, headers: ["X-Apple-HKP": hkp], body: body)
+        let (response, keys) = pairing.answer(request, connection: connection)
+        let bytes = response.body.getBytes(at: 0, length: response.body.readableBytes) ?? []
+        return (response.status == 200 && !bytes.isEmpty ? try TLV8(bytes: bytes) : TLV8(), response.status, keys != nil)
+    }
+
+    /// PIN pair-setup then pair-verify as `identity` on `connection`; the receiver's credentials.
+    @discardableResult
+    private func pairAndVerify(_ identity: PairingIdentity, on connection: ConnectionContext) throws -> PairingClient.ReceiverCredentials {
+        _ = try post("/pair-pin-start", nil, on: connection)
+        let pin = try #require(pairing.displayedPIN, "a random PIN is on show after pin-start")
+        var setup = PairingClient.Setup(identity: identity, pin: pin)
+        let m2 = try post("/pair-setup", PairingClient.setupStart(transient: false), on: connection).reply
+        let m4 = try post("/pair-setup", try setup.proof(answering: m2), on: connection).reply
+        let m6 = try post("/pair-setup", try setup.exchange(answering: m4), on: connection).reply
+        let receiver = try setup.receiver(answering: m6, m4: m4)
+        #expect(pairing.displayedPIN == nil, "the PIN is used up")
+        var verify = try PairingClient.Verify(identity: identity, receiver: receiver)
+        let v2 = try post("/pair-verify", verify.start, on: connection).reply
+        let v4 = try post("/pair-verify", try verify.proof(answering: v2), on: connection)
+        #expect(v4.encrypts, "the connection is encrypted after M4")
+        _ = try verify.keys(answering: v4.reply)
+        return receiver
+    }
+
+    @Test func aPairedAdminListsAddsAndRemovesPairings() throws {
+        let admin = PairingIdentity(identifier: "admin-1", key: Ed25519SigningKey.generate())
+        let connection = connection()
+        let receiver = try pairAndVerify(admin, on: connection)
+        #expect(receiver.identifier == pairing.store.identity.identifier)
+        #expect(pairing.isVerified(connection.id))
+
+        let guestKey = [UInt8](repeating: 7, count: 32)
+        let added = try post("/pair-add", TLV8([(.state, [1]), (.method, [3]), (.identifier, Array("guest".utf8)),
+                                                (.publicKey, guestKey), (.permissions, [0])]), on: connection)
+        #expect(added.reply.byte(.state) == 2 && added.reply.byte(.error) == nil)
+        let listed = try post("/pair-list", TLV8([(.state, [1]), (.method, [5])]), on: connection).reply
+        let identifiers = listed.items.filter { $0.type == TLV8.Kind.identifier.rawValue }.map { String(decoding: $0.value, as: UTF8.self) }
+        #expect(identifiers == ["admin-1", "guest"])
+        #expect(listed.items.contains { $0.type == TLV8.Kind.separator.rawValue })
+        _ = try post("/pair-remove", TLV8([(.state, [1]), (.method, [4]), (.identifier, Array("guest".utf8))]), on: connection)
+        #expect(pairing.store.all.map(\.identifier) == ["admin-1"])
+    }
+
+    @Test func adminEndpointsNeedAVerifiedConnection() throws {
+        let stranger = connection()
+        #expect(try post("/pair-list", TLV8([(.state, [1]), (.method, [5])]), on: stranger).status == 470)
+        #expect(try post("/pair-add", TLV8([(.state, [1])]), on: stranger).status == 470)
+    }
+
+    @Test func removingAPairingRevokesItsVerifiedConnections() throws {
+        let identity = PairingIdentity(identifier: "phone", key: Ed25519SigningKey.generate())
+        let connection = connection()
+        try pairAndVerify(identity, on: connection)
+        #expect(pairing.isVerified(connection.id))
+        try pairing.store.remove("phone")
+        #expect(!pairing.isVerified(connection.id), "access ends with the pairing")
+    }
+
+    @Test func aPINOnShowExpiresAfterFiveMinutes() throws {
+        _ = try post("/pair-pin-start", nil, on: connection())
+        #expect(pairing.displayedPIN != nil)
+        clock.advance(by: PairingPolicy.pinLifetime + 1)
+        #expect(pairing.displayedPIN == nil)
+    }
+
+    @Test func badBodiesAndMethodsAreRefusedWithAReason() throws {
+        let request = AirPlayRequest(method: "POST", target: "/pair-setup", version: .http11, headers: ["X-Apple-HKP": "3"],
+                                     body: ByteBuffer(bytes: [0x06, 0x05, 0x01]))
+        #expect(pairing.answer(request, connection: connection()).0.status == 400)
+        let get = AirPlayRequest(method: "GET", target: "/pair-setup", version: .http11, headers: ["X-Apple-HKP": "3"])
+        #expect(pairing.answer(get, connection: connection()).0.status == 405)
+        // Without X-Apple-HKP it is AirPlay 1's legacy pairing, which the router leaves to 404.
+        #expect(!ReceiverPairing.takes(AirPlayRequest(method: "POST", target: "/pair-verify", version: .http11)))
+    }
+}
