@@ -315,16 +315,13 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
         let bytes = Array(envelope.data.readableBytesView)
         switch RAOPPacket.parse(bytes) {
         case .timingRequest(let timing):
-            let now = RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)
-            let reply = RAOPTiming(origin: timing.transmit, receive: now,
-                                   transmit: RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)).bytes(reply: true)
-            write(reply, to: envelope.remoteAddress, context: context)
+            let reply = RAOPTiming.reply(to: timing) { RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime) }
+            write(reply.bytes(reply: true), to: envelope.remoteAddress, context: context)
         case .timingReply(let timing):
-            let arrival = ProcessInfo.processInfo.systemUptime
-            let sent = RAOPClock.uptime(ofNTP: timing.origin)
-            let held = Double(Int64(bitPattern: timing.transmit &- timing.receive)) / 4_294_967_296
-            let roundTrip = arrival - sent - max(0, held)
-            if roundTrip >= 0, roundTrip < 5 { roundTrips.withLockedValue { $0 = ($0 + [roundTrip]).suffix(64) } }
+            let arrival = RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)
+            if let exchange = timing.exchange(arrival: arrival), exchange.roundTrip < 5 {
+                roundTrips.withLockedValue { $0 = ($0 + [exchange.roundTrip]).suffix(64) }
+            }
         case .resendRequest(let request):
             // Only the receiver may ask for retransmissions: anyone else could use us as an amplifier.
             guard envelope.remoteAddress.ipAddress == receiverIP else { return }

@@ -123,8 +123,7 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
             session.timeline.addTimingReply(reply)
         case (.timing, .timingRequest(let request)):
             // Answer a sender's timing request with our clock.
-            let now = NTPClock.now()
-            let reply = RAOPTiming(origin: request.transmit, receive: now, transmit: NTPClock.now()).bytes(reply: true)
+            let reply = RAOPTiming.reply(to: request, clock: NTPClock.now).bytes(reply: true)
             var buffer = context.channel.allocator.buffer(capacity: reply.count)
             buffer.writeBytes(reply)
             context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)

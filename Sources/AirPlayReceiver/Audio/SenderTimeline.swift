@@ -103,13 +103,10 @@ public final class SenderTimeline: Sendable {
 
     /// A timing reply arrived at our time `arrival`.
     public func addTimingReply(_ reply: RAOPTiming, arrival: Double = now()) {
-        let sent = Self.seconds(reply.origin)
-        let received = Self.seconds(reply.receive), transmitted = Self.seconds(reply.transmit)
-        let roundTrip = (arrival - sent) - (transmitted - received)
         // A reply to no request of ours (or one older than a minute) carries no information.
-        guard sent <= arrival, arrival - sent < 60, roundTrip >= -0.001 else { return }
-        let exchange = Exchange(local: (sent + arrival) / 2, offset: ((received - sent) + (transmitted - arrival)) / 2,
-                                roundTrip: max(0, roundTrip))
+        guard let measured = reply.exchange(arrival: Self.ntp(arrival)) else { return }
+        let sent = Self.seconds(reply.origin)
+        let exchange = Exchange(local: (sent + arrival) / 2, offset: measured.offset, roundTrip: measured.roundTrip)
         state.withLockedValue { state in
             state.answered += 1
             state.exchanges.append(exchange)

@@ -145,6 +145,26 @@ public struct RAOPTiming: Hashable, Sendable {
         self.transmit = transmit
     }
 
+    /// The one timing responder of both sides: the reply to a request, its transmit time echoed
+    /// as origin, our clock (`clock`, NTP 32.32) read at once for its arrival and again as it leaves.
+    public static func reply(to request: RAOPTiming, clock: () -> UInt64) -> RAOPTiming {
+        let arrival = clock()
+        return RAOPTiming(origin: request.transmit, receive: arrival, transmit: clock())
+    }
+
+    /// For a reply to our request: the round trip in seconds (from our sending, read in its
+    /// `origin`, to `arrival`, both NTP 32.32 on our clock, less the time the peer held it) and
+    /// the peer's clock minus ours. Nil for a reply that answers nothing plausible (a negative
+    /// trip, or one older than a minute).
+    public func exchange(arrival: UInt64) -> (roundTrip: Double, offset: Double)? {
+        func seconds(_ value: UInt64) -> Double { Double(value >> 32) + Double(value & 0xFFFF_FFFF) / 4_294_967_296 }
+        let sent = seconds(origin), arrived = seconds(arrival)
+        let received = seconds(receive), transmitted = seconds(transmit)
+        let roundTrip = (arrived - sent) - (transmitted - received)
+        guard sent <= arrived, arrived - sent < 60, roundTrip >= -0.001 else { return nil }
+        return (max(0, roundTrip), ((received - sent) + (transmitted - arrived)) / 2)
+    }
+
     /// A timing packet (0x52 request or 0x53 reply) in wire form.
     public func bytes(reply: Bool) -> [UInt8] {
         var out: [UInt8] = [0x80, reply ? 0xD3 : 0xD2, 0x00, 0x07, 0, 0, 0, 0]
