@@ -128,6 +128,9 @@ import Testing
         #expect(pypi.status != 0 && pypi.stdout.contains("FAIL"), "\(pypi.stdout)\(pypi.stderr)")
         let pyatv = try runCommand(try Products.peerTool("atvremote"), box.atvremote + ["play_url=\(media.url("clip.mp4"))"], timeout: 60)
         #expect(pyatv.status != 0, "\(pyatv.stdout)\(pyatv.stderr)")
+        let curl = try runCommand("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                                                    "http://127.0.0.1:\(box.daemon.port)/play", "--data-binary", "Content-Location: \(media.url("clip.mp4"))\n"])
+        #expect(curl.stdout == "470", "\(curl.stdout)\(curl.stderr)")
         #expect(try connection.request("OPTIONS", "*", headers: ["CSeq": "2"], protocolName: "RTSP/1.0").status == 200)
         #expect(!box.daemon.process.stderr.contains("video session"), "nothing started")
     }
