@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
 import Glibc
@@ -15,7 +16,7 @@ final class ConnectionClock {
     }
 
     /// The monotonic clock the time-outs run on.
-    static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    static func now() -> Double { SystemClock().now() }
 }
 
 /// First in a control connection's pipeline: tells the clock when bytes arrive and responses

@@ -305,7 +305,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         return duration > 0 ? Double(duration) / 1e9 : nil
     }
 
-    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    private static func now() -> Double { SystemClock().now() }
 
     private func startBusThread() {
         let alreadyRunning = inner.withLock { inner -> Bool in

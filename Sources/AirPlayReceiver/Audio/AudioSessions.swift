@@ -67,13 +67,16 @@ public final class AudioSessions: Sendable {
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
     private let machine: NIOLockedValueBox<RAOPSessionStateMachine>
+    /// The time the session machine is given (a manual clock in tests).
+    private let clock: any MonotonicClock
     private let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
     private let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
 
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
                 decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying,
-                faultDropPercent: Int = 0, logger: Logger) {
+                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), logger: Logger) {
+        self.clock = clock
         self.faultDropPercent = faultDropPercent
         self.group = group
         authenticator = password.flatMap { $0.isEmpty ? nil : DigestAuthenticator(password: $0) }
@@ -87,7 +90,7 @@ public final class AudioSessions: Sendable {
         startWatchdog()
     }
 
-    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    private func now() -> Double { clock.now() }
 
     /// Answers one RTSP request (or `POST /feedback`); any request carrying `Apple-Challenge`
     /// gets its `Apple-Response`.
@@ -120,9 +123,9 @@ public final class AudioSessions: Sendable {
             case .refused(let refusal): return refusal
             case .playable(let stream): prepared = stream
             }
-            actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, now: Self.now()) }
+            actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, now: self.now()) }
         } else {
-            actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: Self.now()) }
+            actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now()) }
         }
         return perform(actions, connection: connection, prepared: prepared) ?? AirPlayResponse.text(status: 500, "no reply")
     }
@@ -396,7 +399,7 @@ public final class AudioSessions: Sendable {
                              session resources: RAOPSessionResources, retransmitted: Bool) {
         perform(machine.withLockedValue {
             $0.audioPacket(session: resources.number, sequence: sequence, marker: marker,
-                           retransmitted: retransmitted, now: Self.now())
+                           retransmitted: retransmitted, now: self.now())
         })
         guard let playout = resources.playout else {
             dropped(resources, "audio before SETUP finished", sequence: sequence)
@@ -441,7 +444,7 @@ public final class AudioSessions: Sendable {
 
     /// A sync packet: the sender is alive.
     func senderAlive(_ resources: RAOPSessionResources) {
-        machine.withLockedValue { $0.senderAlive(session: resources.number, now: Self.now()) }
+        machine.withLockedValue { $0.senderAlive(session: resources.number, now: self.now()) }
     }
 
     /// Counts a dropped datagram and logs it at debug (rate-limited per reason).
@@ -483,7 +486,7 @@ public final class AudioSessions: Sendable {
     private func startWatchdog() {
         group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
             guard let self else { task.cancel(); return }
-            self.perform(self.machine.withLockedValue { $0.tick(now: Self.now()) })
+            self.perform(self.machine.withLockedValue { $0.tick(now: self.now()) })
         }
     }
 }

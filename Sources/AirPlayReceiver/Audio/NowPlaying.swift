@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
 import NIOConcurrencyHelpers
@@ -158,5 +159,5 @@ public final class NowPlaying: Sendable {
         playback.position + (playback.rate > 0 ? (now() - playback.updatedAt) * playback.rate : 0)
     }
 
-    private static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    private static func now() -> Double { SystemClock().now() }
 }

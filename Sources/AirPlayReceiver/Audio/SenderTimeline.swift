@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
 import NIOConcurrencyHelpers
@@ -88,7 +89,7 @@ public final class SenderTimeline: Sendable {
     }
 
     /// Our monotonic clock in seconds; also what our timing requests carry.
-    public static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    public static func now() -> Double { SystemClock().now() }
 
     /// NTP 32.32 fixed point as seconds.
     static func seconds(_ ntp: UInt64) -> Double { NTPTime.seconds(ntp) }
