@@ -105,14 +105,14 @@ let package = Package(
         ]),
 
         .testTarget(name: "AirPlayWireTests", dependencies: [
-            "AirPlayWire",
+            "AirPlayWire", "AirPlayTesting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOTestUtils", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
-        .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto"]),
+        .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",

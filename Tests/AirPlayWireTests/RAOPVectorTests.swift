@@ -1,3 +1,4 @@
+import AirPlayTesting
 import AirPlayWire
 import Foundation
 import Testing
@@ -5,26 +6,13 @@ import Testing
 // RAOP wire formats checked against the vectors in Protocol/vectors/ (made by
 // tools/lib/make_raop_vectors.py): DMAP metadata, ANNOUNCE SDP bodies, and the UDP datagrams.
 
-/// A vector file from Protocol/vectors/ (three levels above this file), or nil when it is missing.
+/// A vector file from Protocol/vectors/ through the one shared loader, or nil when it is missing.
 private func loadRAOPVectors<T: Decodable>(_ name: String, as type: T.Type) -> T? {
-    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Protocol/vectors/\(name)")
-    guard let data = try? Data(contentsOf: url) else { return nil }
-    return try? JSONDecoder().decode(T.self, from: data)
+    try? ProtocolVectors.load(T.self, from: name)
 }
 
-/// Bytes from hex text (the vectors' form); nil on an odd length or a non-hex digit.
-private func wireBytes(hex: String) -> [UInt8]? {
-    let digits = Array(hex.utf8)
-    guard digits.count % 2 == 0 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(digits.count / 2)
-    for index in stride(from: 0, to: digits.count, by: 2) {
-        guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-        bytes.append(byte)
-    }
-    return bytes
-}
+/// Bytes from hex text (the vectors' form).
+private func wireBytes(hex: String) -> [UInt8]? { VectorDocument.bytes(hex: hex) }
 
 /// Lower-case hex of bytes.
 private func wireHex(_ bytes: [UInt8]) -> String {
