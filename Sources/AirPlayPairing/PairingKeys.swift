@@ -35,6 +35,22 @@ public struct ControlChannelKeys: Equatable, Sendable {
     }
 }
 
+/// The keys of AirPlay 2's event channel (the TCP connection the sender opens to SETUP's
+/// `eventPort`), from the same secret as the control channel, salt `Events-Salt`. The
+/// receiver writes with `Events-Write-Encryption-Key`, though the sender dialled.
+public struct EventChannelKeys: Equatable, Sendable {
+    /// What the receiver writes (`Events-Write-Encryption-Key`).
+    public let receiverToSender: [UInt8]
+    /// What the sender writes (`Events-Read-Encryption-Key`).
+    public let senderToReceiver: [UInt8]
+
+    /// The keys for a pairing's shared secret.
+    public init(sharedSecret: [UInt8]) throws(CryptoError) {
+        receiverToSender = try HKDF.sha512(key: sharedSecret, salt: "Events-Salt", info: "Events-Write-Encryption-Key")
+        senderToReceiver = try HKDF.sha512(key: sharedSecret, salt: "Events-Salt", info: "Events-Read-Encryption-Key")
+    }
+}
+
 /// A long-term Ed25519 identity: the receiver's (accessory) or the sender's (controller).
 ///
 /// It keeps the seed and public key as bytes and makes the OpenSSL key only to sign, so a

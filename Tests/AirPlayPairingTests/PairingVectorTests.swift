@@ -114,6 +114,12 @@ import Testing
         #expect(m4.reply.bytes == (try vectors.bytes(s, "M4_auth_error_tlv")))
     }
 
+    @Test func eventChannelKeysComeFromTheSameSecretWithEventsSalt() throws {
+        let keys = try EventChannelKeys(sharedSecret: try vectors.bytes("pair_verify", "shared_secret_x25519"))
+        #expect(keys.receiverToSender == (try vectors.bytes("pair_verify", "Events-Write-Encryption-Key (receiver->sender on event channel)")))
+        #expect(keys.senderToReceiver == (try vectors.bytes("pair_verify", "Events-Read-Encryption-Key (sender->receiver on event channel)")))
+    }
+
     @Test func framesMatchPyatvsAndSplitAt1024Bytes() throws {
         let keys = try ControlChannelKeys(sharedSecret: try vectors.bytes("pair_verify", "shared_secret_x25519"))
         var senderSide = try EncryptedFrames.Sealer(key: keys.senderToReceiver)

@@ -1,0 +1,30 @@
+/// AirPlay 2 realtime audio (stream type 96): each RTP packet is the 12-byte header, the audio
+/// sealed with ChaCha20-Poly1305 under the stream's key (`shk` from SETUP), the 16-byte tag,
+/// and an 8-byte trailer. The nonce is 4 zero bytes and the trailer (the sender's
+/// little-endian counter); the AAD is the header's bytes 4–12 (RTP timestamp and SSRC), so a
+/// packet cannot be replayed under another timestamp.
+public struct AirPlay2AudioCipher: Sendable {
+    /// Header, tag and trailer around the audio.
+    public static let overhead = 12 + ChaChaPoly.tagLength + 8
+    private let cipher: ChaChaPoly
+
+    /// A cipher for a 32-byte stream key.
+    public init(streamKey: [UInt8]) throws(CryptoError) { cipher = try ChaChaPoly(key: streamKey) }
+
+    /// The clear audio of a packet; throws when it is too short or does not authenticate.
+    public func open(_ packet: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard packet.count >= Self.overhead else { throw CryptoError(description: "AirPlay 2 audio packet of \(packet.count) bytes is too short") }
+        let trailer = packet.count - 8
+        return try cipher.open(Array(packet[12..<trailer]), nonce: [0, 0, 0, 0] + packet[trailer...], aad: Array(packet[4..<12]))
+    }
+
+    /// The clear audio of a packet read in place.
+    public func open(_ packet: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] { try open(Array(packet)) }
+
+    /// A whole packet for a header and audio, with `counter` as its nonce.
+    public func seal(header: [UInt8], audio: [UInt8], counter: UInt64) throws(CryptoError) -> [UInt8] {
+        guard header.count == 12 else { throw CryptoError(description: "an RTP header is 12 bytes") }
+        let nonce = ChaChaPoly.nonce(counter: counter)
+        return header + (try cipher.seal(audio, nonce: nonce, aad: Array(header[4..<12]))) + nonce[4...]
+    }
+}
