@@ -1,0 +1,122 @@
+import AirPlayPlist
+
+/// What an AirPlay 2 `SETUP` asks for, read from its binary plist. AirPlay 2 sets a session up
+/// in two requests on the (encrypted) control connection: phase 1 names the timing protocol and
+/// gets the event port back; phase 2 lists the audio streams and gets their ports.
+public enum AirPlay2Setup: Equatable, Sendable {
+    /// Phase 1: timing and the event channel.
+    case session(Session)
+    /// Phase 2: the streams to open.
+    case streams([Stream])
+
+    /// Phase 1's request.
+    public struct Session: Equatable, Sendable {
+        /// `NTP` (served) or `PTP` (not yet).
+        public var timingProtocol: String
+        /// The sender's NTP timing port, when it gives one.
+        public var timingPort: Int?
+        /// The sender's session id.
+        public var sessionUUID: String?
+        /// The sender's device id, name and model, for the log and now-playing.
+        public var deviceID: String?
+        /// The sender's name.
+        public var name: String?
+        /// The sender's model (`iPhone14,3`).
+        public var model: String?
+    }
+
+    /// One stream of phase 2.
+    public struct Stream: Equatable, Sendable {
+        /// 96: realtime audio (served); 103: buffered audio (not yet).
+        public var type: Int
+        /// The compression: 1 PCM, 2 ALAC, 4 AAC-LC, 8 AAC-ELD, 64 Opus.
+        public var compression: Int
+        /// The `audioFormat` bit mask (for example 0x800: PCM, 44.1 kHz, 16-bit, stereo).
+        public var audioFormat: UInt64
+        /// Samples per frame (`spf`): 352 for realtime PCM and ALAC.
+        public var samplesPerFrame: Int
+        /// Sample rate (`sr`).
+        public var sampleRate: Int
+        /// The 32-byte ChaCha20-Poly1305 key of the stream's audio packets (`shk`).
+        public var streamKey: [UInt8]
+        /// The sender's control port (sync and resend traffic).
+        public var controlPort: Int?
+        /// The latency bounds the sender asks for, in frames.
+        public var latencyMin: Int?
+        /// The latency bounds the sender asks for, in frames.
+        public var latencyMax: Int?
+    }
+
+    /// Why a SETUP body is refused: the 4xx to answer with and its reason.
+    public struct Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+        /// 400 for a malformed body, 451 for a parameter we do not speak, 461 for an unsupported stream.
+        public var status: Int
+        /// What is wrong, named.
+        public var description: String
+    }
+
+    /// Stream types.
+    public static let realtime = 96
+    /// Buffered audio (the next issue).
+    public static let buffered = 103
+
+    /// Reads a SETUP body (a binary plist).
+    public init(plist: PropertyList) throws(Refusal) {
+        guard case .dictionary = plist else { throw Refusal(status: 400, description: "SETUP body is not a dictionary") }
+        if let streams = plist["streams"] {
+            guard case .array(let items) = streams, !items.isEmpty, items.count <= 4 else {
+                throw Refusal(status: 400, description: "streams must be an array of 1 to 4 dictionaries")
+            }
+            self = .streams(try items.map(Self.stream))
+            return
+        }
+        guard let timing = plist["timingProtocol"]?.stringValue else {
+            throw Refusal(status: 400, description: "SETUP has neither timingProtocol nor streams")
+        }
+        guard timing == "NTP" else {
+            throw Refusal(status: 451, description: "timingProtocol \(timing.prefix(20)) is not supported here (NTP is)")
+        }
+        let port = plist["timingPort"]?.integerValue.map(Int.init)
+        if let port, !(1...65535).contains(port) { throw Refusal(status: 400, description: "timingPort \(port) is not a port") }
+        self = .session(Session(timingProtocol: timing, timingPort: port, sessionUUID: plist["sessionUUID"]?.stringValue,
+                                deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue,
+                                model: plist["model"]?.stringValue))
+    }
+
+    private static func stream(_ item: PropertyList) throws(Refusal) -> Stream {
+        guard case .dictionary = item, let type = item["type"]?.integerValue.map(Int.init) else {
+            throw Refusal(status: 400, description: "a stream has no type")
+        }
+        guard type == realtime else {
+            throw Refusal(status: 461, description: type == buffered ? "buffered audio (type 103) is not served yet; realtime (96) is"
+                                                                      : "stream type \(type) is not served")
+        }
+        guard let compression = item["ct"]?.integerValue.map(Int.init), [1, 2, 4].contains(compression) else {
+            throw Refusal(status: 461, description: "compression ct=\(item["ct"]?.integerValue.map(String.init) ?? "none") is not served (1 PCM, 2 ALAC, 4 AAC-LC)")
+        }
+        guard case .data(let key)? = item["shk"], key.count == 32 else {
+            throw Refusal(status: 400, description: "shk must be 32 bytes of data")
+        }
+        let rate = Int(item["sr"]?.integerValue ?? 44100), frames = Int(item["spf"]?.integerValue ?? 352)
+        guard [44100, 48000].contains(rate), (1...4096).contains(frames) else {
+            throw Refusal(status: 461, description: "sr \(rate) or spf \(frames) is not served (44100 or 48000 Hz, 1 to 4096 frames)")
+        }
+        let control = item["controlPort"]?.integerValue.map(Int.init)
+        if let control, !(1...65535).contains(control) { throw Refusal(status: 400, description: "controlPort \(control) is not a port") }
+        return Stream(type: type, compression: compression, audioFormat: UInt64(bitPattern: item["audioFormat"]?.integerValue ?? 0),
+                      samplesPerFrame: frames, sampleRate: rate, streamKey: key, controlPort: control,
+                      latencyMin: item["latencyMin"]?.integerValue.map(Int.init), latencyMax: item["latencyMax"]?.integerValue.map(Int.init))
+    }
+
+    /// Phase 1's reply: where the event channel listens, and our timing port.
+    public static func sessionReply(eventPort: Int, timingPort: Int) -> PropertyList {
+        .dictionary(["eventPort": .integer(Int64(eventPort)), "timingPort": .integer(Int64(timingPort))])
+    }
+
+    /// Phase 2's reply: each stream's type with our data and control ports.
+    public static func streamsReply(_ ports: [(type: Int, dataPort: Int, controlPort: Int)]) -> PropertyList {
+        .dictionary(["streams": .array(ports.map {
+            .dictionary(["type": .integer(Int64($0.type)), "dataPort": .integer(Int64($0.dataPort)), "controlPort": .integer(Int64($0.controlPort))])
+        })])
+    }
+}
