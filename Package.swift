@@ -113,7 +113,9 @@ let package = Package(
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto", "AirPlayTesting"]),
-        .testTarget(name: "AirPlayPairingTests", dependencies: ["AirPlayPairing", "AirPlayCrypto", "AirPlayTesting"]),
+        .testTarget(name: "AirPlayPairingTests", dependencies: [
+            "AirPlayPairing", "AirPlayCrypto", "AirPlayTesting", .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
             "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
