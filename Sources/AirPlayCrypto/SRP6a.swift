@@ -52,7 +52,7 @@ public final class SRPServer: @unchecked Sendable {
         // B = (k·v + g^b) mod N
         let kv = try group.k.modMul(verifier, group.N, context.pointer)
         let gb = try group.g.modExp(privateKey, group.N, context.pointer)
-        publicKey = try kv.modAdd(gb, group.N, context.pointer).bytes()
+        publicKey = try kv.modAdd(gb, group.N, context.pointer).bytesMinimal()
     }
 
     /// Checks M3's `A` and proof. Returns M4's proof and the 64-byte session key `K`; throws
@@ -191,9 +191,6 @@ final class BigNumber {
         _ = BN_bn2binpad(pointer, &out, Int32(count))
         return out
     }
-
-    /// Minimal big-endian bytes.
-    func bytes() throws(CryptoError) -> [UInt8] { bytesMinimal() }
 
     func modExp(_ exponent: BigNumber, _ modulus: BigNumber, _ context: OpaquePointer) throws(CryptoError) -> BigNumber {
         let result = try BigNumber(taking: BN_new())

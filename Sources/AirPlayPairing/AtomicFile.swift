@@ -16,6 +16,12 @@ public enum AtomicFile {
         let temporary = "\(path).tmp.\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw failure("cannot create \(temporary)") }
+        // root editing a service's state (`airplayd pairings` beside systemd's DynamicUser):
+        // the file stays the directory owner's, or the daemon could no longer read it.
+        var owner = stat()
+        if geteuid() == 0, stat(directory.isEmpty ? "." : directory, &owner) == 0, owner.st_uid != 0 {
+            _ = fchown(descriptor, owner.st_uid, owner.st_gid)
+        }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
@@ -46,6 +52,20 @@ public enum AtomicFile {
             _ = fsync(directoryDescriptor)
             close(directoryDescriptor)
         }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `path` (made if absent): read-modify-write
+    /// cycles of two processes (the daemon and `airplayd pairings`) then cannot interleave.
+    public static func withLock<T>(_ path: String, _ body: () throws -> T) rethrows -> T {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { _ = flock(descriptor, LOCK_EX) }
+        defer {
+            if descriptor >= 0 {
+                _ = flock(descriptor, LOCK_UN)
+                close(descriptor)
+            }
+        }
+        return try body()
     }
 
     /// The file's bytes (at most `limit`), or nil when it does not exist.

@@ -36,8 +36,9 @@ public final class EncryptedChannelHandler: ChannelDuplexHandler {
         self.onRefusedFrame = onRefusedFrame
     }
 
-    /// True once the connection is encrypted.
-    public var isEncrypting: Bool { sealer != nil }
+    /// Frames opened so far: a request that reaches the connection's handler after encryption
+    /// was decided, without this having grown, came in clear (injected) and must be refused.
+    public private(set) var framesOpened = 0
 
     /// Encrypts from the next byte in each direction.
     public func enable(keys: ControlChannelKeys) throws {
@@ -55,7 +56,9 @@ public final class EncryptedChannelHandler: ChannelDuplexHandler {
         var buffer = unwrapInboundIn(data)
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
         do {
+            let before = opener!.pendingCount
             let plain = try opener!.open(bytes)
+            if opener!.pendingCount < before + bytes.count { framesOpened += 1 }
             guard !plain.isEmpty else { return }
             context.fireChannelRead(wrapInboundOut(context.channel.allocator.buffer(bytes: plain)))
         } catch {

@@ -62,10 +62,11 @@ public struct PairingPolicy: Sendable {
         if let owner = setupOwner, owner.connection != connection, now - owner.since < setupTimeout {
             return .failure(PairingFailure(state: 2, code: .busy, reason: "another pair-setup is under way"))
         }
-        setupOwner = (connection, now)
+        // The owner's own repeated M1s do not extend its hold: it lasts one setup time-out.
+        if setupOwner?.connection != connection || now - (setupOwner?.since ?? 0) >= setupTimeout { setupOwner = (connection, now) }
         switch source {
         case .fixed(let pin): return .success(pin)
-        case .random: return .success(startPIN(now: now, random: random) ?? random())
+        case .random: return .success(displayedPIN(now: now) ?? startPIN(now: now, random: random)!)
         }
     }
 
@@ -82,7 +83,8 @@ public struct PairingPolicy: Sendable {
         }
     }
 
-    /// A setup (PIN or transient) succeeded: the PIN is used up and the failures forgiven.
+    /// A PIN setup succeeded: the PIN is used up and the failures forgiven. (Not for transient
+    /// setups: their PIN is public.)
     public mutating func setupSucceeded() {
         failures = 0
         lockedUntil = 0

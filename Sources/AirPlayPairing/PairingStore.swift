@@ -19,6 +19,8 @@ public final class PairingStore: Sendable {
     /// The receiver's identity, published as `pi` and `pk`.
     public let identity: PairingIdentity
     private let pairingsPath: String
+    /// The `flock` file that orders the read-modify-write cycles of the daemon and the command.
+    private let lockPath: String
     /// The pairings and the file's change time when they were read (`airplayd pairings`
     /// edits the file while the daemon runs: a newer file is read again).
     private let pairings: Mutex<(list: [ControllerPairing], changed: FileVersion)>
@@ -34,6 +36,7 @@ public final class PairingStore: Sendable {
         }
         identity = try Self.loadOrCreateIdentity(path: base + "/pairing-identity")
         pairingsPath = base + "/pairings.json"
+        lockPath = base + "/pairings.lock"
         pairings = Mutex((try Self.loadPairings(path: pairingsPath), Self.changeTime(pairingsPath)))
     }
 
@@ -53,12 +56,17 @@ public final class PairingStore: Sendable {
     /// The list, read again when another process changed the file.
     private func current() -> [ControllerPairing] {
         pairings.withLock { state in
-            let changed = Self.changeTime(pairingsPath)
-            if changed != state.changed, let fresh = try? Self.loadPairings(path: pairingsPath) {
-                state = (fresh, changed)
-            }
+            Self.refresh(&state, path: pairingsPath)
             return state.list
         }
+    }
+
+    /// Reads the file again when it changed. A file that no longer reads (unreadable, broken)
+    /// leaves no controller authorised rather than the old list: failing closed.
+    private static func refresh(_ state: inout (list: [ControllerPairing], changed: FileVersion), path: String) {
+        let changed = changeTime(path)
+        guard changed != state.changed else { return }
+        state = ((try? loadPairings(path: path)) ?? [], changed)
     }
 
     /// Which version of the file is on disk: every atomic replace makes a new inode, and the
@@ -80,8 +88,8 @@ public final class PairingStore: Sendable {
     /// Adds a controller, or updates its admin flag. Throws `.maxPeers`-worthy failures when
     /// full, and refuses a known identifier with a different key (HAP's `add pairing` rule).
     public func add(_ pairing: ControllerPairing) throws(Failure) {
-        _ = current()
-        let result: Result<[ControllerPairing], Failure> = pairings.withLock { state in
+        let result: Result<[ControllerPairing], Failure> = AtomicFile.withLock(lockPath) { pairings.withLock { state in
+            Self.refresh(&state, path: pairingsPath)
             var next = state.list
             if let index = next.firstIndex(where: { $0.identifier == pairing.identifier }) {
                 guard next[index].publicKey == pairing.publicKey else {
@@ -95,7 +103,7 @@ public final class PairingStore: Sendable {
             if let failure = Self.saveFailure(next, to: pairingsPath) { return .failure(failure) }
             state = (next, Self.changeTime(pairingsPath))
             return .success(next)
-        }
+        } }
         _ = try result.get()
     }
 
@@ -112,15 +120,15 @@ public final class PairingStore: Sendable {
     }
 
     private func update(_ change: (inout [ControllerPairing]) -> Void) throws(Failure) -> Bool {
-        _ = current()
-        let result: Result<Bool, Failure> = pairings.withLock { state in
+        let result: Result<Bool, Failure> = AtomicFile.withLock(lockPath) { pairings.withLock { state in
+            Self.refresh(&state, path: pairingsPath)
             var next = state.list
             change(&next)
             guard next != state.list else { return .success(false) }
             if let failure = Self.saveFailure(next, to: pairingsPath) { return .failure(failure) }
             state = (next, Self.changeTime(pairingsPath))
             return .success(true)
-        }
+        } }
         return try result.get()
     }
 

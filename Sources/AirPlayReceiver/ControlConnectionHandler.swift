@@ -35,6 +35,9 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var pendingWrites: EventLoopFuture<Void>?
     /// The connection's cipher, switched on after a pair-verify or transient pair-setup.
     private let cipher: EncryptedChannelHandler?
+    /// Set when encryption was decided: the cipher's opened-frame count then. A request that
+    /// arrives before the count grows was sent in clear after M3 (an on-path injection).
+    private var encryptedFrom: Int?
 
     init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil,
          cipher: EncryptedChannelHandler? = nil, logger: Logger) {
@@ -52,6 +55,14 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         if let refusal {
             refuseOverLimit(context: context, request: unwrapInboundIn(data), reason: refusal)
             return
+        }
+        if let from = encryptedFrom {
+            guard let cipher, cipher.framesOpened > from else {
+                logger.notice("a clear request after encryption was decided: closing")
+                context.close(promise: nil)
+                return
+            }
+            encryptedFrom = nil
         }
         switch unwrapInboundIn(data) {
         case .request(let request):
@@ -75,7 +86,9 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 return
             }
             if let keys = reply.startEncryption {
-                // The M4 response itself leaves in clear; every byte after it is sealed.
+                // The M4 response itself leaves in clear; every byte after it is sealed, and
+                // every request after it must have come through the cipher.
+                encryptedFrom = cipher?.framesOpened ?? 0
                 let cipher = self.cipher, logger = self.logger
                 let loopBound = NIOLoopBound(cipher, eventLoop: context.eventLoop)
                 let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {
@@ -92,16 +105,17 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 pendingWrites = write.recover { _ in }
                 return
             }
+            // A reply that says so ends the connection once it is out.
+            let closes = response.headers["Connection"]?.lowercased() == "close"
             if let pending = pendingWrites, reply.upgradeToEventChannel == nil {
-                pendingWrites = pending.flatMap { channel.writeAndFlush(response) }.recover { _ in }
+                pendingWrites = pending.flatMap { channel.writeAndFlush(response) }.map {
+                    if closes { channel.close(promise: nil) }
+                }.recover { _ in }
                 return
             }
             guard let session = reply.upgradeToEventChannel, let events else {
                 let written = context.writeAndFlush(wrapOutboundOut(response))
-                // A reply that says so ends the connection once it is out.
-                if response.headers["Connection"]?.lowercased() == "close" {
-                    written.whenComplete { _ in channel.close(promise: nil) }
-                }
+                if closes { written.whenComplete { _ in channel.close(promise: nil) } }
                 return
             }
             upgraded = true

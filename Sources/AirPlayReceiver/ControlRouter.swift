@@ -173,10 +173,13 @@ public struct ControlRouter: Sendable {
 
     /// What stays open under `access = "paired"`: who the box is, pairing itself, RTSP OPTIONS,
     /// and the loopback-only endpoints of programs on the box.
+    /// Method and path both decide: an RTSP method aimed at an open path is still RAOP's.
     static func isOpenWithoutPairing(_ request: AirPlayRequest) -> Bool {
         switch (request.method, request.path) {
         case ("GET", "/info"), ("GET", "/server-info"), ("OPTIONS", _), ("GET", "/now-playing"): true
-        default: ReceiverPairing.paths.contains(request.path) || request.path.hasPrefix("/hls/")
+        case ("POST", let path): ReceiverPairing.paths.contains(path)
+        case ("GET", let path): path.hasPrefix("/hls/") && !request.version.isRTSP
+        default: false
         }
     }
 

@@ -106,9 +106,17 @@ public final class ReceiverConnection: Sendable {
 
     /// Encrypts every later byte both ways with the control keys of a pair-verify or transient setup.
     public func encrypt(with keys: ControlChannelKeys) async throws(SenderError) {
-        let cipher = self.cipher
+        let cipher = self.cipher, pipeline = channel.pipeline
         do {
-            try await channel.eventLoop.submit { try cipher.value.enable(keys: keys) }.get()
+            try await channel.eventLoop.submit {
+                // Bytes already read past M4 were sent in clear: an on-path injection, never a reply.
+                guard try pipeline.syncOperations.handler(type: ResponseMatcher.self).isIdle else {
+                    throw SenderError(.connectionLost, "the receiver sent clear bytes after pair-verify")
+                }
+                try cipher.value.enable(keys: keys)
+            }.get()
+        } catch let error as SenderError {
+            throw error
         } catch {
             throw SenderError(.connectionLost, "cannot encrypt the connection: \(error)")
         }
@@ -131,6 +139,9 @@ final class ResponseMatcher: ChannelDuplexHandler {
 
     private var waiting: [EventLoopPromise<AirPlayResponse>] = []
     private var buffer = ByteBuffer()
+
+    /// No request waits and no byte of a response is held.
+    var isIdle: Bool { waiting.isEmpty && buffer.readableBytes == 0 }
     private let decoder = AirPlayResponseDecoder()
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

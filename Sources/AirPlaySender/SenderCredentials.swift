@@ -99,10 +99,10 @@ public struct SenderCredentials: Sendable {
 extension ReceiverConnection {
     /// What every command does after connecting: pair-verify when this sender paired with the
     /// receiver (its stored credentials), else transient pairing when the receiver offers it.
-    public func secure(for key: String, features: FeatureSetHint, credentials: SenderCredentials?) async throws(SenderError) {
-        if let credentials, let receiver = credentials.receivers[key] {
+    public func secure(for key: String, features: FeatureSetHint, credentials: SenderCredentials) async throws(SenderError) {
+        if let receiver = credentials.receivers[key] {
             try await pairVerify(identity: credentials.identity, receiver: receiver)
-        } else if features.offersTransientPairing, let credentials {
+        } else if features.offersTransientPairing {
             try await pairTransient(identity: credentials.identity)
         }
     }

@@ -30,7 +30,7 @@ struct PairCommand: AsyncParsableCommand {
         try await withReceiver(receiver, needVideo: false, secure: false) { address, connection, _ throws(SenderError) in
             let code: String
             if let pinGiven { code = pinGiven } else { code = try Self.askPIN(for: address.name) }
-            guard code.count == 4, code.allSatisfy(\.isNumber) else { throw SenderError(.badInput, "a PIN is four digits") }
+            guard code.count == 4, code.allSatisfy({ ("0"..."9").contains($0) }) else { throw SenderError(.badInput, "a PIN is four digits") }
             paired = try await connection.pairSetup(identity: credentials.identity, pin: code)
             key = address.key
         }

@@ -55,7 +55,8 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bo
 /// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
 /// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp` record).
 func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress) async throws(SenderError) {
-    let credentials = try? SenderCredentials()
+    // A damaged credentials file is an error to report, not a reason to go on in clear.
+    let credentials = try SenderCredentials()
     let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
     let transient = !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
     try await connection.secure(for: address.key, features: FeatureSetHint(offersTransientPairing: transient), credentials: credentials)

@@ -90,6 +90,22 @@ import Testing
         #expect(!pairing.isVerified(connection.id), "access ends with the pairing")
     }
 
+    @Test func aPairingMadeAgainWithAnotherKeyDoesNotLetTheOldConnectionBackIn() throws {
+        let connection = connection()
+        try pairAndVerify(PairingIdentity(identifier: "phone", key: Ed25519SigningKey.generate()), on: connection)
+        try pairing.store.remove("phone")
+        try pairing.store.add(ControllerPairing(identifier: "phone", publicKey: [UInt8](repeating: 5, count: 32), admin: true))
+        #expect(!pairing.isVerified(connection.id))
+    }
+
+    @Test func removingTheLastAdminForgetsEveryPairing() throws {
+        let connection = connection()
+        try pairAndVerify(PairingIdentity(identifier: "admin-2", key: Ed25519SigningKey.generate()), on: connection)
+        try pairing.store.add(ControllerPairing(identifier: "guest", publicKey: [UInt8](repeating: 7, count: 32), admin: false))
+        _ = try post("/pair-remove", TLV8([(.state, [1]), (.method, [4]), (.identifier, Array("admin-2".utf8))]), on: connection)
+        #expect(pairing.store.all.isEmpty, "HAP: no admin left, no pairing left")
+    }
+
     @Test func aPINOnShowExpiresAfterFiveMinutes() throws {
         _ = try post("/pair-pin-start", nil, on: connection())
         #expect(pairing.displayedPIN != nil)

@@ -1,3 +1,5 @@
+import AirPlayCrypto
+import AirPlayPairing
 import AirPlayTesting
 import Foundation
 import Testing
@@ -115,9 +117,12 @@ import Testing
             let response = try connection.request(method, path)
             #expect(response.status == 470, "\(method) \(path) → \(response.status)")
         }
+        // RTSP methods are RAOP's whatever path they name, the open ones included.
         for method in ["ANNOUNCE", "SETUP", "RECORD", "SET_PARAMETER", "FLUSH", "TEARDOWN"] {
-            let response = try connection.request(method, "rtsp://127.0.0.1/1", headers: ["CSeq": "1"], protocolName: "RTSP/1.0")
-            #expect(response.status == 470, "\(method) → \(response.status)")
+            for target in ["rtsp://127.0.0.1/1", "rtsp://127.0.0.1/pair-setup", "rtsp://127.0.0.1/hls/x", "/info"] {
+                let response = try connection.request(method, target, headers: ["CSeq": "1"], protocolName: "RTSP/1.0")
+                #expect(response.status == 470, "\(method) \(target) → \(response.status)")
+            }
         }
         #expect(try connection.request("GET", "/info").status == 200)
         // The senders nobody here wrote fare no better without pairing.
@@ -203,5 +208,36 @@ import Testing
         #expect(unpair.status == 0, "\(unpair.stdout)\(unpair.stderr)")
         let afterUnpair = try runCommand(airplay, ["status"] + to, environment: environment)
         #expect(afterUnpair.status == 77, "\(afterUnpair.stdout)\(afterUnpair.stderr)")
+    }
+
+    /// An on-path attacker appending a clear request to a sender's pair-verify M3 gets the
+    /// connection closed, not the sender's authority.
+    @Test func aClearRequestInjectedAfterVerifyClosesTheConnection() throws {
+        let box = try PairingBox()
+        let identity = PairingIdentity(identifier: "phone-1", key: Ed25519SigningKey.generate())
+        func post(_ connection: RawHTTPConnection, _ path: String, _ message: TLV8?) throws -> TLV8 {
+            let response = try connection.request("POST", path, headers: ["X-Apple-HKP": "3", "Content-Type": "application/octet-stream"],
+                                                  body: message?.bytes ?? [])
+            #expect(response.status == 200, "\(path): \(response.startLine)")
+            return try TLV8(bytes: response.body)
+        }
+        // Pair with the PIN.
+        let setupConnection = try RawHTTPConnection(port: box.daemon.port)
+        var setup = PairingClient.Setup(identity: identity, pin: "2468")
+        let m2 = try post(setupConnection, "/pair-setup", PairingClient.setupStart(transient: false))
+        let m4 = try post(setupConnection, "/pair-setup", try setup.proof(answering: m2))
+        let receiver = try setup.receiver(answering: try post(setupConnection, "/pair-setup", try setup.exchange(answering: m4)), m4: m4)
+
+        // Verify, with a clear POST /stop riding behind M3 in the same segment.
+        let connection = try RawHTTPConnection(port: box.daemon.port)
+        var verify = try PairingClient.Verify(identity: identity, receiver: receiver)
+        let v2 = try post(connection, "/pair-verify", verify.start)
+        let m3 = try verify.proof(answering: v2).bytes
+        let head = "POST /pair-verify HTTP/1.1\r\nX-Apple-HKP: 3\r\nContent-Type: application/octet-stream\r\nContent-Length: \(m3.count)\r\n\r\n"
+        try connection.send(Array(head.utf8) + m3 + Array("POST /stop HTTP/1.1\r\nContent-Length: 0\r\n\r\n".utf8))
+        let v4 = try connection.readMessage(timeout: 5)
+        #expect(v4.status == 200)
+        #expect(connection.waitForClose(timeout: 5), "the injected clear request ends the connection")
+        #expect(box.daemon.process.waitForOutput("a clear request after encryption was decided", timeout: 5))
     }
 }

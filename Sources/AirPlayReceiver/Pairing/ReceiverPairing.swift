@@ -45,8 +45,9 @@ public final class ReceiverPairing: Sendable {
     struct ConnectionPairing: Sendable {
         var setup: PairSetupServer
         var verify: PairVerifyServer
-        /// The stored controller this connection verified as.
-        var controller: String?
+        /// The stored controller this connection verified as, with the key it proved: a pairing
+        /// removed and made again with another key does not let the old connection back in.
+        var controller: (identifier: String, publicKey: [UInt8])?
     }
 
     /// Pairing over a store, with a PIN source and an access rule.
@@ -69,8 +70,14 @@ public final class ReceiverPairing: Sendable {
 
     /// True when the connection pair-verified a controller that is still paired.
     public func isVerified(_ connection: ObjectIdentifier) -> Bool {
-        guard let controller = connections.withLock({ $0[connection]?.controller }) else { return false }
-        return store.pairing(controller) != nil
+        verifiedPairing(connection) != nil
+    }
+
+    /// The stored pairing the connection verified, when it is still stored with the same key.
+    private func verifiedPairing(_ connection: ObjectIdentifier) -> ControllerPairing? {
+        guard let controller = connections.withLock({ $0[connection]?.controller }),
+              let pairing = store.pairing(controller.identifier), pairing.publicKey == controller.publicKey else { return nil }
+        return pairing
     }
 
     /// Forgets a closed connection.
@@ -115,7 +122,13 @@ public final class ReceiverPairing: Sendable {
     private func setup(_ message: TLV8, connection: ObjectIdentifier) -> (AirPlayResponse, ControlChannelKeys?) {
         let time = now()
         var pin: String?
-        if message.byte(.state) == 1, !PairSetupServer.isTransient(message) {
+        if message.byte(.state) == 1 {
+            // A new setup on this connection drops what it verified before.
+            connections.withLock { $0[connection]?.controller = nil }
+        }
+        // The PIN matters at M1 only (SRP is keyed there); an MFi method gets its refusal from
+        // the machine without taking the one-setup-at-a-time slot.
+        if message.byte(.state) == 1, !PairSetupServer.isTransient(message), (message.byte(.method) ?? 0) == 0 {
             switch policy.withLock({ $0.pinForSetup(connection: connection, now: time) }) {
             case .success(let chosen):
                 pin = chosen
@@ -129,11 +142,6 @@ public final class ReceiverPairing: Sendable {
                 if delay > 0 { reply.append(.retryDelay, Self.littleEndian(delay)) }
                 return (Self.tlvResponse(reply), nil)
             }
-        } else if message.byte(.state) != 1 {
-            pin = policy.withLock { policy -> String? in
-                if case .fixed(let fixed) = policy.source { return fixed }
-                return policy.displayedPIN(now: time)
-            }
         }
         let step = withConnection(connection) { $0.setup.handle(message, pin: pin, now: time) }
         switch step.outcome {
@@ -141,8 +149,11 @@ public final class ReceiverPairing: Sendable {
             return (Self.tlvResponse(step.reply), nil)
         case .transient(let secret):
             // Not a success of the PIN: anyone knows 3939, so it must not clear the back-off.
+            guard let keys = try? ControlChannelKeys(sharedSecret: secret) else {
+                return (Self.tlvResponse(PairingFailure(state: 4, code: .unknown, reason: "no channel keys").reply), nil)
+            }
             logger.info("transient pairing: the connection is encrypted from now on")
-            return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
+            return (Self.tlvResponse(step.reply), keys)
         case .paired(let controller):
             do {
                 try store.add(controller)
@@ -150,6 +161,7 @@ public final class ReceiverPairing: Sendable {
                 logger.notice("paired with a new controller", metadata: ["pairing.controller": "\(controller.identifier)"])
                 return (Self.tlvResponse(step.reply), nil)
             } catch {
+                policy.withLock { $0.setupAbandoned(connection: connection) }
                 logger.error("pairing not stored", metadata: ["error": "\(error)"])
                 let code: TLV8.ErrorCode = store.all.count >= PairingStore.capacity ? .maxPeers : .unknown
                 return (Self.tlvResponse(PairingFailure(state: 6, code: code, reason: error.description).reply), nil)
@@ -164,14 +176,20 @@ public final class ReceiverPairing: Sendable {
     private func verify(_ message: TLV8, connection: ObjectIdentifier) -> (AirPlayResponse, ControlChannelKeys?) {
         let time = now()
         let store = self.store
+        if message.byte(.state) == 1 { connections.withLock { $0[connection]?.controller = nil } }
         let step = withConnection(connection) { $0.verify.handle(message, now: time) { store.publicKey(of: $0) } }
         switch step.outcome {
         case .none:
             return (Self.tlvResponse(step.reply), nil)
         case .verified(let controller, let secret):
-            connections.withLock { $0[connection]?.controller = controller }
+            guard let keys = try? ControlChannelKeys(sharedSecret: secret), let key = store.publicKey(of: controller) else {
+                return (Self.tlvResponse(PairingFailure(state: 4, code: .unknown, reason: "no channel keys").reply), nil)
+            }
+            // Requests count as this controller's only once they come through the cipher: the
+            // connection handler refuses any that arrive in clear after this reply.
+            connections.withLock { $0[connection]?.controller = (controller, key) }
             logger.info("pair-verify: the connection is encrypted from now on", metadata: ["pairing.controller": "\(controller)"])
-            return (Self.tlvResponse(step.reply), try? ControlChannelKeys(sharedSecret: secret))
+            return (Self.tlvResponse(step.reply), keys)
         case .failed(let failure, _):
             logger.notice("pair-verify failed", metadata: ["reason": "\(failure.reason)"])
             // Senders such as pyatv do not read M4's error and start encrypting anyway: end
@@ -184,15 +202,16 @@ public final class ReceiverPairing: Sendable {
 
     /// `/pair-add`, `/pair-remove`, `/pair-list`: for admin controllers on a verified connection.
     private func administer(_ path: String, _ message: TLV8, connection: ObjectIdentifier) -> AirPlayResponse {
-        guard let controller = connections.withLock({ $0[connection]?.controller }), let caller = store.pairing(controller) else {
+        guard let caller = verifiedPairing(connection) else {
             return .text(status: 470, "\(path) needs a pair-verified connection")
         }
+        let controller = caller.identifier
         guard caller.admin else { return Self.tlvResponse(PairingFailure(state: 2, code: .authentication, reason: "not admin").reply) }
         do {
             switch path {
             case "/pair-add":
-                guard let identifier = message[.identifier].flatMap({ String(validating: $0, as: UTF8.self) }),
-                      let key = message[.publicKey], key.count == 32 else {
+                guard let raw = message[.identifier], (1...64).contains(raw.count),
+                      let identifier = String(validating: raw, as: UTF8.self), let key = message[.publicKey], key.count == 32 else {
                     return Self.tlvResponse(PairingFailure(state: 2, code: .unknown, reason: "pair-add lacks an identifier or key").reply)
                 }
                 try store.add(ControllerPairing(identifier: identifier, publicKey: key, admin: message.byte(.permissions) == 1))
@@ -203,6 +222,11 @@ public final class ReceiverPairing: Sendable {
                 }
                 try store.remove(identifier)
                 logger.notice("pairing removed", metadata: ["pairing.controller": "\(identifier)", "by": "\(controller)"])
+                // HAP: with its last admin gone, an accessory forgets every pairing.
+                if !store.all.contains(where: \.admin) {
+                    try store.removeAll()
+                    logger.notice("the last admin was removed: every pairing is forgotten")
+                }
             default:
                 var reply = TLV8([(.state, [2])])
                 for (index, pairing) in store.all.enumerated() {
