@@ -25,6 +25,11 @@ public struct PairingPolicy: Sendable {
     public static let longestBackoff = 3600.0
     /// How long a random PIN stays valid.
     public static let pinLifetime = 300.0
+    /// Setups started (M1, transient ones included) allowed per `startWindow` seconds: each
+    /// costs two 3072-bit exponentiations, so a flood of M1s is answered Busy, not computed.
+    public static let startsPerWindow = 30
+    /// The window of `startsPerWindow`.
+    public static let startWindow = 10.0
 
     /// Where the PIN comes from.
     public let source: PINSource
@@ -32,6 +37,7 @@ public struct PairingPolicy: Sendable {
     private(set) var lockedUntil = 0.0
     private var shown: (pin: String, since: Double)?
     private var setupOwner: (connection: ObjectIdentifier, since: Double)?
+    private var recentStarts: [Double] = []
 
     /// A policy for a PIN source.
     public init(source: PINSource) { self.source = source }
@@ -68,6 +74,14 @@ public struct PairingPolicy: Sendable {
         case .fixed(let pin): return .success(pin)
         case .random: return .success(displayedPIN(now: now) ?? startPIN(now: now, random: random)!)
         }
+    }
+
+    /// Whether another setup may start now (any kind); counts it when it may.
+    public mutating func admitStart(now: Double) -> Bool {
+        recentStarts.removeAll { now - $0 >= Self.startWindow }
+        guard recentStarts.count < Self.startsPerWindow else { return false }
+        recentStarts.append(now)
+        return true
     }
 
     /// Seconds until setup is allowed again (0 when it is).

@@ -60,4 +60,16 @@ import Testing
         policy.setupSucceeded()
         #expect(policy.retryDelay(now: 41) == 0)
     }
+
+    @Test func aFloodOfSetupStartsIsAnsweredBusyNotComputed() {
+        var policy = PairingPolicy(source: .fixed("2468"))
+        for index in 0..<PairingPolicy.startsPerWindow {
+            let admitted = policy.admitStart(now: Double(index) * 0.1)
+            #expect(admitted)
+        }
+        let flooded = policy.admitStart(now: 3.5)
+        #expect(!flooded, "one start too many within 10 s")
+        let later = policy.admitStart(now: 10.5)
+        #expect(later, "the window moves on")
+    }
 }

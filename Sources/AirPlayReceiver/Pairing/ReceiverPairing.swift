@@ -125,6 +125,10 @@ public final class ReceiverPairing: Sendable {
         if message.byte(.state) == 1 {
             // A new setup on this connection drops what it verified before.
             connections.withLock { $0[connection]?.controller = nil }
+            guard policy.withLock({ $0.admitStart(now: time) }) else {
+                logger.notice("pair-setup refused: too many setups started in the last \(Int(PairingPolicy.startWindow)) s")
+                return (Self.tlvResponse(PairingFailure(state: 2, code: .busy, reason: "rate").reply), nil)
+            }
         }
         // The PIN matters at M1 only (SRP is keyed there); an MFi method gets its refusal from
         // the machine without taking the one-setup-at-a-time slot.
