@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
         .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
         // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
-        .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", "AirPlayWire", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "AirPlayDiscovery", dependencies: [
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
@@ -99,7 +99,7 @@ let package = Package(
 
         // Test support: real peers and private mDNS, started the way users start them.
         .target(name: "AirPlayTesting", dependencies: [
-            "AirPlayMedia",
+            "AirPlayMedia", "AirPlayWire",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

@@ -22,12 +22,7 @@ public struct PairSetupServer: Sendable {
     }
 
     /// One step: the reply body and what follows it.
-    public struct Step: Sendable {
-        /// The TLV8 reply.
-        public var reply: TLV8
-        /// What to do after sending it.
-        public var outcome: Outcome
-    }
+    public typealias Step = PairingStep<Outcome>
 
     enum State: Sendable {
         case idle

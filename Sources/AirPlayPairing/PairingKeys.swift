@@ -100,6 +100,15 @@ public struct ControllerPairing: Codable, Equatable, Sendable {
     }
 }
 
+/// One answer of a receiver's pairing machine: the TLV8 reply and what the connection does
+/// after sending it.
+public struct PairingStep<Outcome: Sendable>: Sendable {
+    /// The TLV8 reply.
+    public var reply: TLV8
+    /// What to do after sending it.
+    public var outcome: Outcome
+}
+
 /// How a pairing message failed, as HAP answers it: the state to reply with and the error code.
 public struct PairingFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// The reply's state (the request's plus one).

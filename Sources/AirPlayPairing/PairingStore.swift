@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayWire
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -160,7 +161,7 @@ public final class PairingStore: Sendable {
             let identity = PairingIdentity(identifier: UUID().uuidString, key: key)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            let stored = StoredIdentity(identifier: identity.identifier, seed: TextHex.string(key.seed), publicKey: TextHex.string(key.publicKey))
+            let stored = StoredIdentity(identifier: identity.identifier, seed: TextFormatting.hex(key.seed), publicKey: TextFormatting.hex(key.publicKey))
             try AtomicFile.write(Array(try encoder.encode(stored)), to: path)
             return identity
         } catch let failure as Failure {
@@ -199,7 +200,7 @@ public final class PairingStore: Sendable {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            let stored = list.map { StoredPairing(identifier: $0.identifier, publicKey: TextHex.string($0.publicKey), admin: $0.admin) }
+            let stored = list.map { StoredPairing(identifier: $0.identifier, publicKey: TextFormatting.hex($0.publicKey), admin: $0.admin) }
             try AtomicFile.write(Array(try encoder.encode(stored)), to: path)
         } catch let failure as AtomicFile.Failure {
             throw Failure(description: failure.description)
@@ -208,22 +209,5 @@ public final class PairingStore: Sendable {
         }
     }
 
-    private static func hexBytes(_ text: String) -> [UInt8]? { TextHex.bytes(text) }
-}
-
-/// Hex text for stored keys.
-enum TextHex {
-    static func string(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-    }
-
-    static func bytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        return stride(from: 0, to: digits.count, by: 2).reduce(into: [UInt8]?([])) { out, index in
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { out = nil; return }
-            out?.append(byte)
-        }
-    }
+    private static func hexBytes(_ text: String) -> [UInt8]? { TextFormatting.bytes(hex: text) }
 }

@@ -1,5 +1,6 @@
 import AirPlayCrypto
 import AirPlayPairing
+import AirPlayWire
 import Foundation
 
 /// The sender's pairing state: its own identity (made once) and the receivers it paired with,
@@ -45,11 +46,11 @@ public struct SenderCredentials: Sendable {
                 return
             }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(bytes))
-            guard let seed = Self.bytes(stored.controller.seed), let key = Self.bytes(stored.controller.publicKey),
+            guard let seed = TextFormatting.bytes(hex: stored.controller.seed), let key = TextFormatting.bytes(hex: stored.controller.publicKey),
                   seed.count == 32, key.count == 32 else { throw SenderError(.badInput, "\(path): the sender's key is damaged") }
             identity = PairingIdentity(identifier: stored.controller.identifier, seed: seed, publicKey: key)
             receivers = try stored.receivers.mapValues { receiver throws(SenderError) in
-                guard let key = Self.bytes(receiver.publicKey), key.count == 32 else { throw SenderError(.badInput, "\(path): a receiver key is damaged") }
+                guard let key = TextFormatting.bytes(hex: receiver.publicKey), key.count == 32 else { throw SenderError(.badInput, "\(path): a receiver key is damaged") }
                 return PairingClient.ReceiverCredentials(identifier: receiver.identifier, publicKey: key)
             }
         } catch let error as SenderError {
@@ -72,8 +73,8 @@ public struct SenderCredentials: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let stored = Stored(
-                controller: .init(identifier: identity.identifier, seed: Self.hex(identity.seed), publicKey: Self.hex(identity.publicKey)),
-                receivers: receivers.mapValues { .init(identifier: $0.identifier, publicKey: Self.hex($0.publicKey)) })
+                controller: .init(identifier: identity.identifier, seed: TextFormatting.hex(identity.seed), publicKey: TextFormatting.hex(identity.publicKey)),
+                receivers: receivers.mapValues { .init(identifier: $0.identifier, publicKey: TextFormatting.hex($0.publicKey)) })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             try AtomicFile.write(Array(try encoder.encode(stored)), to: path)
@@ -81,38 +82,16 @@ public struct SenderCredentials: Sendable {
             throw SenderError(.badInput, "cannot write \(path): \(error)")
         }
     }
-
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-    private static func bytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-        }
-        return out
-    }
 }
 
 extension ReceiverConnection {
     /// What every command does after connecting: pair-verify when this sender paired with the
     /// receiver (its stored credentials), else transient pairing when the receiver offers it.
-    public func secure(for key: String, features: FeatureSetHint, credentials: SenderCredentials) async throws(SenderError) {
+    public func secure(for key: String, offersTransientPairing: Bool, credentials: SenderCredentials) async throws(SenderError) {
         if let receiver = credentials.receivers[key] {
             try await pairVerify(identity: credentials.identity, receiver: receiver)
-        } else if features.offersTransientPairing {
+        } else if offersTransientPairing {
             try await pairTransient(identity: credentials.identity)
         }
     }
-}
-
-/// What the sender knows of a receiver's pairing offer before connecting (from discovery).
-public struct FeatureSetHint: Sendable {
-    /// The receiver advertises transient pairing (features bit 43 or 48).
-    public var offersTransientPairing: Bool
-
-    /// A hint from its parts.
-    public init(offersTransientPairing: Bool) { self.offersTransientPairing = offersTransientPairing }
 }

@@ -9,49 +9,45 @@ extension ReceiverConnection {
     public func pairSetup(identity: PairingIdentity, pin: String) async throws(SenderError) -> PairingClient.ReceiverCredentials {
         _ = try await post("/pair-pin-start", nil, hkp: "3")
         var setup = PairingClient.Setup(identity: identity, pin: pin)
-        do {
+        return try await reportingFailures("pairing failed") {
             let m2 = try await exchange("/pair-setup", PairingClient.setupStart(transient: false), hkp: "3")
             let m4 = try await exchange("/pair-setup", try setup.proof(answering: m2), hkp: "3")
             let m6 = try await exchange("/pair-setup", try setup.exchange(answering: m4), hkp: "3")
             return try setup.receiver(answering: m6, m4: m4)
-        } catch let failure as PairingClient.Failure {
-            throw SenderError(.refused(status: 470), "pairing failed: \(failure.description)")
-        } catch let error as SenderError {
-            throw error
-        } catch {
-            throw SenderError(.connectionLost, "pairing failed: \(error)")
         }
     }
 
     /// Pair-verify (M1–M4) with stored credentials; the connection is encrypted afterwards.
     public func pairVerify(identity: PairingIdentity, receiver: PairingClient.ReceiverCredentials) async throws(SenderError) {
-        do {
+        try await reportingFailures("pair-verify failed", hint: "; pair again with `airplay pair`") {
             var verify = try PairingClient.Verify(identity: identity, receiver: receiver)
             let m2 = try await exchange("/pair-verify", verify.start, hkp: "3")
             let m4 = try await exchange("/pair-verify", try verify.proof(answering: m2), hkp: "3")
             try await encrypt(with: try verify.keys(answering: m4))
-        } catch let failure as PairingClient.Failure {
-            throw SenderError(.refused(status: 470), "pair-verify failed: \(failure.description); pair again with `airplay pair`")
-        } catch let error as SenderError {
-            throw error
-        } catch {
-            throw SenderError(.connectionLost, "pair-verify failed: \(error)")
         }
     }
 
     /// Transient pair-setup (M1–M4, PIN 3939): encryption without a stored pairing.
     public func pairTransient(identity: PairingIdentity) async throws(SenderError) {
         var setup = PairingClient.Setup(identity: identity, pin: PairSetupServer.transientPIN)
-        do {
+        try await reportingFailures("transient pairing failed") {
             let m2 = try await exchange("/pair-setup", PairingClient.setupStart(transient: true), hkp: "4")
             let m4 = try await exchange("/pair-setup", try setup.proof(answering: m2), hkp: "4")
             try await encrypt(with: try ControlChannelKeys(sharedSecret: setup.sessionKey(answering: m4)))
+        }
+    }
+
+    /// Runs a pairing exchange, its failures told as the CLI reports them: what the receiver
+    /// refused as 470, a broken exchange as a lost connection.
+    private func reportingFailures<T>(_ what: String, hint: String = "", _ body: () async throws -> T) async throws(SenderError) -> T {
+        do {
+            return try await body()
         } catch let failure as PairingClient.Failure {
-            throw SenderError(.refused(status: 470), "transient pairing failed: \(failure.description)")
+            throw SenderError(.refused(status: 470), "\(what): \(failure.description)\(hint)")
         } catch let error as SenderError {
             throw error
         } catch {
-            throw SenderError(.connectionLost, "transient pairing failed: \(error)")
+            throw SenderError(.connectionLost, "\(what): \(error)")
         }
     }
 

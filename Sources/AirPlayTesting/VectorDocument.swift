@@ -1,3 +1,4 @@
+import AirPlayWire
 import Foundation
 
 /// A JSON vector file from `Protocol/vectors/` read without a Decodable type: values are
@@ -47,15 +48,5 @@ public struct VectorDocument {
     }
 
     /// Bytes from hex text; nil on an odd length or a non-hex digit.
-    public static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-        }
-        return bytes
-    }
+    public static func bytes(hex: String) -> [UInt8]? { TextFormatting.bytes(hex: hex) }
 }

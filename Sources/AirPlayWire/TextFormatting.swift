@@ -28,6 +28,19 @@ public enum TextFormatting {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Bytes from hex text (either case); nil on an odd length or a non-hex digit.
+    public static func bytes(hex text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
     /// `value` as lower-case hex, zero-padded to `width` digits.
     public static func hex(_ value: UInt32, width: Int) -> String {
         let digits = String(value, radix: 16)

@@ -59,7 +59,7 @@ func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddr
     let credentials = try SenderCredentials()
     let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
     let transient = !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
-    try await connection.secure(for: address.key, features: FeatureSetHint(offersTransientPairing: transient), credentials: credentials)
+    try await connection.secure(for: address.key, offersTransientPairing: transient, credentials: credentials)
 }
 
 /// Asks which receiver to use when stdin is a terminal.

@@ -1,5 +1,6 @@
 import AirPlayPairing
 import AirPlayReceiver
+import AirPlayWire
 import ArgumentParser
 import Glibc
 
@@ -46,13 +47,10 @@ struct PairingsCommand: ParsableCommand {
             let all = store.all
             if all.isEmpty { print("no paired senders") }
             for pairing in all {
-                print("\(pairing.identifier)  \(pairing.admin ? "admin" : "user ")  \(Self.hex(pairing.publicKey))")
+                print("\(pairing.identifier)  \(pairing.admin ? "admin" : "user ")  \(TextFormatting.hex(pairing.publicKey))")
             }
         }
 
-        static func hex(_ bytes: [UInt8]) -> String {
-            bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 15, radix: 16) }.joined()
-        }
     }
 
     struct Remove: ParsableCommand {

@@ -134,15 +134,10 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         return bytes
     }
 
+    /// Hex of at most 32 bytes (an AES IV or key), never empty.
     private static func hex(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard !digits.isEmpty, digits.count % 2 == 0, digits.count <= 64 else { return nil }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-        }
-        return bytes
+        guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        return TextFormatting.bytes(hex: text)
     }
 
     /// True when the sender encrypts the audio.
