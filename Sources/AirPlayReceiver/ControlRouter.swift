@@ -2,6 +2,7 @@ import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
 import NIOCore
+import NIOPosix
 
 /// What the connection does with a reply: send it, and maybe turn into an event channel.
 public struct ControlReply: Sendable {
@@ -98,7 +99,15 @@ public struct ControlRouter: Sendable {
                      router.pairing != nil && connection != nil && ReceiverPairing.takes(request)
                  },
                  answer: { router, request, connection in
-                     let (response, keys) = router.pairing!.answer(request, connection: connection!)
+                     let (pairing, connection) = (router.pairing!, connection!)
+                     // SRP at M1 and the fsyncs of a stored pairing must not hold an event loop;
+                     // these answers never switch encryption on, so they can come later.
+                     if ReceiverPairing.runsOffLoop(request) {
+                         return .later { eventLoop in
+                             NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { pairing.answer(request, connection: connection).0 }
+                         }
+                     }
+                     let (response, keys) = pairing.answer(request, connection: connection)
                      return keys.map { .encrypting(response, $0) } ?? .now(response)
                  }),
         Endpoint(name: "RAOP audio (RTSP, /feedback)",

@@ -113,6 +113,21 @@ import Testing
         #expect(pairing.displayedPIN == nil)
     }
 
+    @Test func answersThatWaitOrComputeRunOffTheEventLoop() {
+        func request(_ path: String, state: UInt8?) -> AirPlayRequest {
+            var body = ByteBuffer()
+            if let state { body.writeBytes(TLV8([(.state, [state])]).bytes) }
+            return AirPlayRequest(method: "POST", target: path, version: .http11, headers: ["X-Apple-HKP": "3"], body: body)
+        }
+        // SRP at M1 and the stored pairing at M5 go to the thread pool; M3 (which may switch
+        // encryption on) and pair-verify stay on the connection's loop.
+        #expect(ReceiverPairing.runsOffLoop(request("/pair-setup", state: 1)))
+        #expect(ReceiverPairing.runsOffLoop(request("/pair-setup", state: 5)))
+        #expect(!ReceiverPairing.runsOffLoop(request("/pair-setup", state: 3)))
+        #expect(!ReceiverPairing.runsOffLoop(request("/pair-verify", state: 1)))
+        #expect(ReceiverPairing.runsOffLoop(request("/pair-add", state: 1)) && ReceiverPairing.runsOffLoop(request("/pair-remove", state: 1)))
+    }
+
     @Test func badBodiesAndMethodsAreRefusedWithAReason() throws {
         let request = AirPlayRequest(method: "POST", target: "/pair-setup", version: .http11, headers: ["X-Apple-HKP": "3"],
                                      body: ByteBuffer(bytes: [0x06, 0x05, 0x01]))

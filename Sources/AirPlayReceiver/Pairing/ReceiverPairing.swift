@@ -32,6 +32,20 @@ public final class ReceiverPairing: Sendable {
         return true
     }
 
+    /// Requests whose answer costs a wait or real computation and never starts encryption:
+    /// pair-setup M1 (SRP exponentiations) and M5 (the pairing stored, with fsyncs), and the
+    /// admin endpoints that rewrite the store. The router answers them on a thread pool.
+    public static func runsOffLoop(_ request: AirPlayRequest) -> Bool {
+        switch request.path {
+        case "/pair-add", "/pair-remove": return true
+        case "/pair-setup":
+            let body = request.body.getBytes(at: request.body.readerIndex, length: request.body.readableBytes) ?? []
+            let state = (try? TLV8(bytes: body, maximumBytes: 4096))?.byte(.state)
+            return state == 1 || state == 5
+        default: return false
+        }
+    }
+
     /// The receiver's identity and its paired controllers.
     public let store: PairingStore
     /// What access requires.
