@@ -130,9 +130,16 @@ public protocol PCMOutput: AnyObject, Sendable {
     /// Seconds between a write and the moment its first frame is heard (the sink's latency):
     /// the playout writes that much earlier so frames are heard when the sender means.
     var presentationDelay: Double { get }
+    /// Seconds before its time a write may come without changing when it is heard. An output
+    /// with no clock of its own (a file, a FIFO read by another program's buffer) takes writes
+    /// early, so the playout writes two packets a wake-up instead of one; a sink that stamps
+    /// buffers with the time they arrive must be written on time (0).
+    var writeAhead: Double { get }
 }
 
 extension PCMOutput {
     /// No delay: a file or FIFO receives the frames the moment they are written.
     public var presentationDelay: Double { 0 }
+    /// Written on time: the safe default for a sink that plays what it gets when it gets it.
+    public var writeAhead: Double { 0 }
 }

@@ -124,4 +124,24 @@ import Testing
         #expect(Self.written(schedule.next(now: 100.9, delay: 0.1)) == Self.samples(0))
         #expect(schedule.stats.syncError.count == 1 && schedule.stats.syncError.worst < 1e-6)
     }
+
+    /// An output that takes frames early (a file or FIFO: 10 ms of write-ahead) gets the packet
+    /// due next in the same wake-up, not the one after; the thread then sleeps until the third
+    /// is due, and what is heard stays on time.
+    @Test func writeAheadTakesTwoPacketsAWakeUp() {
+        var schedule = Self.schedule()
+        for index in 0..<4 {
+            _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 0)
+        }
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(0))
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(1), "due in 8 ms: now")
+        guard case .wait(let seconds) = schedule.next(now: 0.5, delay: 0, writeAhead: 0.01) else {
+            Issue.record("the third waits"); return
+        }
+        #expect(abs(seconds - 2 * Self.packetSeconds) < 1e-9, "until it is due, so the fourth comes with it")
+        #expect(Self.written(schedule.next(now: 0.5 + seconds, delay: 0, writeAhead: 0.01)) == Self.samples(2))
+        #expect(Self.written(schedule.next(now: 0.5 + seconds, delay: 0, writeAhead: 0.01)) == Self.samples(3))
+        #expect(schedule.stats.syncError.count == 4 && schedule.stats.syncError.worst < 1e-6)
+        #expect(schedule.stats.framesInserted == 0 && schedule.stats.framesRemoved == 0)
+    }
 }

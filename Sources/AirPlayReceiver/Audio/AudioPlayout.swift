@@ -33,6 +33,9 @@ protocol PlayoutInput: AnyObject, Sendable {
 /// silence when their time comes (and reported as lost); duplicates and packets older than what
 /// already played are dropped.
 ///
+/// An output that takes frames early (`PCMOutput.writeAhead`, a file or FIFO) gets each packet
+/// that is due within that time in the same wake-up as the one before it.
+///
 /// One thread per playout writes the output and, with an attached `PlayoutInput`, reads the
 /// audio port each time it wakes: one wake-up per packet in all, not one to receive and one to
 /// write. It listens to the port only while it waits for data, and never sleeps more than
@@ -148,9 +151,10 @@ public final class AudioPlayout: @unchecked Sendable {
             if woke { input?.drain() }
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
+            let writeAhead = output.writeAhead
             let (step, listen) = state.withLock { state -> (PlayoutSchedule.Step?, Bool) in
                 guard state.running else { return (nil, false) }
-                return (state.schedule.next(now: Self.now(), delay: delay), state.schedule.waitingForData)
+                return (state.schedule.next(now: Self.now(), delay: delay, writeAhead: writeAhead), state.schedule.waitingForData)
             }
             let port = listen ? input?.descriptor ?? -1 : -1
             woke = true

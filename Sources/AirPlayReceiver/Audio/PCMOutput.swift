@@ -13,6 +13,11 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     /// An output to a path; the file is opened (created, appended to) on the first write.
     public init(path: String) { self.path = path }
 
+    /// A file has no clock and a FIFO's reader buffers far more than this: frames may arrive
+    /// up to 10 ms (a little more than one 352-frame packet) before their time. This halves
+    /// the playout's wake-ups, the largest part of what receiving a stream costs.
+    public var writeAhead: Double { 0.010 }
+
     deinit { close() }
 
     /// Writes interleaved samples; a FIFO with no reader drops them instead of blocking playout.
@@ -82,6 +87,9 @@ final class DeferredPCMOutput: PCMOutput, @unchecked Sendable {
 
     /// The built output's delay (asked by the playout before its first write: it builds it).
     var presentationDelay: Double { built()?.presentationDelay ?? 0 }
+
+    /// The built output's write-ahead (0 until it is built: on time is always safe).
+    var writeAhead: Double { lock.withLock { output }?.writeAhead ?? 0 }
 
     /// Writes to the built output.
     func write(_ samples: [Int16]) { built()?.write(samples) }

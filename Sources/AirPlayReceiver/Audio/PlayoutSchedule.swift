@@ -118,8 +118,12 @@ struct PlayoutSchedule {
     }
 
     /// Decides what the output thread does at `now`, for an output `delay` seconds behind its
-    /// writes; consumes a packet only when it is written.
-    mutating func next(now: Double, delay: Double) -> Step {
+    /// writes that takes frames up to `writeAhead` seconds before their time; consumes a packet
+    /// only when it is written.
+    mutating func next(now: Double, delay: Double, writeAhead: Double = 0) -> Step {
+        // Within half a millisecond is on time; an output with write-ahead takes the packets
+        // due within it too, and the thread then sleeps until the next one is due.
+        let early = max(0.0005, writeAhead)
         guard var run = self.run else {
             self.waitingForData = true
             return .idle
@@ -147,7 +151,7 @@ struct PlayoutSchedule {
             // A real gap: its frames become silence when their time comes.
             let frames = min(gap, framesPerPacket)
             let due = (run.outputStart ?? now) + Double(run.framesOut) / sampleRate
-            if due - now > 0.0005 { return .wait(due - now) }
+            if due - now > early { return .wait(due - now) }
             self.stats.lost += 1
             run.nextTimestamp = key &+ UInt32(frames)
             run.framesOut += frames
@@ -174,7 +178,7 @@ struct PlayoutSchedule {
             self.stats.reanchors += 1
         }
         self.run = run
-        if due - now > 0.0005 { return .wait(due - now) }
+        if due - now > early { return .wait(due - now) }
 
         var frames = samples
         var cut = 0
@@ -206,7 +210,9 @@ struct PlayoutSchedule {
         self.run = run
         self.stats.framesPlayed += frames.count / channels
         self.stats.worstLatenessMilliseconds = max(self.stats.worstLatenessMilliseconds, (now - due) * 1000)
-        self.stats.syncError.add(now - target - Double(cut) / sampleRate)
+        // Written early, a frame is still heard at its place in the output's stream.
+        let outputTime = writeAhead > 0 ? max(now, due) : now
+        self.stats.syncError.add(outputTime - target - Double(cut) / sampleRate)
         return frames.isEmpty ? .wait(0) : .write(frames, gain: self.gain)
     }
 
