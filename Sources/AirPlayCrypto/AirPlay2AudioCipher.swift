@@ -21,6 +21,17 @@ public struct AirPlay2AudioCipher: Sendable {
     /// The clear audio of a packet read in place.
     public func open(_ packet: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] { try open(Array(packet)) }
 
+    /// The clear audio from what follows a packet's 12-byte header (sealed audio, tag, trailer),
+    /// with the header's RTP timestamp and SSRC, which the tag authenticates.
+    public func open(sealed: UnsafeRawBufferPointer, timestamp: UInt32, ssrc: UInt32) throws(CryptoError) -> [UInt8] {
+        guard sealed.count >= Self.overhead - 12 else {
+            throw CryptoError(description: "AirPlay 2 audio packet of \(sealed.count + 12) bytes is too short")
+        }
+        let trailer = sealed.count - 8
+        let aad = withUnsafeBytes(of: timestamp.bigEndian, Array.init) + withUnsafeBytes(of: ssrc.bigEndian, Array.init)
+        return try cipher.open(Array(sealed[..<trailer]), nonce: [0, 0, 0, 0] + sealed[trailer...], aad: aad)
+    }
+
     /// A whole packet for a header and audio, with `counter` as its nonce.
     public func seal(header: [UInt8], audio: [UInt8], counter: UInt64) throws(CryptoError) -> [UInt8] {
         guard header.count == 12 else { throw CryptoError(description: "an RTP header is 12 bytes") }

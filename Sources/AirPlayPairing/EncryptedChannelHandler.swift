@@ -42,7 +42,17 @@ public final class EncryptedChannelHandler: ChannelDuplexHandler {
 
     /// Encrypts from the next byte in each direction.
     public func enable(keys: ControlChannelKeys) throws {
-        let (write, read) = role == .receiver ? (keys.receiverToSender, keys.senderToReceiver) : (keys.senderToReceiver, keys.receiverToSender)
+        try enable(receiverWrites: keys.receiverToSender, senderWrites: keys.senderToReceiver)
+    }
+
+    /// Encrypts an AirPlay 2 event channel from the next byte: the receiver writes with
+    /// `Events-Write-Encryption-Key`, the sender with `Events-Read-Encryption-Key`.
+    public func enable(keys: EventChannelKeys) throws {
+        try enable(receiverWrites: keys.receiverToSender, senderWrites: keys.senderToReceiver)
+    }
+
+    private func enable(receiverWrites: [UInt8], senderWrites: [UInt8]) throws {
+        let (write, read) = role == .receiver ? (receiverWrites, senderWrites) : (senderWrites, receiverWrites)
         sealer = try EncryptedFrames.Sealer(key: write)
         opener = try EncryptedFrames.Opener(key: read)
     }

@@ -38,6 +38,8 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Set when encryption was decided: the cipher's opened-frame count then. A request that
     /// arrives before the count grows was sent in clear after M3 (an on-path injection).
     private var encryptedFrom: Int?
+    /// The secret the connection is encrypted under, once it is (for AirPlay 2's event keys).
+    private var pairingSecret: [UInt8]?
 
     init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil,
          cipher: EncryptedChannelHandler? = nil, logger: Logger) {
@@ -68,7 +70,8 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case .request(let request):
             let channel = context.channel
             let connection = ConnectionContext(id: ObjectIdentifier(channel), local: channel.localAddress,
-                                               remote: channel.remoteAddress, close: { channel.close(promise: nil) })
+                                               remote: channel.remoteAddress, pairingSecret: pairingSecret,
+                                               close: { channel.close(promise: nil) })
             let reply = router.reply(to: request, connection: connection)
             let response = reply.response
             logger.debug("request", metadata: [
@@ -89,6 +92,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 // The M4 response itself leaves in clear; every byte after it is sealed, and
                 // every request after it must have come through the cipher.
                 encryptedFrom = cipher?.framesOpened ?? 0
+                pairingSecret = keys.sharedSecret
                 let cipher = self.cipher, logger = self.logger
                 let loopBound = NIOLoopBound(cipher, eventLoop: context.eventLoop)
                 let write = (pendingWrites ?? context.eventLoop.makeSucceededVoidFuture()).flatMap {

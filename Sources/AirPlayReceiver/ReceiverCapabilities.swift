@@ -29,7 +29,9 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     }
     private var pairingID: String?
     private var pairingPublicKey: String?
-    /// HAP and transient pairing are advertised to AirPlay 2 senders (features 43, 46, 48).
+    /// AirPlay 2 is served: HAP and transient pairing (features 43, 46, 48) and sessions set up
+    /// with plists, realtime audio on NTP (38, "unified media control"). Buffered audio (40)
+    /// and PTP (41) are not.
     public var airPlay2Pairing = false
     /// Only paired senders may play (status flag bit 9).
     public var pairingRequired = false
@@ -52,7 +54,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         if audio {
             features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
         }
-        if airPlay2Pairing, pairingID != nil { features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing]) }
+        if airPlay2Pairing, pairingID != nil { features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing, .unifiedMediaControl]) }
         return features
     }
 
@@ -73,6 +75,9 @@ public enum ReceiverIdentity {
     public static let sourceVersion = "220.68"
     /// `protovers`: the AirPlay protocol version.
     public static let protocolVersion = "1.0"
+    /// The volume every audio session starts at, in dB (`initialVolume` in `/info`): unity,
+    /// until the sender sets another.
+    public static let initialVolume = 0.0
     /// `Server` header on every reply.
     public static let serverHeader = "AirTunes/220.68"
 }

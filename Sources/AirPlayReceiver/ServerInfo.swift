@@ -29,10 +29,18 @@ public struct ServerInfo: Hashable, Sendable {
             "protovers": .string(ReceiverIdentity.protocolVersion),
             "srcvers": .string(ReceiverIdentity.sourceVersion),
             "pw": .bool(capabilities.passwordRequired),
+            // The spellings AirPlay 2 readers use (shairport-sync, an Apple TV): `deviceID`,
+            // `sourceVersion`, `protocolVersion`, and the volume a new session starts at as a
+            // real in dB (pyatv raises on an integer; with it, it sends no volume of its own).
+            "deviceID": .string(deviceID.colonForm),
+            "sourceVersion": .string(ReceiverIdentity.sourceVersion),
+            "protocolVersion": .string(ReceiverIdentity.protocolVersion),
+            "initialVolume": .real(ReceiverIdentity.initialVolume),
         ]
         if let pairing = capabilities.pairingIdentity {
             info["pi"] = .string(pairing.identifier)
-            info["pk"] = .string(pairing.publicKey)
+            // The Ed25519 key as 32 bytes of data (the TXT record carries it in hex).
+            info["pk"] = TextFormatting.bytes(hex: pairing.publicKey).map(PropertyList.data) ?? .string(pairing.publicKey)
         }
         return .dictionary(info)
     }

@@ -101,11 +101,14 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
     public var names: [String] { bitNumbers.map { Self.bitNames[$0] ?? "Bit\($0)" } }
 
     /// The TXT record form: `0xLOW` or `0xLOW,0xHIGH`, upper-case hex as Apple devices write it.
+    /// With a high word the low one has all 8 digits: pyatv 0.18 joins the two words as text
+    /// (`HIGH` + `LOW`), so `0x838219,0x14840` would read as bits that were never set.
     public var txtValue: String {
         let low = UInt32(truncatingIfNeeded: rawValue)
         let high = UInt32(truncatingIfNeeded: rawValue >> 32)
-        let lowText = "0x" + String(low, radix: 16, uppercase: true)
-        return high == 0 ? lowText : lowText + ",0x" + String(high, radix: 16, uppercase: true)
+        let lowDigits = String(low, radix: 16, uppercase: true)
+        guard high != 0 else { return "0x" + lowDigits }
+        return "0x" + String(repeating: "0", count: 8 - lowDigits.count) + lowDigits + ",0x" + String(high, radix: 16, uppercase: true)
     }
 
     /// Parses the TXT form (`0x5A7FFFF7,0x1E`, `0x77`, or a plain decimal); nil when malformed.

@@ -25,7 +25,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         }
         do {
             var command = try parseAsRoot(arguments)
-            if var daemon = command as? AirPlayDaemonCommand {
+            if let daemon = command as? AirPlayDaemonCommand {
                 try await daemon.run()
             } else {
                 try command.run()

@@ -9,6 +9,9 @@ import Testing
         #expect(appleTV3?.rawValue == 0x1E_5A7F_FFF7)
         #expect(appleTV3?.txtValue == "0x5A7FFFF7,0x1E")
         #expect(FeatureSet(bits: [0, 4, 9]).txtValue == "0x211")
+        // With a high word the low one keeps its 8 digits (pyatv joins the words as text).
+        #expect(FeatureSet(bits: [0, 48]).txtValue == "0x00000001,0x10000")
+        #expect(FeatureSet(txtValue: "0x00000001,0x10000") == FeatureSet(bits: [0, 48]))
         #expect(FeatureSet(txtValue: "0x77")?.rawValue == 0x77)
         #expect(FeatureSet(txtValue: "1518338039")?.rawValue == 0x5A7F_FFF7)
         #expect(FeatureSet(txtValue: "0xZZ") == nil)

@@ -1,4 +1,5 @@
 import AirPlayPlist
+import AirPlayWire
 
 /// What an AirPlay 2 `SETUP` asks for, read from its binary plist. AirPlay 2 sets a session up
 /// in two requests on the (encrypted) control connection: phase 1 names the timing protocol and
@@ -108,6 +109,10 @@ public enum AirPlay2Setup: Equatable, Sendable {
                       latencyMin: item["latencyMin"]?.integerValue.map(Int.init), latencyMax: item["latencyMax"]?.integerValue.map(Int.init))
     }
 
+    /// The formats of `audioFormat` played here: bit 11 PCM, bit 18 ALAC, bit 22 AAC-LC, each
+    /// 44100 Hz, 16-bit, stereo (the playout's format).
+    static let playedFormats: [(bit: Int, compression: Int, name: String)] = [(11, 1, "PCM"), (18, 2, "ALAC"), (22, 4, "AAC-LC")]
+
     /// Phase 1's reply: where the event channel listens, and our timing port.
     public static func sessionReply(eventPort: Int, timingPort: Int) -> PropertyList {
         .dictionary(["eventPort": .integer(Int64(eventPort)), "timingPort": .integer(Int64(timingPort))])
@@ -118,5 +123,38 @@ public enum AirPlay2Setup: Equatable, Sendable {
         .dictionary(["streams": .array(ports.map {
             .dictionary(["type": .integer(Int64($0.type)), "dataPort": .integer(Int64($0.dataPort)), "controlPort": .integer(Int64($0.controlPort))])
         })])
+    }
+}
+
+extension AirPlay2Setup.Stream {
+    /// The stream as the playout and decoders know streams: the format named by `audioFormat`
+    /// (unambiguous), or by `ct` when no format bit is given (senders disagree on what `ct`
+    /// values above 2 mean, so it is only the fallback). PCM is big-endian, as in RAOP.
+    public func description() throws(AirPlay2Setup.Refusal) -> RAOPStreamDescription {
+        let played = AirPlay2Setup.playedFormats
+        let format: (bit: Int, compression: Int, name: String)?
+        if audioFormat != 0 {
+            format = played.first { audioFormat == UInt64(1) << $0.bit }
+            guard format != nil else {
+                throw AirPlay2Setup.Refusal(status: 461, description: "audioFormat 0x\(String(audioFormat, radix: 16)) is not played here "
+                    + "(0x800 PCM, 0x40000 ALAC, 0x400000 AAC-LC: 44100 Hz 16-bit stereo)")
+            }
+        } else {
+            format = played.first { $0.compression == compression }
+        }
+        guard let format, sampleRate == 44100 else {
+            throw AirPlay2Setup.Refusal(status: 461, description: "only 44100 Hz stereo is played (sr \(sampleRate), ct \(compression))")
+        }
+        switch format.compression {
+        case 1:
+            return RAOPStreamDescription(codec: .pcm, sampleRate: 44100, channels: 2, framesPerPacket: samplesPerFrame)
+        case 2:
+            // The ALAC "magic cookie" RAOP gives in its fmtp, for 16-bit stereo at 44100 Hz.
+            let cookie = [samplesPerFrame, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]
+            return RAOPStreamDescription(codec: .alac(fmtp: cookie), sampleRate: 44100, channels: 2, framesPerPacket: samplesPerFrame)
+        default:
+            // AudioSpecificConfig: AAC-LC (object type 2), 44100 Hz (index 4), 2 channels.
+            return RAOPStreamDescription(codec: .aacLC, sampleRate: 44100, channels: 2, framesPerPacket: 1024, aacConfig: [0x12, 0x10])
+        }
     }
 }

@@ -46,7 +46,7 @@ public final class AudioSessions: Sendable {
         public var ended = false
     }
 
-    private let group: any EventLoopGroup
+    let group: any EventLoopGroup
     /// The AirPort key, parsed at the first request that needs it: OpenSSL's providers stay
     /// unloaded (about 2 MiB) on a box that is only waiting.
     private var identity: RAOPIdentity? {
@@ -60,16 +60,18 @@ public final class AudioSessions: Sendable {
     private let authenticator: DigestAuthenticator?
     private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
-    private let decoders: any RAOPDecoderFactory
+    let decoders: any RAOPDecoderFactory
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
-    private let logger: Logger
+    let logger: Logger
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
-    private let machine: NIOLockedValueBox<RAOPSessionStateMachine>
+    let machine: NIOLockedValueBox<RAOPSessionStateMachine>
     /// The time the session machine is given (a manual clock in tests).
     private let clock: any MonotonicClock
-    private let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
+    let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
+    /// AirPlay 2 sessions' event channels, by session number.
+    let eventChannels = NIOLockedValueBox<[Int: AirPlay2EventChannel]>([:])
     private let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
 
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
@@ -90,7 +92,7 @@ public final class AudioSessions: Sendable {
         startWatchdog()
     }
 
-    private func now() -> Double { clock.now() }
+    func now() -> Double { clock.now() }
 
     /// Answers one RTSP request (or `POST /feedback`); any request carrying `Apple-Challenge`
     /// gets its `Apple-Response`.
@@ -116,6 +118,7 @@ public final class AudioSessions: Sendable {
             logger.notice("audio request without the right password", metadata: ["request.method": "\(request.method)"])
             return refusal
         }
+        if request.method == "SETUP", AirPlay2Setup.hasPlistBody(request) { return setupAirPlay2(request, connection: connection) }
         let actions: [RAOPSessionStateMachine.Action]
         var prepared: PreparedStream?
         if request.method == "ANNOUNCE" {
@@ -170,7 +173,7 @@ public final class AudioSessions: Sendable {
     /// A stream this box can play, with the key to decrypt it.
     struct PreparedStream {
         var description: RAOPStreamDescription
-        var decryptor: RAOPPacketDecryptor?
+        var cipher: AudioPacketCipher?
     }
 
     /// A playable stream, or the 4xx that refuses it.
@@ -199,13 +202,13 @@ public final class AudioSessions: Sendable {
         } catch {
             return .refused(.text(status: 415, "\(Self.codecName(stream.codec)) stream not playable: \(error)"))
         }
-        var decryptor: RAOPPacketDecryptor?
+        var cipher: AudioPacketCipher?
         if let wrapped = stream.rsaAESKey {
             guard let identity, let iv = stream.aesIV else {
                 return .refused(.text(status: 415, "encrypted stream without an aesiv, or no RSA key here"))
             }
             do {
-                decryptor = try RAOPPacketDecryptor(key: try identity.unwrapStreamKey(wrapped), iv: iv)
+                cipher = .aes(try RAOPPacketDecryptor(key: try identity.unwrapStreamKey(wrapped), iv: iv))
             } catch {
                 return .refused(.text(status: 400, "rsaaeskey: \(error)"))
             }
@@ -213,14 +216,14 @@ public final class AudioSessions: Sendable {
         guard stream.sampleRate == 44100, stream.channels == 2 else {
             return .refused(.text(status: 415, "only 44100 Hz stereo is played"))
         }
-        return .playable(PreparedStream(description: stream, decryptor: decryptor))
+        return .playable(PreparedStream(description: stream, cipher: cipher))
     }
 
     // MARK: Carrying out actions
 
     /// Carries out the machine's actions in order; returns the reply, if one was among them.
     @discardableResult
-    private func perform(_ actions: [RAOPSessionStateMachine.Action], connection: ConnectionContext? = nil,
+    func perform(_ actions: [RAOPSessionStateMachine.Action], connection: ConnectionContext? = nil,
                          prepared: PreparedStream? = nil) -> AirPlayResponse? {
         var reply: AirPlayResponse?
         var ended: [ObjectIdentifier: ConnectionContext] = [:]
@@ -234,7 +237,12 @@ public final class AudioSessions: Sendable {
             case .openPorts(let number, let controlPort, let timingPort):
                 reply = perform(openPorts(number, controlPort: controlPort, timingPort: timingPort))
             case .endSession(let session, let reason):
-                if let resources = end(session, reason: reason) { ended[resources.connection.id] = resources.connection }
+                if let connection = end(session, reason: reason) { ended[connection.id] = connection }
+            case .endStreams(let session, let reason):
+                _ = endStreams(session, reason: reason)
+            case .openEventPort(let number):
+                guard let connection else { continue }
+                reply = perform(openEventPort(number, connection: connection))
             case .closeConnection(let id):
                 ended[id]?.close()
             case .flush(let number, let before):
@@ -278,11 +286,11 @@ public final class AudioSessions: Sendable {
             decoding = .queued(RAOPDecodeQueue(session: number, stream: stream, factory: decoders))
         }
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
-                                             decryptor: prepared.decryptor, decoding: decoding)
+                                             cipher: prepared.cipher, decoding: decoding)
         sessions.withLockedValue { $0[number] = resources }
         nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
         logger.info("audio announced", metadata: ["session": "\(number)", "codec": "\(Self.codecName(stream.codec))",
-                                                  "rate": "\(stream.sampleRate)", "encrypted": "\(prepared.decryptor != nil)"])
+                                                  "rate": "\(stream.sampleRate)", "encrypted": "\(prepared.cipher != nil)"])
     }
 
     /// Makes the playout and binds the three UDP ports; the machine turns the outcome into SETUP's reply.
@@ -341,8 +349,16 @@ public final class AudioSessions: Sendable {
         return machine.withLockedValue { $0.portsOpened(session: number, audio: ports[0], control: ports[1], timing: ports[2]) }
     }
 
-    /// Tears the session's resources down and logs its figures; returns them (for closing its connection).
-    private func end(_ session: RAOPSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
+    /// Ends a session: its event channel (AirPlay 2) and its stream; returns its control
+    /// connection (for closing it).
+    private func end(_ session: RAOPSessionStateMachine.Session, reason: String) -> ConnectionContext? {
+        let events = eventChannels.withLockedValue { $0.removeValue(forKey: session.number) }
+        events?.close()
+        return endStreams(session, reason: reason)?.connection ?? events?.connection
+    }
+
+    /// Tears the session's stream resources down and logs its figures; returns them.
+    private func endStreams(_ session: RAOPSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
         guard let resources = sessions.withLockedValue({ $0.removeValue(forKey: session.number) }) else { return nil }
         resources.tearDown()
         nowPlaying.end()
@@ -381,7 +397,7 @@ public final class AudioSessions: Sendable {
         }
         // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
         if faultDropPercent > 0, Int((UInt32(header.sequence) &* 2_654_435_761) >> 16) % 100 < faultDropPercent { return }
-        audioPacket(sequence: header.sequence, timestamp: header.timestamp, marker: header.marker,
+        audioPacket(sequence: header.sequence, timestamp: header.timestamp, marker: header.marker, ssrc: header.ssrc,
                     payload: UnsafeRawBufferPointer(rebasing: datagram[RAOPAudioPacket.headerSize...]),
                     session: resources, retransmitted: false)
     }
@@ -389,13 +405,13 @@ public final class AudioSessions: Sendable {
     /// An audio packet arrived (a retransmission, on the control port).
     func audioPacket(_ packet: RAOPAudioPacket, session resources: RAOPSessionResources, retransmitted: Bool) {
         packet.payload.withUnsafeBytes { payload in
-            audioPacket(sequence: packet.sequence, timestamp: packet.timestamp, marker: packet.marker, payload: payload,
-                        session: resources, retransmitted: retransmitted)
+            audioPacket(sequence: packet.sequence, timestamp: packet.timestamp, marker: packet.marker, ssrc: packet.ssrc,
+                        payload: payload, session: resources, retransmitted: retransmitted)
         }
     }
 
     /// Asks for what is missing, then decodes the payload and hands it to the playout.
-    private func audioPacket(sequence: UInt16, timestamp: UInt32, marker: Bool, payload encrypted: UnsafeRawBufferPointer,
+    private func audioPacket(sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32, payload encrypted: UnsafeRawBufferPointer,
                              session resources: RAOPSessionResources, retransmitted: Bool) {
         perform(machine.withLockedValue {
             $0.audioPacket(session: resources.number, sequence: sequence, marker: marker,
@@ -405,7 +421,7 @@ public final class AudioSessions: Sendable {
             dropped(resources, "audio before SETUP finished", sequence: sequence)
             return
         }
-        guard let decryptor = resources.decryptor else {
+        guard let cipher = resources.cipher else {
             if case .l16 = resources.decoding {
                 // Clear L16: straight from the receive buffer to samples.
                 playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.l16Samples(encrypted))
@@ -414,7 +430,10 @@ public final class AudioSessions: Sendable {
             }
             return
         }
-        decode(decryptor.decrypt(encrypted), timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
+        guard let payload = cipher.open(encrypted, timestamp: timestamp, ssrc: ssrc) else {
+            return dropped(resources, "audio packet does not authenticate (AirPlay 2 shk)", sequence: sequence)
+        }
+        decode(payload, timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
     }
 
     private func decode(_ payload: [UInt8], timestamp: UInt32, sequence: UInt16, playout: AudioPlayout,

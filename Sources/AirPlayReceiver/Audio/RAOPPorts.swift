@@ -29,15 +29,19 @@ enum RAOPPorts {
             Glibc.close(descriptor)
             throw IOError(errnoCode: errno, reason: "bind")
         }
+        return (descriptor, boundPort(descriptor, family: family))
+    }
+
+    /// The port a socket of `family` was bound to (`getsockname`).
+    static func boundPort(_ descriptor: NIOBSDSocket.Handle, family: Int32) -> Int {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
-        let port = withUnsafePointer(to: &storage) { pointer -> Int in
+        return withUnsafePointer(to: &storage) { pointer -> Int in
             family == AF_INET6
                 ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
                 : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
         }
-        return (descriptor, port)
     }
 
     /// Hands a bound socket to NIO with `handler`; `adopted` runs with the channel once it is live.

@@ -17,8 +17,8 @@ final class RAOPSessionResources: Sendable {
     let connection: ConnectionContext
     /// What ANNOUNCE described.
     let stream: RAOPStreamDescription
-    /// Set for encrypted streams (`et=1`).
-    let decryptor: RAOPPacketDecryptor?
+    /// Set for encrypted streams (RAOP `et=1`, every AirPlay 2 stream).
+    let cipher: AudioPacketCipher?
     /// How packets become PCM: inline (L16, ALAC) or on the session's queue (AAC).
     let decoding: RAOPPacketDecoding
     /// The sender's clock, from its sync packets and its answers to our timing requests.
@@ -38,12 +38,12 @@ final class RAOPSessionResources: Sendable {
     }
     let state = NIOLockedValueBox(Mutable())
 
-    init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, decryptor: RAOPPacketDecryptor?,
+    init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, cipher: AudioPacketCipher?,
          decoding: RAOPPacketDecoding) {
         self.number = number
         self.connection = connection
         self.stream = stream
-        self.decryptor = decryptor
+        self.cipher = cipher
         self.decoding = decoding
         // The playout's own buffer (RECORD's Audio-Latency) is the least latency a sender gets.
         timeline = SenderTimeline(sampleRate: stream.sampleRate, minimumLatency: 0.5)

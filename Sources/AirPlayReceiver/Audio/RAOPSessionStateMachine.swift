@@ -31,10 +31,24 @@ public struct RAOPSessionStateMachine: Sendable {
         }
     }
 
+    /// Which protocol set the session up.
+    public enum Kind: Hashable, Sendable {
+        /// AirPlay 1: ANNOUNCE with SDP, SETUP with a Transport header.
+        case raop
+        /// AirPlay 2: SETUP with a plist, twice (the session, then its streams), on an
+        /// encrypted connection.
+        case airPlay2
+    }
+
     /// Where a session is.
     public enum Phase: Hashable, Sendable {
         /// ANNOUNCE was accepted; SETUP is next.
         case announced
+        /// AirPlay 2 SETUP phase 1 asked for the event port; the reply waits for it.
+        case openingEventPort
+        /// AirPlay 2 SETUP phase 1 was answered; SETUP with `streams` is next (or RECORD and
+        /// `/play` for video).
+        case sessionSetUp
         /// SETUP asked for UDP ports; the reply waits for them.
         case openingPorts
         /// Ports are open; audio may come (RECORD normally first).
@@ -49,8 +63,12 @@ public struct RAOPSessionStateMachine: Sendable {
         public var number: Int
         /// The control connection it belongs to.
         public var connection: ConnectionID
-        /// What ANNOUNCE described.
-        public var stream: RAOPStreamDescription
+        /// What ANNOUNCE (or AirPlay 2's SETUP with streams) described; nil until then.
+        public var stream: RAOPStreamDescription?
+        /// The protocol that set it up.
+        public var kind: Kind = .raop
+        /// AirPlay 2: the sender's NTP port from SETUP phase 1 (RAOP gives it in SETUP's Transport).
+        public var senderTimingPort: UInt16?
         /// Where it is.
         public var phase: Phase
         /// The last RTSP request or UDP packet, on the caller's clock.
@@ -103,6 +121,12 @@ public struct RAOPSessionStateMachine: Sendable {
         case nowPlaying(NowPlayingUpdate)
         /// Log a notice about the session (metadata that was ignored, and why).
         case notice(String)
+        /// AirPlay 2: listen for the session's event channel, then call `eventPortOpened` or
+        /// `eventPortFailed`.
+        case openEventPort(session: Int)
+        /// AirPlay 2 TEARDOWN of the streams only: stop the playout and close the UDP ports; the
+        /// session and its event channel stay.
+        case endStreams(Session, reason: String)
     }
 
     /// RTSP methods this machine answers.
@@ -113,10 +137,10 @@ public struct RAOPSessionStateMachine: Sendable {
     /// The largest gap asked for again at once; a bigger jump is a new start, not a loss.
     static let largestResend: UInt16 = 512
 
-    private let configuration: Configuration
+    let configuration: Configuration
     /// The session playing, if any.
-    public private(set) var current: Session?
-    private var nextNumber: Int
+    public internal(set) var current: Session?
+    var nextNumber: Int
 
     /// A machine with no session; numbers start after `firstNumber`.
     public init(configuration: Configuration, firstNumber: Int) {
@@ -124,9 +148,9 @@ public struct RAOPSessionStateMachine: Sendable {
         nextNumber = firstNumber
     }
 
-    private static let noSession = AirPlayResponse.text(status: 454, "no RAOP session on this connection; ANNOUNCE and SETUP first")
+    static let noSession = AirPlayResponse.text(status: 454, "no RAOP session on this connection; ANNOUNCE and SETUP first")
 
-    private func owned(by connection: ConnectionID) -> Session? {
+    func owned(by connection: ConnectionID) -> Session? {
         current?.connection == connection ? current : nil
     }
 
@@ -161,6 +185,7 @@ public struct RAOPSessionStateMachine: Sendable {
             return [.flush(session: session.number, before: rtpTime), .nowPlaying(.rate(0)), .reply(AirPlayResponse(status: 200))]
         case "TEARDOWN":
             guard let session = owned(by: connection) else { return [.reply(AirPlayResponse(status: 200))] }
+            if session.kind == .airPlay2, Self.namesStreams(request) { return teardownStreams(session) }
             current = nil
             return [.endSession(session, reason: "TEARDOWN"), .reply(AirPlayResponse(status: 200))]
         case "SET_PARAMETER":
@@ -178,17 +203,24 @@ public struct RAOPSessionStateMachine: Sendable {
     /// refused) when another connection plays.
     public mutating func announce(_ stream: RAOPStreamDescription, on connection: ConnectionID, now: Double) -> [Action] {
         var actions: [Action] = []
-        if let active = current {
-            if active.connection != connection, configuration.takeover == .refuse {
-                return [.reply(.text(status: 453, "another sender is streaming to this receiver"))]
-            }
-            actions.append(.endSession(active, reason: "taken over by a new ANNOUNCE"))
-            if active.connection != connection { actions.append(.closeConnection(active.connection)) }
-        }
+        if let refusal = takeOver(for: connection, by: "ANNOUNCE", into: &actions) { return [refusal] }
         nextNumber += 1
         current = Session(number: nextNumber, connection: connection, stream: stream, phase: .announced, lastActivity: now)
         actions += [.beginSession(number: nextNumber, connection: connection), .reply(AirPlayResponse(status: 200))]
         return actions
+    }
+
+    /// Ends the session playing before a new one starts on `connection` (and closes the other
+    /// sender's connection), or the 453 that refuses the newcomer under `takeover = refuse`.
+    mutating func takeOver(for connection: ConnectionID, by request: String, into actions: inout [Action]) -> Action? {
+        guard let active = current else { return nil }
+        if active.connection != connection, configuration.takeover == .refuse {
+            return .reply(.text(status: 453, "another sender is streaming to this receiver"))
+        }
+        current = nil
+        actions.append(.endSession(active, reason: "taken over by a new \(request)"))
+        if active.connection != connection { actions.append(.closeConnection(active.connection)) }
+        return nil
     }
 
     private mutating func setup(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
@@ -214,6 +246,7 @@ public struct RAOPSessionStateMachine: Sendable {
         }
         session.phase = .ready
         current = session
+        if session.kind == .airPlay2 { return [.reply(Self.streamsReply(audio: audio, control: control))] }
         let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
             ("unicast", ""), ("mode", "record"), ("server_port", "\(audio)"), ("control_port", "\(control)"),
             ("timing_port", "\(timing)"),
@@ -262,7 +295,7 @@ public struct RAOPSessionStateMachine: Sendable {
                     let times = parts[1].split(separator: "/").compactMap { UInt32($0) }
                     guard times.count == 3 else { return [.reply(.text(status: 400, "progress must be start/current/end"))] }
                     actions.append(.nowPlaying(.progress(start: times[0], current: times[1], end: times[2],
-                                                         sampleRate: Double(session.stream.sampleRate))))
+                                                         sampleRate: Double(session.stream?.sampleRate ?? 44100))))
                 default:
                     return [.reply(.text(status: 451, "unknown parameter \(parts[0].prefix(40))"))]
                 }

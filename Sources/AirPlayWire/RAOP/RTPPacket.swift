@@ -59,25 +59,30 @@ public struct RAOPAudioPacket: Hashable, Sendable {
     public var timestamp: UInt32
     /// True on the first packet after RECORD or FLUSH.
     public var marker: Bool
+    /// The synchronisation source (0 from RAOP senders; AirPlay 2 senders put their stream's id
+    /// here, and it is part of what the packet's tag authenticates).
+    public var ssrc: UInt32
     /// The payload after the 12-byte header.
     public var payload: [UInt8]
 
     /// A packet from its parts.
-    public init(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) {
+    public init(sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32 = 0, payload: [UInt8]) {
         self.sequence = sequence
         self.timestamp = timestamp
         self.marker = marker
+        self.ssrc = ssrc
         self.payload = payload
     }
 
     /// The header fields of an audio datagram (payload type 0x60) read in place, and where its
     /// payload starts; nil for anything else. The receiver's audio port reads datagrams this way,
     /// without copying them first.
-    public static func header(of datagram: UnsafeRawBufferPointer) -> (sequence: UInt16, timestamp: UInt32, marker: Bool)? {
+    public static func header(of datagram: UnsafeRawBufferPointer) -> (sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32)? {
         guard datagram.count >= 12, datagram[0] & 0xC0 == 0x80, datagram[1] & 0x7F == 0x60 else { return nil }
         let sequence = UInt16(datagram[2]) << 8 | UInt16(datagram[3])
         let timestamp = UInt32(datagram[4]) << 24 | UInt32(datagram[5]) << 16 | UInt32(datagram[6]) << 8 | UInt32(datagram[7])
-        return (sequence, timestamp, datagram[1] & 0x80 != 0)
+        let ssrc = UInt32(datagram[8]) << 24 | UInt32(datagram[9]) << 16 | UInt32(datagram[10]) << 8 | UInt32(datagram[11])
+        return (sequence, timestamp, datagram[1] & 0x80 != 0, ssrc)
     }
 
     /// Bytes before the payload of an audio packet.
@@ -88,14 +93,15 @@ public struct RAOPAudioPacket: Hashable, Sendable {
         sequence = RAOPPacket.be16(bytes, 2)
         timestamp = RAOPPacket.be32(bytes, 4)
         marker = bytes[1] & 0x80 != 0
+        ssrc = RAOPPacket.be32(bytes, 8)
         payload = Array(bytes[12...])
     }
 
-    /// The wire form (payload type 0x60, marker as given, SSRC 0).
+    /// The wire form (payload type 0x60, marker and SSRC as given).
     public var bytes: [UInt8] {
         var out: [UInt8] = [0x80, marker ? 0xE0 : 0x60, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
         out += withUnsafeBytes(of: timestamp.bigEndian, Array.init)
-        out += [0, 0, 0, 0]
+        out += withUnsafeBytes(of: ssrc.bigEndian, Array.init)
         return out + payload
     }
 }

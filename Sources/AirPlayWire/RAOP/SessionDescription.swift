@@ -35,6 +35,15 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         public var description: String
     }
 
+    /// A stream described some other way than SDP (AirPlay 2's SETUP plist), in the clear.
+    public init(codec: Codec, sampleRate: Int, channels: Int, framesPerPacket: Int, aacConfig: [UInt8]? = nil) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.framesPerPacket = framesPerPacket
+        self.aacConfig = aacConfig
+    }
+
     /// Parses an SDP body: the `m=audio` line, `a=rtpmap`, `a=fmtp`, `a=rsaaeskey`, `a=aesiv`.
     public init(sdp text: String) throws(Problem) {
         var rtpmap: String?

@@ -1,0 +1,89 @@
+import AirPlayCrypto
+import AirPlayPairing
+import AirPlayPlist
+import AirPlayWire
+
+/// AirPlay 2's two SETUPs, carried out for `RAOPSessionStateMachine`: the plist is read and
+/// checked here (a refusal changes nothing), the machine decides, and the event port is opened
+/// here when it asks.
+extension AudioSessions {
+    /// SETUP with a plist body: phase 1 (`timingProtocol`) or phase 2 (`streams`).
+    func setupAirPlay2(_ request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
+        // The event keys, and the right to send audio at all, come from the connection's pairing.
+        guard connection.pairingSecret != nil else {
+            return .text(status: 470, "AirPlay 2 SETUP needs an encrypted connection: pair-verify or transient pair-setup first")
+        }
+        let setup: AirPlay2Setup
+        do {
+            setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)))
+        } catch let refusal as AirPlay2Setup.Refusal {
+            logger.notice("AirPlay 2 SETUP refused", metadata: ["reason": "\(refusal)"])
+            return .text(status: refusal.status, refusal.description)
+        } catch {
+            return .text(status: 400, "SETUP body is not a property list: \(error)")
+        }
+        switch setup {
+        case .session(let session):
+            logger.info("AirPlay 2 session setup", metadata: [
+                "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "timing": "\(session.timingProtocol)",
+                "timing.port": "\(session.timingPort.map(String.init) ?? "-")",
+            ])
+            let actions = machine.withLockedValue { $0.setupSession(session, on: connection.id, now: self.now()) }
+            return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
+        case .streams(let streams):
+            // One realtime audio stream per session: the box has one output.
+            guard streams.count == 1, let stream = streams.first else {
+                return .text(status: 461, "one audio stream per session is played here, not \(streams.count)")
+            }
+            let prepared: PreparedStream
+            do {
+                prepared = try prepare(stream)
+            } catch let refusal as AirPlay2Setup.Refusal {
+                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "\(refusal)"])
+                return .text(status: refusal.status, refusal.description)
+            } catch {
+                return .text(status: 400, "\(error)")
+            }
+            let actions = machine.withLockedValue {
+                $0.setupStreams(prepared.description, senderControlPort: stream.controlPort.map { UInt16($0) }, on: connection.id,
+                                now: self.now())
+            }
+            return perform(actions, connection: connection, prepared: prepared) ?? .text(status: 500, "no reply")
+        }
+    }
+
+    /// The stream as played here, with its ChaCha20-Poly1305 key; refused (415/461) when it
+    /// cannot be decoded.
+    private func prepare(_ stream: AirPlay2Setup.Stream) throws -> PreparedStream {
+        let description = try stream.description()
+        do {
+            try decoders.validate(description)
+        } catch {
+            throw AirPlay2Setup.Refusal(status: 415, description: "\(Self.codecName(description.codec)) stream not playable: \(error)")
+        }
+        let cipher = try AirPlay2AudioCipher(streamKey: stream.streamKey)
+        return PreparedStream(description: description, cipher: .chacha(cipher))
+    }
+
+    /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.
+    func openEventPort(_ number: Int, connection: ConnectionContext) -> [RAOPSessionStateMachine.Action] {
+        do {
+            guard let secret = connection.pairingSecret else { throw AirPlay2Setup.Refusal(status: 470, description: "the connection is not encrypted") }
+            let channel = try AirPlay2EventChannel(connection: connection, keys: try EventChannelKeys(sharedSecret: secret),
+                                                   group: group, logger: logger)
+            eventChannels.withLockedValue { $0[number] = channel }
+            logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
+            return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port) }
+        } catch {
+            return machine.withLockedValue { $0.eventPortFailed(session: number, reason: "cannot open the event port: \(error)") }
+        }
+    }
+}
+
+extension AirPlay2Setup {
+    /// Whether a SETUP carries a plist (AirPlay 2) rather than a Transport header (RAOP).
+    static func hasPlistBody(_ request: AirPlayRequest) -> Bool {
+        if request.headers["Content-Type"]?.lowercased().contains("plist") == true { return true }
+        return request.body.readableBytesView.starts(with: Array("bplist".utf8))
+    }
+}

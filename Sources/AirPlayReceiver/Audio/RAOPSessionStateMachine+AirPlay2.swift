@@ -1,0 +1,97 @@
+import AirPlayPlist
+import AirPlayWire
+import NIOCore
+
+/// AirPlay 2 realtime sessions in the same machine as RAOP: they differ only in how they are set
+/// up. Phase 1 (a plist with `timingProtocol`) starts the session and opens its event channel;
+/// phase 2 (a plist with `streams`) describes the audio and opens the UDP ports, where RAOP has
+/// ANNOUNCE and a Transport header. From RECORD on, both kinds take the same requests, packets
+/// and time, and obey the same takeover and timeout rules (Protocol/airplay2.md).
+extension RAOPSessionStateMachine {
+    /// SETUP phase 1 on an encrypted connection: a new AirPlay 2 session (taking over, or
+    /// refused, like ANNOUNCE), whose reply waits for the event port.
+    public mutating func setupSession(_ setup: AirPlay2Setup.Session, on connection: ConnectionID, now: Double) -> [Action] {
+        var actions: [Action] = []
+        if let refusal = takeOver(for: connection, by: "AirPlay 2 SETUP", into: &actions) { return [refusal] }
+        nextNumber += 1
+        var session = Session(number: nextNumber, connection: connection, stream: nil, phase: .openingEventPort, lastActivity: now)
+        session.kind = .airPlay2
+        session.senderTimingPort = setup.timingPort.map { UInt16($0) }
+        current = session
+        return actions + [.openEventPort(session: nextNumber)]
+    }
+
+    /// The event channel listens on `port`: phase 1's reply. Our timing port is not named:
+    /// with NTP the receiver asks the sender for its time, never the other way round.
+    public mutating func eventPortOpened(session number: Int, port: Int) -> [Action] {
+        guard var session = current, session.number == number, session.phase == .openingEventPort else {
+            return [.reply(.text(status: 454, "the session ended during SETUP"))]
+        }
+        session.phase = .sessionSetUp
+        current = session
+        return [.reply(Self.plistReply(.dictionary(["eventPort": .integer(Int64(port)), "timingPort": .integer(0)])))]
+    }
+
+    /// The event port could not be opened: the session ends; `reason` is the 500's text.
+    public mutating func eventPortFailed(session number: Int, reason: String) -> [Action] {
+        portsFailed(session: number, reason: reason)
+    }
+
+    /// SETUP phase 2: the audio stream (already found playable, its key ready) of the
+    /// connection's AirPlay 2 session. Its resources are made and its UDP ports opened; the
+    /// reply (`streams` with `dataPort` and `controlPort`) comes from `portsOpened`.
+    public mutating func setupStreams(_ stream: RAOPStreamDescription, senderControlPort: UInt16?, on connection: ConnectionID,
+                                      now: Double) -> [Action] {
+        guard var session = owned(by: connection), session.kind == .airPlay2 else {
+            return [.reply(.text(status: 455, "SETUP with streams needs an AirPlay 2 session: SETUP with timingProtocol first"))]
+        }
+        session.lastActivity = now
+        guard session.phase == .sessionSetUp else {
+            current = session
+            return [.reply(.text(status: 455, "this session's stream is already set up; TEARDOWN it first"))]
+        }
+        session.stream = stream
+        session.phase = .openingPorts
+        session.expectedSequence = nil
+        current = session
+        return [.beginSession(number: session.number, connection: connection),
+                .openPorts(session: session.number, senderControlPort: senderControlPort, senderTimingPort: session.senderTimingPort)]
+    }
+
+    /// TEARDOWN naming `streams`: the audio stops, the session stays set up for new streams.
+    mutating func teardownStreams(_ session: Session) -> [Action] {
+        var session = session
+        let ended = session
+        guard session.stream != nil else { return [.reply(AirPlayResponse(status: 200))] }
+        session.stream = nil
+        session.phase = .sessionSetUp
+        session.expectedSequence = nil
+        session.paused = false
+        current = session
+        return [.endStreams(ended, reason: "TEARDOWN of the stream"), .nowPlaying(.rate(0)),
+                .reply(AirPlayResponse(status: 200))]
+    }
+
+    /// Whether a TEARDOWN's body is a plist naming `streams` (only those end), rather than
+    /// none or another plist (the whole session ends).
+    static func namesStreams(_ request: AirPlayRequest) -> Bool {
+        let body = Array(request.body.readableBytesView)
+        guard !body.isEmpty, let plist = try? PropertyList(decoding: body) else { return false }
+        return plist["streams"] != nil
+    }
+
+    /// Phase 2's reply: our audio (data) and control ports for the realtime stream.
+    static func streamsReply(audio: Int, control: Int) -> AirPlayResponse {
+        plistReply(.dictionary(["streams": .array([.dictionary([
+            "type": .integer(Int64(AirPlay2Setup.realtime)), "dataPort": .integer(Int64(audio)),
+            "controlPort": .integer(Int64(control)),
+        ])])]))
+    }
+
+    /// A 200 with a binary plist: what AirPlay 2 senders send and expect.
+    static func plistReply(_ plist: PropertyList) -> AirPlayResponse {
+        var body = ByteBuffer()
+        body.writeBytes(plist.encoded(as: .binary))
+        return AirPlayResponse(status: 200, headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
+    }
+}
