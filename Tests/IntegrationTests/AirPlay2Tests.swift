@@ -1,3 +1,4 @@
+import AirPlayPlist
 import AirPlayTesting
 import Foundation
 import Testing
@@ -79,5 +80,57 @@ import Testing
         #expect(playing["artist"] as? String == "Test Artist")
         #expect(playing["state"] as? String == "playing")
         #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "progress gave the duration")
+    }
+
+    /// The same box still plays an AirPlay 1 sender: pyatv reading a RAOP record without `ft`
+    /// speaks RAOP (ANNOUNCE, SETUP with Transport) and its audio comes out bit-exact too.
+    @Test func anAirPlay1SenderStillPlaysOnTheSameBox() throws {
+        let sweep = try #require(Self.sweep)
+        let box = try Box()
+        let result = try box.stream("sweep.flac", airPlay2: false)
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))\(result.stderr.suffix(2000))")
+        let log = box.daemon.process.stderr
+        #expect(log.contains("audio announced") && !log.contains("AirPlay 2 session setup"), "RAOP's ANNOUNCE, no plist SETUP")
+        let comparison = sweep.compare(try box.output())
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+    }
+
+    /// What a sender gets for an AirPlay 2 SETUP the box cannot take: on a clear connection 470
+    /// (the keys come from pairing), and on an encrypted one a 4xx naming what is wrong. The
+    /// connection stays usable: pyatv's helper sends each request twice on it.
+    @Test func setupsThatCannotBeServedGetTheirReason() throws {
+        let box = try Box()
+        let body = PropertyList.dictionary(["timingProtocol": .string("NTP"), "timingPort": .integer(6002)]).encoded(as: .binary)
+        let clear = try RawHTTPConnection(port: box.daemon.port).request(
+            "SETUP", "rtsp://127.0.0.1/1", headers: ["CSeq": "1", "Content-Type": "application/x-apple-binary-plist"], body: body,
+            protocolName: "RTSP/1.0")
+        #expect(clear.status == 470 && clear.text.contains("pair-verify or transient"), "\(clear.status) \(clear.text)")
+
+        let cases: [(PropertyList, Int, String)] = [
+            (.dictionary(["timingProtocol": .string("PTP")]), 451, "timingProtocol PTP is not supported"),
+            (.dictionary(["streams": .array([.dictionary(["type": .integer(103), "ct": .integer(2)])])]), 461, "buffered audio"),
+            (.dictionary(["name": .string("no timing, no streams")]), 400, "neither timingProtocol nor streams"),
+        ]
+        for (plist, status, reason) in cases {
+            let answer = try verifiedRTSP(box, "SETUP", body: plist.encoded(as: .binary))
+            let responses = try #require(answer["responses"] as? [[String: Any]], "\(answer)")
+            #expect(responses.count == 2)
+            for response in responses {
+                #expect(response["status"] as? Int == status && (response["body_text"] as? String ?? "").contains(reason), "\(response)")
+            }
+        }
+        let garbage = try verifiedRTSP(box, "SETUP", body: Array("bplist00 not really".utf8))
+        #expect((garbage["responses"] as? [[String: Any]])?.first?["status"] as? Int == 400, "\(garbage)")
+    }
+
+    /// One RTSP request, twice, over a connection pyatv encrypted with a transient pair-setup.
+    func verifiedRTSP(_ box: Box, _ method: String, body: [UInt8]) throws -> [String: Any] {
+        let python = try Products.peerTool("python3")
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pyatv_verified_request.py"
+        let hex = body.map { String(format: "%02x", $0) }.joined()
+        let result = try runCommand(python, [script, String(box.daemon.port), "transient", "RTSP:" + method, "rtsp://127.0.0.1/1", hex],
+                                    timeout: 40)
+        let line = try #require(result.stdout.split(separator: "\n").last, "\(result.stdout)\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result.stdout)\(result.stderr)")
     }
 }

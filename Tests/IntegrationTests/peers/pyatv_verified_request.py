@@ -7,6 +7,9 @@ prints the status and body as JSON. It also checks that a second request on the 
 connection works (the frame counters advance).
 
 usage: pyatv_verified_request.py PORT CREDENTIALS|transient METHOD PATH [BODY_HEX]
+
+METHOD "RTSP:SETUP" (any method after "RTSP:") is sent as RTSP/1.0 with a CSeq, as pyatv
+sends its AirPlay 2 SETUPs.
 """
 import asyncio
 import json
@@ -24,10 +27,14 @@ async def main() -> None:
     try:
         creds = TRANSIENT_CREDENTIALS if credentials == "transient" else parse_credentials(credentials)
         await asyncio.wait_for(verify_connection(creds, connection), 10)
+        protocol = "HTTP/1.1"
+        if method.startswith("RTSP:"):
+            method, protocol = method[5:], "RTSP/1.0"
         results = []
-        for _ in range(2):
+        for cseq in range(2):
+            headers = {"CSeq": str(cseq)} if protocol.startswith("RTSP") else None
             response = await asyncio.wait_for(
-                connection.send_and_receive(method, path, body=body, allow_error=True,
+                connection.send_and_receive(method, path, protocol=protocol, headers=headers, body=body, allow_error=True,
                                             content_type="application/x-apple-binary-plist" if body else None), 10)
             payload = response.body if isinstance(response.body, bytes) else str(response.body).encode()
             results.append({"status": response.code, "body_hex": payload.hex(), "body_text": payload.decode("latin-1")})

@@ -1,0 +1,149 @@
+@testable import AirPlayReceiver
+import AirPlayPlist
+import AirPlayWire
+import NIOCore
+import Testing
+
+/// An AirPlay 2 realtime session through the receiver's session machine, with no socket: SETUP
+/// phase 1 (the session and its event port), phase 2 (the stream and its ports), TEARDOWN of
+/// the stream or of the session, and the same takeover as RAOP. `Protocol/airplay2.md` §3–§6.
+@Suite struct AirPlay2SessionTests {
+    typealias Machine = RAOPSessionStateMachine
+
+    final class Connection {}
+    let first = Connection(), second = Connection()
+    var a: ObjectIdentifier { ObjectIdentifier(first) }
+    var b: ObjectIdentifier { ObjectIdentifier(second) }
+
+    static let pcm = RAOPStreamDescription(codec: .pcm, sampleRate: 44100, channels: 2, framesPerPacket: 352)
+    static let phase1 = AirPlay2Setup.Session(timingProtocol: "NTP", timingPort: 6002, sessionUUID: "S", deviceID: nil, name: "pyatv",
+                                              model: "iPhone14,3")
+
+    static func machine(takeover: AudioTakeover = .replace) -> Machine {
+        Machine(configuration: .init(takeover: takeover, sessionTimeout: 30), firstNumber: 100)
+    }
+
+    static func reply(_ actions: [Machine.Action]) -> AirPlayResponse? {
+        actions.compactMap { action -> AirPlayResponse? in
+            if case .reply(let response) = action { return response }
+            return nil
+        }.first
+    }
+
+    static func plist(_ response: AirPlayResponse?) throws -> PropertyList {
+        let response = try #require(response)
+        #expect(response.headers["Content-Type"] == "application/x-apple-binary-plist")
+        return try PropertyList(decoding: Array(response.body.readableBytesView))
+    }
+
+    /// Phase 1 and phase 2 on connection `a`; returns the session number.
+    func setUp(_ machine: inout Machine, on connection: ObjectIdentifier) throws -> Int {
+        let opened = machine.setupSession(Self.phase1, on: connection, now: 0)
+        guard case .openEventPort(let number)? = opened.last else {
+            Issue.record("phase 1 asks for the event port: \(opened)")
+            return -1
+        }
+        _ = machine.eventPortOpened(session: number, port: 7010)
+        _ = machine.setupStreams(Self.pcm, senderControlPort: 6001, on: connection, now: 0)
+        _ = machine.portsOpened(session: number, audio: 7000, control: 7001, timing: 7002)
+        return number
+    }
+
+    /// Phase 1 answers with the event port once it listens; the sender's NTP port is kept for
+    /// phase 2, where the timing requests start.
+    @Test func phaseOneAnswersWithTheEventPort() throws {
+        var machine = Self.machine()
+        #expect(machine.setupSession(Self.phase1, on: a, now: 0) == [.openEventPort(session: 101)])
+        #expect(machine.current?.kind == .airPlay2 && machine.current?.phase == .openingEventPort)
+        let reply = try Self.plist(Self.reply(machine.eventPortOpened(session: 101, port: 7010)))
+        #expect(reply["eventPort"]?.integerValue == 7010)
+        #expect(machine.current?.phase == .sessionSetUp && machine.current?.senderTimingPort == 6002)
+    }
+
+    /// Phase 2 makes the session's resources, then its ports; the reply names the data and
+    /// control ports of the realtime stream (type 96), as pyatv and owntone read them.
+    @Test func phaseTwoAnswersWithTheStreamPorts() throws {
+        var machine = Self.machine()
+        _ = machine.setupSession(Self.phase1, on: a, now: 0)
+        _ = machine.eventPortOpened(session: 101, port: 7010)
+        let actions = machine.setupStreams(Self.pcm, senderControlPort: 6001, on: a, now: 0)
+        #expect(actions == [.beginSession(number: 101, connection: a),
+                            .openPorts(session: 101, senderControlPort: 6001, senderTimingPort: 6002)])
+        let reply = try Self.plist(Self.reply(machine.portsOpened(session: 101, audio: 7000, control: 7001, timing: 7002)))
+        guard case .array(let streams)? = reply["streams"], let stream = streams.first else {
+            Issue.record("streams: \(reply)"); return
+        }
+        #expect(stream["type"]?.integerValue == 96 && stream["dataPort"]?.integerValue == 7000 && stream["controlPort"]?.integerValue == 7001)
+        #expect(machine.current?.phase == .ready && machine.current?.stream == Self.pcm)
+        let again = Self.reply(machine.setupStreams(Self.pcm, senderControlPort: 6001, on: a, now: 0))
+        #expect(again?.status == 455, "one stream at a time")
+    }
+
+    /// Streams without phase 1, or on another connection than the session's, are refused.
+    @Test func streamsNeedTheirSession() {
+        var machine = Self.machine()
+        #expect(Self.reply(machine.setupStreams(Self.pcm, senderControlPort: nil, on: a, now: 0))?.status == 455)
+        _ = machine.setupSession(Self.phase1, on: a, now: 0)
+        _ = machine.eventPortOpened(session: 101, port: 7010)
+        #expect(Self.reply(machine.setupStreams(Self.pcm, senderControlPort: nil, on: b, now: 0))?.status == 455)
+        #expect(machine.current?.connection == a)
+    }
+
+    /// TEARDOWN naming `streams` ends the audio and keeps the session for a new stream; a bare
+    /// TEARDOWN (pyatv's) ends the session, event channel included.
+    @Test func teardownOfTheStreamThenOfTheSession() throws {
+        var machine = Self.machine()
+        let number = try setUp(&machine, on: a)
+        var body = ByteBuffer()
+        body.writeBytes(PropertyList.dictionary(["streams": .array([.dictionary(["type": .integer(96)])])]).encoded(as: .binary))
+        let streams = machine.receive(AirPlayRequest(method: "TEARDOWN", target: "rtsp://h/1", version: .rtsp10,
+                                                     headers: ["Content-Type": "application/x-apple-binary-plist"], body: body), on: a, now: 1)
+        #expect(streams.contains { if case .endStreams(let session, _) = $0 { session.number == number } else { false } })
+        #expect(machine.current?.phase == .sessionSetUp && machine.current?.stream == nil)
+        // A new stream on the same session.
+        #expect(machine.setupStreams(Self.pcm, senderControlPort: 6001, on: a, now: 2).contains(.beginSession(number: number, connection: a)))
+        let whole = machine.receive(AirPlayRequest(method: "TEARDOWN", target: "rtsp://h/1", version: .rtsp10, headers: ["Session": "0"]),
+                                    on: a, now: 3)
+        #expect(whole.contains { if case .endSession(let session, _) = $0 { session.number == number } else { false } })
+        #expect(machine.current == nil)
+    }
+
+    /// An AirPlay 2 sender takes over from a RAOP one (and the other way round), by the same rule.
+    @Test func takeoverCrossesProtocols() throws {
+        var machine = Self.machine()
+        _ = machine.announce(Self.pcm, on: b, now: 0)
+        let actions = machine.setupSession(Self.phase1, on: a, now: 1)
+        #expect(actions.contains { if case .endSession(let session, _) = $0 { session.kind == .raop } else { false } })
+        #expect(actions.contains(.closeConnection(b)))
+        var refusing = Self.machine(takeover: .refuse)
+        _ = refusing.announce(Self.pcm, on: b, now: 0)
+        #expect(Self.reply(refusing.setupSession(Self.phase1, on: a, now: 1))?.status == 453)
+    }
+
+    /// RECORD, FLUSH, volume and progress work on an AirPlay 2 session as on RAOP's.
+    @Test func theRestIsRAOPs() throws {
+        var machine = Self.machine()
+        let number = try setUp(&machine, on: a)
+        #expect(Self.reply(machine.receive(RAOPSessionStateMachineTests.request("RECORD"), on: a, now: 1))?.status == 200)
+        #expect(machine.current?.phase == .recording)
+        let volume = machine.receive(RAOPSessionStateMachineTests.request("SET_PARAMETER", headers: ["Content-Type": "text/parameters"],
+                                                                        body: "volume: -20.1\r\n"), on: a, now: 1)
+        #expect(volume.contains(.setVolume(session: number, decibels: -20.1)))
+        let flush = machine.receive(RAOPSessionStateMachineTests.request("FLUSH", headers: ["RTP-Info": "seq=5;rtptime=66150"]), on: a, now: 1)
+        #expect(flush.contains(.flush(session: number, before: 66150)))
+    }
+
+    /// The plist's stream as the decoders know it: the format bit decides, `ct` only without one.
+    @Test func theFormatBitDecidesTheCodec() throws {
+        func stream(ct: Int, format: UInt64) -> AirPlay2Setup.Stream {
+            AirPlay2Setup.Stream(type: 96, compression: ct, audioFormat: format, samplesPerFrame: 352, sampleRate: 44100,
+                                 streamKey: [UInt8](repeating: 1, count: 32), controlPort: nil, latencyMin: nil, latencyMax: nil)
+        }
+        #expect(try stream(ct: 1, format: 0x800).description().codec == .pcm)
+        #expect(try stream(ct: 2, format: 0x40000).description().codec == .alac(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]))
+        #expect(try stream(ct: 4, format: 0x400000).description().codec == .aacLC)
+        #expect(try stream(ct: 2, format: 0).description().codec == .alac(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]))
+        #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 1, format: 0x8000).description() }   // PCM 48 kHz
+        #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 8, format: 1 << 24).description() }  // AAC-ELD
+    }
+}
