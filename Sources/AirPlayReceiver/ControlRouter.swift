@@ -122,6 +122,16 @@ public struct ControlRouter: Sendable {
                      .now(router.activeAudio == nil ? AirPlayResponse.text(status: 405, "audio is turned off on this receiver")
                                                     : AirPlayResponse.text(status: 454, "no connection context"))
                  }),
+        Endpoint(name: "video (AirPlay 2 senders send PUT /setProperty and POST /rate as RTSP)",
+                 takes: { router, request, _ in
+                     router.activeVideo != nil && VideoSessions.routes[request.path]?.contains(request.method) == true
+                 },
+                 answer: { router, request, _ in
+                     switch router.activeVideo!.answer(request) {
+                     case .now(let response): .now(response)
+                     case .later(let future): .later(future)
+                     }
+                 }),
         Endpoint(name: "other RTSP methods",
                  takes: { _, request, _ in request.version.isRTSP && !["GET", "POST"].contains(request.method) },
                  answer: { _, request, _ in .now(AirPlayResponse.text(status: 501, "RTSP method \(request.method.prefix(40)) is not implemented")) }),
@@ -138,16 +148,6 @@ public struct ControlRouter: Sendable {
                          return .now(AirPlayResponse.text(status: 403, "/hls/ is the player's own, served on loopback only"))
                      }
                      return .later { eventLoop in gateway.respond(to: request, on: eventLoop) }
-                 }),
-        Endpoint(name: "video",
-                 takes: { router, request, _ in
-                     router.activeVideo != nil && VideoSessions.routes[request.path]?.contains(request.method) == true
-                 },
-                 answer: { router, request, _ in
-                     switch router.activeVideo!.answer(request) {
-                     case .now(let response): .now(response)
-                     case .later(let future): .later(future)
-                     }
                  }),
         Endpoint(name: "server info, and 404/405 for the rest",
                  takes: { _, _, _ in true },

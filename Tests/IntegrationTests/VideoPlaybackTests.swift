@@ -249,24 +249,45 @@ import Testing
 @Suite(.serialized) struct PyatvVideoInteropTests {
     @Test(arguments: ["hls/index.m3u8", "clip.mp4"])
     func pyatvPlaysToTheEnd(path: String) throws {
+        try playToTheEnd(path, daemon: try LocalDaemon())
+    }
+
+    /// With credentials pyatv plays over AirPlay 2: pair-verify (stored HAP credentials from
+    /// `atvremote pair`) or a transient pair-setup, the connection encrypted, SETUP phase 1,
+    /// RECORD, `/play` with a binary plist, `PUT /setProperty` and `POST /rate` as RTSP, then
+    /// `/playback-info` polling, all on the one encrypted connection.
+    @Test(arguments: ["hls/index.m3u8", "clip.mp4"])
+    func pyatvPlaysToTheEndOverAirPlay2(path: String) throws {
+        let box = try PairingInteropTests.PairingBox(access: "anyone")
+        try playToTheEnd(path, daemon: box.daemon, credentials: "7472616e7369656e74:::")
+        #expect(box.daemon.process.stderr.contains("transient pairing: the connection is encrypted"))
+        #expect(box.daemon.process.stderr.contains("AirPlay 2 session setup"))
+        if path == "clip.mp4" {
+            // And with the credentials of a real pairing (pair-verify instead of transient).
+            let credentials = try #require(try box.pair(typing: "2468").credentials)
+            try playToTheEnd(path, daemon: box.daemon, credentials: credentials)
+            #expect(box.daemon.process.stderr.contains("pair-verify"))
+        }
+    }
+
+    private func playToTheEnd(_ path: String, daemon: LocalDaemon, credentials: String? = nil) throws {
         let atvremote = try Products.peerTool("atvremote")
         let media = try #require(VideoPlaybackTests.media)
-        let daemon = try LocalDaemon()
+        let ends = daemon.process.stderr.components(separatedBy: "video reached its end").count
         let deviceID = try #require(daemon.process.stderr.split(separator: "\n")
             .first { $0.contains("device.id=") }?.split(separator: "device.id=").last?.split(separator: " ").first)
         let features = try #require(daemon.process.stderr.split(separator: "\n")
             .first { $0.contains("airplayd: ready") }?.split(separator: "features=").last?.split(separator: " ").first)
         let started = monotonicSeconds()
         let result = try runCommand(atvremote, [
-            "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "airplay",
+            "--storage", "none", "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "airplay",
             "--id", String(deviceID),
             // What our _airplay._tcp TXT record says; --manual skips discovery.
             "--service-properties", "|deviceid=\(deviceID)|features=\(features)|flags=0x4|model=airplayd1,1|srcvers=220.68|protovers=1.0",
-            "play_url=\(media.url(path))",
-        ], timeout: 60)
+        ] + (credentials.map { ["--airplay-credentials", $0] } ?? []) + ["play_url=\(media.url(path))"], timeout: 60)
         let took = monotonicSeconds() - started
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(daemon.process.stderr.contains("video reached its end"))
+        #expect(daemon.process.stderr.components(separatedBy: "video reached its end").count == ends + 1)
         #expect(took > 7, "played in real time (\(took) s for 8 s of media)")
     }
 }
