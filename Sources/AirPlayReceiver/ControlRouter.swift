@@ -205,7 +205,7 @@ public struct ControlRouter: Sendable {
 
     /// RTSP methods of RAOP, and the `/feedback` keep-alive senders post during a stream.
     static func isRAOP(_ request: AirPlayRequest) -> Bool {
-        if request.method == "POST", request.path == "/feedback" { return true }
+        if request.method == "POST", AudioSessions.postPaths.contains(request.path) { return true }
         return request.version.isRTSP && AudioSessions.methods.contains(request.method)
     }
 

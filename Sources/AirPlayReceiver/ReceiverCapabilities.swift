@@ -124,11 +124,16 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         return txt
     }
 
-    /// `pi` and `pk` when pairing is served.
+    /// `pi` and `pk` when pairing is served; with AirPlay 2 also `psi` (the identity senders
+    /// name this output by) and `gid` (the group: ungrouped, the box's own identity).
     private func addPairing(to txt: inout TXTRecord) {
         guard let pairing = capabilities.pairingIdentity else { return }
         txt["pi"] = pairing.identifier
         txt["pk"] = pairing.publicKey
+        if capabilities.airPlay2Pairing {
+            txt["psi"] = pairing.identifier
+            txt["gid"] = pairing.identifier
+        }
     }
 
     /// The `_raop._tcp` TXT record (AirPlay 1 audio).

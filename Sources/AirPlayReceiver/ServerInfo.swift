@@ -42,6 +42,15 @@ public struct ServerInfo: Hashable, Sendable {
             // The Ed25519 key as 32 bytes of data (the TXT record carries it in hex).
             info["pk"] = TextFormatting.bytes(hex: pairing.publicKey).map(PropertyList.data) ?? .string(pairing.publicKey)
         }
+        if capabilities.airPlay2Pairing {
+            // iOS asks for the `_airplay._tcp` record itself (`qualifier: [txtAirPlay]`): its
+            // strings, each behind its length byte, as in DNS.
+            let txt = ReceiverAdvertisement(deviceID: deviceID, port: 0, capabilities: capabilities).airPlayTXT
+            info["txtAirPlay"] = .data(txt.strings.flatMap { string -> [UInt8] in
+                let bytes = Array(string.utf8.prefix(255))
+                return [UInt8(bytes.count)] + bytes
+            })
+        }
         return .dictionary(info)
     }
 }

@@ -1,4 +1,5 @@
 @testable import AirPlayReceiver
+import AirPlayCrypto
 import AirPlayPlist
 import AirPlayWire
 import NIOCore
@@ -145,5 +146,57 @@ import Testing
         #expect(try stream(ct: 2, format: 0).description().codec == .alac(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]))
         #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 1, format: 0x8000).description() }   // PCM 48 kHz
         #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 8, format: 1 << 24).description() }  // AAC-ELD
+    }
+
+    /// SETPEERS, `/audioMode` and `/command` change nothing on an NTP session and get 200; a
+    /// body that is not a plist gets a 400 saying what was expected.
+    @Test func requestsThatChangeNothingAreAnswered() {
+        var machine = Self.machine()
+        let plist = ByteBuffer(bytes: PropertyList.array([.string("127.0.0.1")]).encoded(as: .binary))
+        for (method, path) in [("SETPEERS", "rtsp://h/1"), ("POST", "/command"), ("POST", "/audioMode")] {
+            let ok = machine.receive(AirPlayRequest(method: method, target: path, version: .rtsp10, headers: [:], body: plist), on: a, now: 0)
+            #expect(Self.reply(ok)?.status == 200, "\(method) \(path)")
+            let bad = machine.receive(AirPlayRequest(method: method, target: path, version: .rtsp10, headers: [:],
+                                                     body: ByteBuffer(string: "peers please")), on: a, now: 0)
+            #expect(Self.reply(bad)?.status == 400 && String(buffer: Self.reply(bad)!.body).contains("property list"))
+        }
+    }
+
+    /// A packet sealed under another key, or altered, does not open: it is dropped and counted,
+    /// never played as noise.
+    @Test func aPacketUnderTheWrongKeyDoesNotOpen() throws {
+        let key = [UInt8](repeating: 7, count: 32)
+        let sealer = try AirPlay2AudioCipher(streamKey: key)
+        let header: [UInt8] = [0x80, 0x60, 0, 1, 0, 0, 0x01, 0x60, 0x12, 0x34, 0x56, 0x78]
+        let packet = try sealer.seal(header: header, audio: [1, 2, 3, 4], counter: 9)
+        let right = AudioPacketCipher.chacha(try AirPlay2AudioCipher(streamKey: key))
+        let wrong = AudioPacketCipher.chacha(try AirPlay2AudioCipher(streamKey: [UInt8](repeating: 8, count: 32)))
+        let body = Array(packet[12...])
+        #expect(body.withUnsafeBytes { right.open($0, timestamp: 0x160, ssrc: 0x1234_5678) } == [1, 2, 3, 4])
+        #expect(body.withUnsafeBytes { wrong.open($0, timestamp: 0x160, ssrc: 0x1234_5678) } == nil)
+        #expect(body.withUnsafeBytes { right.open($0, timestamp: 0x161, ssrc: 0x1234_5678) } == nil, "the timestamp is authenticated")
+    }
+
+    /// With AirPlay 2 on, `/info` carries the `_airplay._tcp` record itself (`txtAirPlay`), and
+    /// the record names the group and the output (`gid`, `psi`).
+    @Test func infoCarriesTheAirPlayRecord() throws {
+        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        capabilities.airPlay2Pairing = true
+        let id = DeviceID("02:FC:00:00:00:01")!
+        let info = ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList
+        guard case .data(let txt)? = info["txtAirPlay"] else { Issue.record("no txtAirPlay"); return }
+        var strings: [String] = []
+        var index = 0
+        while index < txt.count {
+            let length = Int(txt[index])
+            strings.append(String(decoding: txt[(index + 1)..<(index + 1 + length)], as: UTF8.self))
+            index += 1 + length
+        }
+        #expect(strings == ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities).airPlayTXT.strings)
+        #expect(strings.contains("gid=5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5") && strings.contains("psi=5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5"))
+        #expect(info["pk"] == .data([UInt8](repeating: 0xAB, count: 32)))
+        #expect(info["initialVolume"] == .real(0))
+        #expect(FeatureSet(txtValue: strings.first { $0.hasPrefix("features=") }!.dropFirst(9).description)!.contains(.unifiedMediaControl))
     }
 }

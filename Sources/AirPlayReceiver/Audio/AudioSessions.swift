@@ -24,6 +24,8 @@ public final class AudioSessions: Sendable {
 
     /// RTSP methods handled here.
     public static let methods = RAOPSessionStateMachine.methods
+    /// `POST` paths handled here (`/feedback`, and AirPlay 2's `/command` and `/audioMode`).
+    public static let postPaths = RAOPSessionStateMachine.postPaths
 
     /// What one session's stream measured: for the per-session log line, `/now-playing` and benchmarks.
     public struct StreamFigures: Hashable, Sendable {

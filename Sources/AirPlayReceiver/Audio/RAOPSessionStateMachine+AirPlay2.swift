@@ -80,6 +80,19 @@ extension RAOPSessionStateMachine {
         return plist["streams"] != nil
     }
 
+    /// Requests AirPlay 2 senders make that change nothing here, answered so they go on:
+    /// `SETPEERS` lists PTP timing peers (an NTP session times against its sender alone),
+    /// `/audioMode` picks a playback mode, `/command` carries remote-control state. Each must
+    /// carry a plist, or nothing; anything else is a 400 naming what was expected.
+    static func airPlay2Notice(_ request: AirPlayRequest) -> [Action] {
+        let what = request.method == "POST" ? "POST \(request.path)" : request.method
+        let body = Array(request.body.readableBytesView)
+        if !body.isEmpty, (try? PropertyList(decoding: body)) == nil {
+            return [.reply(.text(status: 400, "\(what) takes a property list body"))]
+        }
+        return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
+    }
+
     /// Phase 2's reply: our audio (data) and control ports for the realtime stream.
     static func streamsReply(audio: Int, control: Int) -> AirPlayResponse {
         plistReply(.dictionary(["streams": .array([.dictionary([

@@ -131,8 +131,11 @@ public struct RAOPSessionStateMachine: Sendable {
 
     /// RTSP methods this machine answers.
     public static let methods: Set<String> = [
-        "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE",
+        "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE", "SETPEERS", "SETPEERSX",
     ]
+
+    /// `POST` paths on the control connection that belong to audio sessions.
+    public static let postPaths: Set<String> = ["/feedback", "/command", "/audioMode"]
 
     /// The largest gap asked for again at once; a bigger jump is a new start, not a loss.
     static let largestResend: UInt16 = 512
@@ -164,6 +167,8 @@ public struct RAOPSessionStateMachine: Sendable {
             return [.reply(AirPlayResponse(status: 200, headers: ["Public": (Self.methods.sorted() + ["POST", "GET"]).joined(separator: ", ")]))]
         case "POST" where request.path == "/feedback":
             return [.reply(AirPlayResponse(status: 200))]
+        case "POST" where request.path == "/command" || request.path == "/audioMode", "SETPEERS", "SETPEERSX":
+            return Self.airPlay2Notice(request)
         case "SETUP":
             return setup(request, on: connection)
         case "RECORD":
