@@ -263,14 +263,16 @@ public struct ControlRouter: Sendable {
         }
     }
 
-    /// Binary when the client asks for it (`Accept`) or speaks it (a binary plist body), else XML,
-    /// which every known client reads.
+    /// Binary when the client asks for it (`Accept`), speaks it (a binary plist body) or asks
+    /// over RTSP (AirPlay 2 senders, whose `GET /info` is RTSP, read binary), else XML, which
+    /// every HTTP client reads.
     static func negotiatePlistFormat(_ request: AirPlayRequest) -> PropertyListFormat {
         let binaryType = PropertyListFormat.binary.contentType
         if let accept = request.headers["Accept"]?.lowercased() {
             if accept.contains(binaryType) { return .binary }
             if accept.contains("xml") { return .xml }
         }
+        if request.version.isRTSP { return .binary }
         if request.headers["Content-Type"]?.lowercased().contains(binaryType) == true { return .binary }
         if request.body.readableBytesView.starts(with: Array("bplist".utf8)) { return .binary }
         return .xml

@@ -61,20 +61,28 @@ public final class RAOPLink: @unchecked Sendable {
     public let name: String
     /// The RTSP client.
     public let client: RAOPClient
-    private let traits: RAOPReceiverTraits
+    let traits: RAOPReceiverTraits
     private let crypto: RAOPSenderCrypto?
+    /// True when the session is set up the AirPlay 2 way (plist SETUPs, ChaCha20-Poly1305 audio).
+    public let airPlay2: Bool
     /// The codec chosen at ANNOUNCE.
-    public private(set) var codec: Codec = .pcm
+    public internal(set) var codec: Codec = .pcm
     /// Set when the stream is encrypted.
     public private(set) var encryptor: RAOPPacketEncryptor?
     /// True, false, or nil (no Apple-Response) after OPTIONS.
     public private(set) var identityVerified: Bool?
-    private var channel: (any Channel)?
-    private var audioAddress: SocketAddress?
+    var channel: (any Channel)?
+    var audioAddress: SocketAddress?
     /// Audio goes out from the streamer's thread on a socket of its own (no event-loop hop).
-    private var audioSocket: ConnectedUDPSocket?
-    private var controlAddress: SocketAddress?
-    private var timingAddress: SocketAddress?
+    var audioSocket: ConnectedUDPSocket?
+    var controlAddress: SocketAddress?
+    var timingAddress: SocketAddress?
+    /// AirPlay 2: what seals each audio packet (`shk`), the stream's SSRC, the packets sealed so
+    /// far (each one's nonce; touched only by the streamer's thread), and the event channel.
+    var streamCipher: AirPlay2AudioCipher?
+    var streamSSRC: UInt32 = 0
+    var packetCounter: UInt64 = 0
+    var events: AirPlay2EventConnection?
     private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
@@ -83,12 +91,14 @@ public final class RAOPLink: @unchecked Sendable {
     /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
     private var feedbackWorks = true
 
-    /// A link over an open control connection.
+    /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
+    /// (the connection must be encrypted by a pairing first).
     public init(name: String, connection: ReceiverConnection, traits: RAOPReceiverTraits, identity: RAOPClientIdentity,
-                password: String?, crypto: RAOPSenderCrypto?) {
+                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false) {
         self.name = name
         self.traits = traits
         self.crypto = crypto
+        self.airPlay2 = airPlay2
         client = RAOPClient(connection: connection, identity: identity, password: password)
     }
 
@@ -98,6 +108,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// OPTIONS (checking the Apple-Response), ANNOUNCE (ALAC if the receiver lists it, else PCM;
     /// encrypted when it lists RSA), SETUP, RECORD from `sequence`/`rtpTime`, and the volume.
     public func setUp(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double, warn: (String) -> Void) async throws(SenderError) {
+        if airPlay2 { return try await setUpAirPlay2(sequence: sequence, rtpTime: rtpTime, volumeDecibels: volumeDecibels) }
         if let crypto {
             identityVerified = try await client.checkIdentity(deviceID: traits.deviceID, crypto: crypto)
         } else {
@@ -137,6 +148,24 @@ public final class RAOPLink: @unchecked Sendable {
         }
         if let lastError { throw lastError }
 
+        try await openUDPPort()
+        let port = channel?.localAddress?.port ?? 0
+        let setup = try await client.request("SETUP", headers: [
+            "Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(port);timing_port=\(port)",
+        ])
+        let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
+        guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),
+              let session = setup.headers["Session"] else {
+            throw SenderError(.refused(status: setup.status), "the SETUP reply lacks server_port, control_port or Session")
+        }
+        client.session = session.split(separator: ";").first.map(String.init) ?? session
+        aim(audioPort: Int(audioPort), controlPort: Int(controlPort), timingPort: transport.port("timing_port").map(Int.init))
+        try await record(sequence: sequence, rtpTime: rtpTime)
+        try await setVolume(decibels: volumeDecibels)
+    }
+
+    /// Binds the link's one UDP port (sync, resend requests and answers, timing both ways).
+    func openUDPPort() async throws(SenderError) {
         let local = client.connection.localAddress?.ipAddress ?? "0.0.0.0"
         do {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -151,23 +180,15 @@ public final class RAOPLink: @unchecked Sendable {
         } catch {
             throw SenderError(.connectionLost, "cannot open a UDP port: \(error)")
         }
-        let port = channel?.localAddress?.port ?? 0
-        let setup = try await client.request("SETUP", headers: [
-            "Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(port);timing_port=\(port)",
-        ])
-        let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
-        guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),
-              let session = setup.headers["Session"] else {
-            throw SenderError(.refused(status: setup.status), "the SETUP reply lacks server_port, control_port or Session")
-        }
-        client.session = session.split(separator: ";").first.map(String.init) ?? session
+    }
+
+    /// Where audio, sync and timing requests go, on the receiver's host.
+    func aim(audioPort: Int, controlPort: Int, timingPort: Int?) {
         let host = client.connection.remoteIP ?? client.connection.host
-        audioAddress = try? SocketAddress(ipAddress: host, port: Int(audioPort))
+        audioAddress = try? SocketAddress(ipAddress: host, port: audioPort)
         audioSocket = audioAddress.flatMap(ConnectedUDPSocket.init(to:))
-        controlAddress = try? SocketAddress(ipAddress: host, port: Int(controlPort))
-        timingAddress = transport.port("timing_port").flatMap { try? SocketAddress(ipAddress: host, port: Int($0)) }
-        try await record(sequence: sequence, rtpTime: rtpTime)
-        try await setVolume(decibels: volumeDecibels)
+        controlAddress = try? SocketAddress(ipAddress: host, port: controlPort)
+        timingAddress = timingPort.flatMap { try? SocketAddress(ipAddress: host, port: $0) }
     }
 
     /// The ANNOUNCE body for a codec.
@@ -240,8 +261,17 @@ public final class RAOPLink: @unchecked Sendable {
     /// Sends one audio packet (encrypting its payload when the stream is encrypted) and keeps it
     /// for resend requests.
     public func sendAudio(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) {
-        let packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker,
+        let packet: [UInt8]
+        if let streamCipher {
+            // AirPlay 2: the header in clear, the audio sealed with the packet's counter as nonce.
+            let header = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker, ssrc: streamSSRC, payload: []).bytes
+            guard let sealed = try? streamCipher.seal(header: header, audio: payload, counter: packetCounter) else { return }
+            packetCounter += 1
+            packet = sealed
+        } else {
+            packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker,
                                      payload: encryptor.map { $0.encrypt(payload) } ?? payload).bytes
+        }
         backlog.withLockedValue { backlog in
             backlog[sequence] = packet
             backlog[sequence &- UInt16(Self.backlogSize)] = nil
@@ -275,6 +305,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// TEARDOWN and close the UDP socket.
     public func tearDown() async {
         _ = try? await client.request("TEARDOWN")
+        await events?.close()
         audioSocket?.close()
         try? await channel?.close()
     }

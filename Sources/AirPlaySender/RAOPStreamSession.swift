@@ -41,6 +41,8 @@ public final class RAOPStreamSession: Sendable {
             public var codec: String
             /// Whether the audio was encrypted.
             public var encrypted: Bool
+            /// Whether the session was AirPlay 2's (ChaCha20-Poly1305 audio).
+            public var airPlay2 = false
             /// Packets it asked for again and got.
             public var resent: Int
             /// The best timing round trip, in seconds.
@@ -167,8 +169,10 @@ public final class RAOPStreamSession: Sendable {
         for link in links { await link.tearDown() }
         if let failure { throw failure }
         let receivers = links.map { link in
-            Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil,
-                             resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })
+            var receiver = Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil || link.airPlay2,
+                                            resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })
+            receiver.airPlay2 = link.airPlay2
+            return receiver
         }
         let known = receivers.compactMap(\.bestRoundTrip)
         return Summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly, receivers: receivers,

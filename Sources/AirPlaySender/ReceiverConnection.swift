@@ -42,6 +42,11 @@ public final class ReceiverConnection: Sendable {
     public let host: String
     /// The receiver's port.
     public let port: Int
+    private let secret = NIOLockedValueBox<[UInt8]?>(nil)
+
+    /// The secret of the pair-verify or transient pair-setup that encrypted this connection
+    /// (AirPlay 2's event channel keys derive from it); nil while it is clear.
+    public var pairingSecret: [UInt8]? { secret.withLockedValue { $0 } }
 
     private init(channel: any Channel, cipher: NIOLoopBound<EncryptedChannelHandler>, host: String, port: Int) {
         self.channel = channel
@@ -115,6 +120,7 @@ public final class ReceiverConnection: Sendable {
                 }
                 try cipher.value.enable(keys: keys)
             }.get()
+            secret.withLockedValue { $0 = keys.sharedSecret }
         } catch let error as SenderError {
             throw error
         } catch {

@@ -33,6 +33,10 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Start this many seconds into the file.")
     var start: Double = 0
 
+    @Option(name: .customLong("protocol"),
+            help: "1 (RAOP) or 2 (AirPlay 2: pairing, plist SETUPs, ChaCha20 audio). Default: 2 where the receiver advertises it.")
+    var protocolVersion: Int?
+
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
 
@@ -40,6 +44,7 @@ struct StreamCommand: AsyncParsableCommand {
         guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0 to 100") }
         guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") }
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
+        guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
     }
 
     func run() async throws {
@@ -81,10 +86,13 @@ struct StreamCommand: AsyncParsableCommand {
         var links: [RAOPLink] = []
         for address in addresses {
             let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
-            try await secureConnection(connection, to: address)
+            let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+            // AirPlay 2 where asked for, or advertised and the connection could be paired.
+            try await secureConnection(connection, to: address, transient: protocolVersion == 2)
+            let airPlay2 = protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features) && connection.pairingSecret != nil)
             let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
             links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
-                                  password: password, crypto: crypto))
+                                  password: password, crypto: crypto, airPlay2: airPlay2))
         }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
@@ -108,7 +116,7 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         defer { ticker.cancel() }
-        let receivers = links.map { "\($0.name) (\($0.codec.rawValue)\($0.encryptor == nil ? "" : ", RSA"))" }
+        let receivers = links.map { "\($0.name) (\($0.codec.rawValue)\($0.airPlay2 ? ", AirPlay 2" : $0.encryptor == nil ? "" : ", RSA"))" }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
             switch report {
             case .started:
@@ -122,7 +130,8 @@ struct StreamCommand: AsyncParsableCommand {
             "seconds": (summary.seconds * 10).rounded() / 10, "quit": summary.quit,
             "resent": summary.receivers.reduce(0) { $0 + $1.resent },
             "receivers": summary.receivers.map { receiver -> [String: Any] in
-                ["receiver": receiver.name, "codec": receiver.codec, "encrypted": receiver.encrypted, "resent": receiver.resent,
+                ["receiver": receiver.name, "codec": receiver.codec, "encrypted": receiver.encrypted, "protocol": receiver.airPlay2 ? 2 : 1,
+                 "resent": receiver.resent,
                  "roundTripMs": receiver.bestRoundTrip.map(milliseconds) ?? NSNull()]
             },
         ]

@@ -54,12 +54,13 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bo
 
 /// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
 /// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp` record).
-func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress) async throws(SenderError) {
+/// `transient` pairs transiently even when the record does not offer it (`--protocol 2`).
+func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false) async throws(SenderError) {
     // A damaged credentials file is an error to report, not a reason to go on in clear.
     let credentials = try SenderCredentials()
     let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
-    let transient = !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
-    try await connection.secure(for: address.key, offersTransientPairing: transient, credentials: credentials)
+    let offered = transient || !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
+    try await connection.secure(for: address.key, offersTransientPairing: offered, credentials: credentials)
 }
 
 /// Asks which receiver to use when stdin is a terminal.

@@ -125,13 +125,23 @@ import Testing
         #expect(schedule.stats.syncError.count == 1 && schedule.stats.syncError.worst < 1e-6)
     }
 
-    /// An output that takes frames early (a file or FIFO: 10 ms of write-ahead) gets the packet
-    /// due next in the same wake-up, not the one after; the thread then sleeps until the third
-    /// is due, and what is heard stays on time.
-    @Test func writeAheadTakesTwoPacketsAWakeUp() {
+    /// An output that takes frames early (a file or FIFO: 10 ms of write-ahead) gets packets in
+    /// pairs: the second in the same wake-up as the first; the thread then sleeps until the third
+    /// is due, and what is heard stays on time. Pairs start at even multiples of the packet
+    /// length in RTP time, so two receivers of one stream write the same pairs together.
+    @Test(arguments: [0, 352])
+    func writeAheadTakesTwoPacketsAWakeUp(firstTimestamp: Int) {
         var schedule = Self.schedule()
-        for index in 0..<4 {
-            _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 0)
+        for index in 0..<5 {
+            _ = schedule.receive(timestamp: UInt32(firstTimestamp + index * Self.frames), samples: Self.samples(index), arrival: 0)
+        }
+        if firstTimestamp == 352 {
+            // 352 is the second of its pair (0, 352): it goes alone, then pairs follow.
+            #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(0))
+            guard case .wait = schedule.next(now: 0.5, delay: 0, writeAhead: 0.01) else { Issue.record("704 waits"); return }
+            #expect(Self.written(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0, writeAhead: 0.01)) == Self.samples(1))
+            #expect(Self.written(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0, writeAhead: 0.01)) == Self.samples(2))
+            return
         }
         #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(0))
         #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(1), "due in 8 ms: now")

@@ -36,6 +36,26 @@ import Testing
               + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(sync["p95Ms"] ?? "?") ms max \(sync["maxMs"] ?? "?") ms")
     }
 
+    /// `airplay stream --protocol 2`: transient pairing, SETUP with plists, an event channel,
+    /// ALAC sealed with ChaCha20-Poly1305; airplayd's output is the file, bit for bit.
+    @Test func overAirPlay2TheFileArrivesBitExact() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let directory = Products.scratchDirectory("stream2")
+        let raw = directory + "/out.pcm", config = directory + "/airplayd.toml"
+        try "airplay2 = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", config, "--audio-output", "raw:\(raw)"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json", "--protocol", "2"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("\"protocol\":2") && result.stdout.contains("\"codec\":\"ALAC\""), "\(result.stdout)")
+        let log = daemon.process.stderr
+        #expect(log.contains("transient pairing") && log.contains("AirPlay 2 session setup") && log.contains("AirPlay 2 event channel listening"))
+        #expect(log.contains("codec=ALAC") && log.contains("lost=0") && !log.contains("does not authenticate"), "\(log.suffix(1500))")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        print("measure: airplay stream --protocol 2 → airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     /// Both RTP counters wrap inside the stream (sequence 65500 + 60, time 2^32 − 100000 + 2.3 s).
     @Test func sequenceAndTimestampWrapAround() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
@@ -139,7 +159,10 @@ import Testing
     /// `--to A --to B`: two airplayd receivers get the same RTP times and sync packets and map
     /// them through their own timing exchanges; a reader timing both raw outputs (FIFOs) sees
     /// every second of audio come out of both within 5 ms.
-    @Test func twoReceiversPlayTheSameFrameAtTheSameMoment() throws {
+    /// Over AirPlay 2 (`--protocol 2`, both daemons with `airplay2 = true`) the same holds:
+    /// transient pairing, plist SETUPs and ChaCha20-Poly1305 audio change nothing in the timing.
+    @Test(arguments: [1, 2])
+    func twoReceiversPlayTheSameFrameAtTheSameMoment(protocolVersion: Int) throws {
         let python = try Products.peerTool("python")
         let sweep = try #require(RAOPInteropTests.sweep)
         let directory = Products.scratchDirectory("multi")
@@ -147,10 +170,16 @@ import Testing
         for fifo in fifos { #expect(mkfifo(fifo, 0o600) == 0) }
         let reader = try ManagedProcess(python, [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + fifos + ["40"],
                                         directory: directory, label: "fifo-clock")
-        let first = try LocalDaemon(extra: ["--audio-output", "raw:\(fifos[0])"])
-        let second = try LocalDaemon(extra: ["--audio-output", "raw:\(fifos[1])"])
-        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--json",
+        let config = directory + "/airplayd.toml"
+        try "airplay2 = \(protocolVersion == 2)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let first = try LocalDaemon(extra: ["--config", config, "--audio-output", "raw:\(fifos[0])"])
+        let second = try LocalDaemon(extra: ["--config", config, "--audio-output", "raw:\(fifos[1])"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--json", "--protocol", "\(protocolVersion)",
                                   "--to", "127.0.0.1:\(first.port)", "--to", "127.0.0.1:\(second.port)"])
+        if protocolVersion == 2 {
+            #expect(result.stdout.components(separatedBy: "\"protocol\":2").count == 3, "\(result.stdout)")
+            #expect(first.process.stderr.contains("AirPlay 2 session setup") && second.process.stderr.contains("AirPlay 2 session setup"))
+        }
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         first.process.stop(grace: 2)
         second.process.stop(grace: 2)
@@ -163,7 +192,7 @@ import Testing
         #expect(report["same_samples"] as? Bool == true)
         let summary = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         #expect(summary.contains("\"skewBoundMs\""), "\(summary)")
-        print("measure: two airplayd, output skew per second \(skews) ms; sender's bound from timing: \(summary)")
+        print("measure: two airplayd (protocol \(protocolVersion)), output skew per second \(skews) ms; sender's bound from timing: \(summary)")
     }
 
     /// The receiver dies mid-stream: the sender notices at its next keep-alive (every 2 s) and

@@ -121,14 +121,17 @@ struct PlayoutSchedule {
     /// writes that takes frames up to `writeAhead` seconds before their time; consumes a packet
     /// only when it is written.
     mutating func next(now: Double, delay: Double, writeAhead: Double = 0) -> Step {
-        // Within half a millisecond is on time; an output with write-ahead takes the packets
-        // due within it too, and the thread then sleeps until the next one is due.
-        let early = max(0.0005, writeAhead)
         guard var run = self.run else {
             self.waitingForData = true
             return .idle
         }
         let key = run.nextTimestamp
+        // Within half a millisecond is on time. An output with write-ahead takes packets in
+        // pairs: the first on time, the second (due within the write-ahead) with it. Pairs are
+        // fixed by RTP time, not by when this run started, so every receiver of a sender's
+        // stream writes the same frames at the same moment (multi-room stays in step).
+        let secondOfPair = (key / UInt32(max(1, framesPerPacket))) % 2 == 1
+        let early = writeAhead > 0 && secondOfPair ? max(0.0005, writeAhead) : 0.0005
         self.waitingForData = self.packets[key] == nil
         guard let samples = self.packets[key] else {
             // Missing. With nothing newer buffered the stream has not gone on (its end, or a

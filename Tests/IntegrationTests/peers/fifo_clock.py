@@ -4,9 +4,14 @@ notes the monotonic time each chunk arrives (raw outputs are written when the fr
 
 Usage: fifo_clock.py FIFO_A FIFO_B TIMEOUT_SECONDS
 Opens both FIFOs for reading (so the receivers can open them for writing), reads until both
-writers have come and gone or the timeout passes, then prints "OK {json}" with, for frames at
-each whole second of the output, how much later B played them than A (milliseconds), and
-whether the two outputs hold the same samples.
+writers have come and gone or the timeout passes, then prints "OK {json}" with, for each whole
+second of the output, how much later B played its frames than A (milliseconds), and whether
+the two outputs hold the same samples.
+
+A raw output may write a packet up to 10 ms before it is due (in pairs, the same pairs on every
+receiver), and this reader sometimes wakes between the two writes of a pair: one frame's
+arrival can then be off by a packet for one receiver alone. So each second's skew is the
+median over 100 frames spread through it, not one frame's.
 """
 import json, os, select, sys, time
 
@@ -42,9 +47,16 @@ def played_at(i, frame):
 frames = min(len(data[0]), len(data[1])) // 4
 skews = []
 for second in range(1, int(frames / 44100)):
-    a, b = played_at(0, second * 44100), played_at(1, second * 44100)
-    if a is not None and b is not None:
-        skews.append(round((b - a) * 1000, 2))
+    differences = []
+    for step in range(100):
+        frame = second * 44100 + step * 441
+        if frame >= frames:
+            break
+        a, b = played_at(0, frame), played_at(1, frame)
+        if a is not None and b is not None:
+            differences.append(b - a)
+    if differences:
+        skews.append(round(sorted(differences)[len(differences) // 2] * 1000, 2))
 same = data[0][:frames * 4] == data[1][:frames * 4]
 print("OK " + json.dumps({"frames": frames, "skews_ms": skews, "same_samples": same,
                           "max_ms": max((abs(s) for s in skews), default=None)}))

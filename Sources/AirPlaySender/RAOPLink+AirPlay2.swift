@@ -1,0 +1,92 @@
+import AirPlayCrypto
+import AirPlayPairing
+import AirPlayPlist
+import AirPlayWire
+import Foundation
+
+/// Setting a stream up the AirPlay 2 way, on a control connection a pairing (stored
+/// credentials or transient) has encrypted: SETUP phase 1 (NTP timing, our UDP port for the
+/// receiver's timing requests) opens the event channel, phase 2 describes one realtime stream
+/// (ALAC where the receiver lists it, else big-endian PCM) with a fresh 32-byte `shk`; packets
+/// are then sealed with ChaCha20-Poly1305 (`sendAudio`). Sync, resends and timing stay RAOP's.
+/// `Protocol/airplay2.md` is the receiver's side of the same exchanges.
+extension RAOPLink {
+    /// Whether a receiver's features say it takes AirPlay 2 sessions (bit 38, unified media
+    /// control, or 48, CoreUtils pairing and encryption: pyatv's rule too).
+    public static func speaksAirPlay2(_ features: FeatureSet) -> Bool {
+        !features.intersection([.unifiedMediaControl, .coreUtilsPairing]).isEmpty
+    }
+
+    /// Frames in one realtime packet.
+    static let framesPerPacket = 352
+
+    func setUpAirPlay2(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double) async throws(SenderError) {
+        guard let secret = client.connection.pairingSecret else {
+            throw SenderError(.refused(status: 0), "\(name): AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
+        }
+        try await openUDPPort()
+        let port = channel?.localAddress?.port ?? 0
+        let session = try await plistRequest("SETUP", [
+            "timingProtocol": .string("NTP"), "timingPort": .integer(Int64(port)), "sessionUUID": .string(UUID().uuidString),
+            "deviceID": .string(Self.senderDeviceID), "macAddress": .string(Self.senderDeviceID), "name": .string("airplay"),
+            "model": .string("airplay1,1"), "sourceVersion": .string("220.68"), "isMultiSelectAirPlay": .bool(true),
+            "groupContainsGroupLeader": .bool(false), "senderSupportsRelay": .bool(false), "statsCollectionEnabled": .bool(false),
+        ])
+        guard let eventPort = session["eventPort"]?.integerValue, (1...65535).contains(eventPort) else {
+            throw SenderError(.refused(status: 0), "\(name): SETUP phase 1 gave no eventPort")
+        }
+        do {
+            events = try await AirPlay2EventConnection.connect(host: client.connection.remoteIP ?? client.connection.host,
+                                                               port: Int(eventPort), keys: try EventChannelKeys(sharedSecret: secret))
+        } catch let error as SenderError {
+            throw error
+        } catch {
+            throw SenderError(.connectionLost, "\(name): event keys: \(error)")
+        }
+
+        codec = traits.codecs.contains(1) || !traits.advertised ? .alac : .pcm
+        let key: [UInt8]
+        do {
+            key = SecureRandom.bytes(32)
+            streamCipher = try AirPlay2AudioCipher(streamKey: key)
+        } catch {
+            throw SenderError(.badInput, "cannot make a stream key: \(error)")
+        }
+        streamSSRC = UInt32.random(in: 1...UInt32.max)
+        let streams = try await plistRequest("SETUP", ["streams": .array([.dictionary([
+            "type": .integer(96), "ct": .integer(codec == .alac ? 2 : 1), "audioFormat": .integer(codec == .alac ? 0x40000 : 0x800),
+            "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(44100), "shk": .data(key), "controlPort": .integer(Int64(port)),
+            "latencyMin": .integer(11025), "latencyMax": .integer(88200), "isMedia": .bool(true), "audioMode": .string("default"),
+            "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false),
+        ])])])
+        guard case .array(let described)? = streams["streams"], let stream = described.first,
+              let dataPort = stream["dataPort"]?.integerValue, let controlPort = stream["controlPort"]?.integerValue,
+              (1...65535).contains(dataPort), (1...65535).contains(controlPort) else {
+            throw SenderError(.refused(status: 0), "\(name): SETUP phase 2 gave no dataPort and controlPort")
+        }
+        // No timing port: with NTP the receiver asks us for our time, on our UDP port.
+        aim(audioPort: Int(dataPort), controlPort: Int(controlPort), timingPort: nil)
+        try await record(sequence: sequence, rtpTime: rtpTime)
+        try await setVolume(decibels: volumeDecibels)
+    }
+
+    /// A request with a binary plist body; its answer's plist (an empty dictionary for none).
+    private func plistRequest(_ method: String, _ body: [String: PropertyList]) async throws(SenderError) -> PropertyList {
+        let response = try await client.request(method, body: PropertyList.dictionary(body).encoded(as: .binary),
+                                                contentType: PropertyListFormat.binary.contentType)
+        let bytes = Array(response.body.readableBytesView)
+        guard !bytes.isEmpty else { return .dictionary([:]) }
+        do {
+            return try PropertyList(decoding: bytes)
+        } catch {
+            throw SenderError(.refused(status: response.status), "\(name): \(method) answered something that is not a property list")
+        }
+    }
+
+    /// The device id this sender gives AirPlay 2 receivers (a locally administered address,
+    /// fixed per process: receivers only log it).
+    static let senderDeviceID: String = {
+        let bytes = [0x02] + (0..<5).map { _ in UInt8.random(in: 0...255) }
+        return bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
+    }()
+}
