@@ -49,8 +49,17 @@ public final class ChaChaPoly: Sendable {
             let context = holder.pointer
             var output = [UInt8](repeating: 0, count: input.count + Self.tagLength)
             var written: Int32 = 0
-            guard EVP_CipherInit_ex(context, EVP_chacha20_poly1305(), nil, key, nonce, encrypt ? 1 : 0) == 1 else {
-                return .failure(CryptoError.openSSL("ChaCha20-Poly1305 init"))
+            // The cipher and key are set once; each message then only sets its nonce and
+            // direction (a full init per message fetched the cipher and re-keyed: measured
+            // as most of what an AirPlay 2 audio packet cost).
+            if !holder.keyed {
+                guard EVP_CipherInit_ex(context, EVP_chacha20_poly1305(), nil, key, nil, encrypt ? 1 : 0) == 1 else {
+                    return .failure(CryptoError.openSSL("ChaCha20-Poly1305 init"))
+                }
+                holder.keyed = true
+            }
+            guard EVP_CipherInit_ex(context, nil, nil, nil, nonce, encrypt ? 1 : 0) == 1 else {
+                return .failure(CryptoError.openSSL("ChaCha20-Poly1305 nonce"))
             }
             if !aad.isEmpty, EVP_CipherUpdate(context, nil, &written, aad, Int32(aad.count)) != 1 {
                 return .failure(CryptoError.openSSL("ChaCha20-Poly1305 AAD"))
@@ -89,5 +98,7 @@ public final class ChaChaPoly: Sendable {
 /// Owns an OpenSSL cipher context; only touched under `ChaChaPoly`'s mutex.
 struct CipherContext: ~Copyable {
     let pointer: OpaquePointer
+    /// Set once the cipher and key are in the context.
+    var keyed = false
     deinit { EVP_CIPHER_CTX_free(pointer) }
 }

@@ -21,29 +21,9 @@ extension RAOPLink {
     static let framesPerPacket = 352
 
     func setUpAirPlay2(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double) async throws(SenderError) {
-        guard let secret = client.connection.pairingSecret else {
-            throw SenderError(.refused(status: 0), "\(name): AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
-        }
         try await openUDPPort()
         let port = channel?.localAddress?.port ?? 0
-        let session = try await plistRequest("SETUP", [
-            "timingProtocol": .string("NTP"), "timingPort": .integer(Int64(port)), "sessionUUID": .string(UUID().uuidString),
-            "deviceID": .string(Self.senderDeviceID), "macAddress": .string(Self.senderDeviceID), "name": .string("airplay"),
-            "model": .string("airplay1,1"), "sourceVersion": .string("220.68"), "isMultiSelectAirPlay": .bool(true),
-            "groupContainsGroupLeader": .bool(false), "senderSupportsRelay": .bool(false), "statsCollectionEnabled": .bool(false),
-        ])
-        guard let eventPort = session["eventPort"]?.integerValue, (1...65535).contains(eventPort) else {
-            throw SenderError(.refused(status: 0), "\(name): SETUP phase 1 gave no eventPort")
-        }
-        do {
-            events = try await AirPlay2EventConnection.connect(host: client.connection.remoteIP ?? client.connection.host,
-                                                               port: Int(eventPort), keys: try EventChannelKeys(sharedSecret: secret))
-        } catch let error as SenderError {
-            throw error
-        } catch {
-            throw SenderError(.connectionLost, "\(name): event keys: \(error)")
-        }
-
+        session = try await AirPlay2SenderSession.start(client: client, timingPort: port)
         codec = traits.codecs.contains(1) || !traits.advertised ? .alac : .pcm
         let key: [UInt8]
         do {
@@ -53,7 +33,7 @@ extension RAOPLink {
             throw SenderError(.badInput, "cannot make a stream key: \(error)")
         }
         streamSSRC = UInt32.random(in: 1...UInt32.max)
-        let streams = try await plistRequest("SETUP", ["streams": .array([.dictionary([
+        let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
             "type": .integer(96), "ct": .integer(codec == .alac ? 2 : 1), "audioFormat": .integer(codec == .alac ? 0x40000 : 0x800),
             "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(44100), "shk": .data(key), "controlPort": .integer(Int64(port)),
             "latencyMin": .integer(11025), "latencyMax": .integer(88200), "isMedia": .bool(true), "audioMode": .string("default"),
@@ -69,24 +49,4 @@ extension RAOPLink {
         try await record(sequence: sequence, rtpTime: rtpTime)
         try await setVolume(decibels: volumeDecibels)
     }
-
-    /// A request with a binary plist body; its answer's plist (an empty dictionary for none).
-    private func plistRequest(_ method: String, _ body: [String: PropertyList]) async throws(SenderError) -> PropertyList {
-        let response = try await client.request(method, body: PropertyList.dictionary(body).encoded(as: .binary),
-                                                contentType: PropertyListFormat.binary.contentType)
-        let bytes = Array(response.body.readableBytesView)
-        guard !bytes.isEmpty else { return .dictionary([:]) }
-        do {
-            return try PropertyList(decoding: bytes)
-        } catch {
-            throw SenderError(.refused(status: response.status), "\(name): \(method) answered something that is not a property list")
-        }
-    }
-
-    /// The device id this sender gives AirPlay 2 receivers (a locally administered address,
-    /// fixed per process: receivers only log it).
-    static let senderDeviceID: String = {
-        let bytes = [0x02] + (0..<5).map { _ in UInt8.random(in: 0...255) }
-        return bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
-    }()
 }

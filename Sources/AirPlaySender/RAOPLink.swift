@@ -78,11 +78,11 @@ public final class RAOPLink: @unchecked Sendable {
     var controlAddress: SocketAddress?
     var timingAddress: SocketAddress?
     /// AirPlay 2: what seals each audio packet (`shk`), the stream's SSRC, the packets sealed so
-    /// far (each one's nonce; touched only by the streamer's thread), and the event channel.
+    /// far (each one's nonce; touched only by the streamer's thread), and the session (its event channel).
     var streamCipher: AirPlay2AudioCipher?
     var streamSSRC: UInt32 = 0
     var packetCounter: UInt64 = 0
-    var events: AirPlay2EventConnection?
+    var session: AirPlay2SenderSession?
     private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
@@ -305,7 +305,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// TEARDOWN and close the UDP socket.
     public func tearDown() async {
         _ = try? await client.request("TEARDOWN")
-        await events?.close()
+        await session?.close()
         audioSocket?.close()
         try? await channel?.close()
     }

@@ -48,11 +48,14 @@ public struct VideoPlaySession: Sendable {
 
     private let address: ReceiverAddress
     private let connection: ReceiverConnection
+    private let airPlay2: Bool
 
-    /// A session on a connected receiver.
-    public init(address: ReceiverAddress, connection: ReceiverConnection) {
+    /// A session on a connected receiver; `airPlay2` plays the AirPlay 2 way (the connection
+    /// must be encrypted by a pairing), except with a key provider, which needs `/reverse`.
+    public init(address: ReceiverAddress, connection: ReceiverConnection, airPlay2: Bool = false) {
         self.address = address
         self.connection = connection
+        self.airPlay2 = airPlay2
     }
 
     /// Plays `request`; returns once `/play` is accepted, or, when waiting, once the receiver
@@ -62,6 +65,11 @@ public struct VideoPlaySession: Sendable {
         let remote = VideoRemote(connection: connection, sessionID: sessionID)
         let (url, server) = try await resolve(request, report: report)
         let waiting = request.wait || server != nil || request.keys != nil
+        if airPlay2, request.keys == nil {
+            try await runAirPlay2(url: url, request: request, remote: remote, waiting: waiting, report: report)
+            await server?.close()
+            return
+        }
         let ended = EndSignal()
         let listener: EventListener? = waiting ? try await EventListener.open(
             host: address.host, port: address.port, sessionID: sessionID, keys: request.keys) { event in
@@ -77,6 +85,35 @@ public struct VideoPlaySession: Sendable {
         let info = try? await remote.playbackInfo()
         await server?.close()
         if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+    }
+
+    /// AirPlay 2: SETUP phase 1 and its event channel, RECORD, then `/play` with a binary
+    /// plist on the same encrypted connection. There is no `/reverse`: when waiting, the state
+    /// comes from `/playback-info` each second (as pyatv does), and `POST /feedback` every 2 s
+    /// keeps the session alive.
+    private func runAirPlay2(url: String, request: Request, remote: VideoRemote, waiting: Bool,
+                             report: @escaping @Sendable (Report) -> Void) async throws(SenderError) {
+        let rtsp = RAOPClient(connection: connection, identity: RAOPClientIdentity(), password: nil)
+        let session = try await AirPlay2SenderSession.start(client: rtsp, timingPort: nil)
+        try await rtsp.request("RECORD")
+        try await remote.play(url: url, startSeconds: request.start, httpHeaders: request.headers, format: .binary)
+        report(.playing(url: url, sessionID: remote.sessionID))
+        guard waiting else { return }
+        var last = "", started = false
+        for second in 1... {
+            try? await Task.sleep(for: .seconds(1))
+            if second % 2 == 0 { _ = try? await rtsp.request("POST", target: "/feedback") }
+            let info = try await remote.playbackInfo()
+            if info.state != last {
+                last = info.state
+                report(.event(info.state))
+            }
+            if let error = info.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+            if info.state != "stopped" { started = true }
+            if started, info.state == "stopped" { break }
+            if !started, second >= 30 { throw SenderError(.refused(status: 0), "the receiver did not start playing within 30 s") }
+        }
+        await session.close()
     }
 
     /// The URL the receiver gets, and the server that serves it from here, if one does.

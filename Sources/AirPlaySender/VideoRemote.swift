@@ -88,16 +88,18 @@ public struct VideoRemote: Sendable {
         return response
     }
 
-    /// `POST /play` with an XML plist (both old and new receivers read it).
-    public func play(url: String, startSeconds: Double, httpHeaders: [String: String] = [:]) async throws(SenderError) {
+    /// `POST /play` with an XML plist (both old and new receivers read it), or a binary one
+    /// (what AirPlay 2 receivers expect).
+    public func play(url: String, startSeconds: Double, httpHeaders: [String: String] = [:],
+                     format: PropertyListFormat = .xml) async throws(SenderError) {
         var fields: [String: PropertyList] = [
             "Content-Location": .string(url), "Start-Position-Seconds": .real(startSeconds),
             "Start-Position": .real(0), "X-Apple-Session-ID": .string(sessionID),
         ]
         // Our extension: headers the receiver sends with its playlist and key requests (cookies).
         if !httpHeaders.isEmpty { fields["httpHeaders"] = .dictionary(httpHeaders.mapValues { .string($0) }) }
-        let body = PropertyList.dictionary(fields).encoded(as: .xml)
-        _ = try await call("POST", "/play", body: body, contentType: PropertyListFormat.xml.contentType)
+        let body = PropertyList.dictionary(fields).encoded(as: format)
+        _ = try await call("POST", "/play", body: body, contentType: format.contentType)
     }
 
     /// `POST /setProperty?selectedMediaArray`: an audio language, and a subtitle language or

@@ -34,14 +34,14 @@ enum ExitStatus {
 
 /// Runs a receiver command: resolves the target, connects, pair-verifies when paired with it
 /// (`secure`), reports errors with the right exit code.
-func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bool = true,
+func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bool = true, transient: Bool = false,
                   _ body: (ReceiverAddress, ReceiverConnection, SessionStore) async throws(SenderError) -> Void) async throws {
     let store = SessionStore()
     do {
         let address = try ReceiverResolver.resolve(options.to, needVideo: needVideo, choose: askOnTerminal)
         let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         defer { Task { await connection.close() } }
-        if secure { try await secureConnection(connection, to: address) }
+        if secure { try await secureConnection(connection, to: address, transient: transient) }
         try await body(address, connection, store)
     } catch {
         if options.json {
@@ -118,17 +118,27 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A command that prints the 16-byte key (raw, or 32 hex digits) for a custom-scheme key URI given as its argument; the receiver asks for such keys over the event channel.")
     var keyCommand: String?
 
+    @Option(name: .customLong("protocol"),
+            help: "1 (/play and /reverse) or 2 (AirPlay 2: pairing, SETUP, /play on the encrypted connection). Default: 2 where the receiver advertises it.")
+    var protocolVersion: Int?
+
     @OptionGroup var options: ReceiverOptions
 
+    func validate() throws {
+        guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
+    }
+
     func run() async throws {
-        try await withReceiver(options) { address, connection, store throws(SenderError) in
+        try await withReceiver(options, transient: protocolVersion == 2) { address, connection, store throws(SenderError) in
+            let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+            let airPlay2 = protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features) && connection.pairingSecret != nil)
             let headers: [String: String]
             do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
             var request = VideoPlaySession.Request(media: media, start: start, headers: headers, caFile: http.caFile,
                                                    keys: keyCommand.map(KeyCommand.provider), wait: wait)
             if let prefer { request.prefer = (try HLSSource.qualifier(prefer), prefer) }
             let options = self.options
-            try await VideoPlaySession(address: address, connection: connection).run(request) { report in
+            try await VideoPlaySession(address: address, connection: connection, airPlay2: airPlay2).run(request) { report in
                 switch report {
                 case .variant(let index, let uri, let rate):
                     if !options.json { print("variant \(index): \(uri) (\(PlaylistReport.rate(rate)))") }

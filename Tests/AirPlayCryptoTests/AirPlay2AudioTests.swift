@@ -35,5 +35,8 @@ import Testing
         wire[20] ^= 1
         #expect(throws: CryptoError.self) { try cipher.open(wire) }
         #expect(throws: CryptoError.self) { try cipher.open(Array(wire.prefix(30))) }
+        // A refused packet leaves the cipher as it was: the next good one opens.
+        wire[20] ^= 1
+        #expect(try cipher.open(wire) == (try hex(try packets()[0], "payload")))
     }
 }

@@ -10,12 +10,22 @@ import Testing
                        timeout: timeout)
     }
 
-    @Test func playALocalFileServedByTheSenderToTheEnd() throws {
+    /// Over AirPlay 1 (`/play`, events on `/reverse`) and over AirPlay 2 (transient pairing,
+    /// SETUP phase 1 with its event channel, RECORD, a binary-plist `/play`, the state polled
+    /// from `/playback-info`), the same file plays to the end and the same events come out.
+    @Test(arguments: [1, 2])
+    func playALocalFileServedByTheSenderToTheEnd(protocolVersion: Int) throws {
         let media = try #require(VideoPlaybackTests.media)
-        let daemon = try LocalDaemon()
         let state = Products.scratchDirectory("xdg")
+        let config = state + "/airplayd.toml"
+        try "airplay2 = \(protocolVersion == 2)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", config])
         let started = monotonicSeconds()
-        let result = try airplay(["play", media.directory + "/clip.mp4", "--to", "127.0.0.1:\(daemon.port)", "--json"], state: state)
+        let result = try airplay(["play", media.directory + "/clip.mp4", "--to", "127.0.0.1:\(daemon.port)", "--json",
+                                  "--protocol", "\(protocolVersion)"], state: state)
+        if protocolVersion == 2 {
+            #expect(daemon.process.stderr.contains("transient pairing") && daemon.process.stderr.contains("AirPlay 2 session setup"))
+        }
         let took = monotonicSeconds() - started
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
