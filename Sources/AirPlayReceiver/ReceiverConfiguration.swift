@@ -54,7 +54,7 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var pin: String = "random"
     /// Who may change what plays (`access`): `anyone`, `password` or `paired`.
     public var access: String = "anyone"
-    /// Whether the AirPlay 2 feature bits (HAP pairing, transient pairing) are advertised (`airplay2`).
+    /// Whether AirPlay 2 is served and advertised beside AirPlay 1 (`airplay2`, `--airplay2`).
     public var airPlay2: Bool = false
 
     /// The built-in defaults, used for every key the file leaves out.
@@ -170,7 +170,7 @@ public struct ConfigurationKey: Sendable {
         .init(name: "access", allowed: "\"anyone\", \"password\" or \"paired\"",
               summary: "Who may play: anyone (default), senders with the password, or only paired senders (others get 470)."),
         .init(name: "airplay2", allowed: "true or false",
-              summary: "Advertise HAP pairing and transient pairing (features bits 43, 46, 48) to AirPlay 2 senders; default false."),
+              summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime audio, video; features 38, 43, 46, 48); default false."),
     ]
 }
 

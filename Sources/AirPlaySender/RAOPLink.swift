@@ -45,6 +45,10 @@ public struct RAOPReceiverTraits: Hashable, Sendable {
 
 /// The sender's link to one receiver: its RTSP session, a UDP socket for audio, sync, resend
 /// requests and timing, the stream's codec and key, and the backlog that answers resend requests.
+///
+/// `@unchecked Sendable`: the mutable state is set by `setUp` before streaming starts and then
+/// only read, except `packetCounter`, which only the streamer's thread touches (`sendAudio`);
+/// the backlog and the counters the UDP handler shares are locked boxes.
 public final class RAOPLink: @unchecked Sendable {
     /// The codec of the stream to this receiver.
     public enum Codec: String, Sendable {

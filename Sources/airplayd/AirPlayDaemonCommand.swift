@@ -53,6 +53,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Audio: on or off.")
     var audio: Toggle?
 
+    @Option(name: .long, help: "AirPlay 2 (pairing, plist sessions, ChaCha20 audio) beside AirPlay 1: on or off.")
+    var airplay2: Toggle?
+
     @Option(name: .customLong("audio-output"), help: "GStreamer audio sink description, or raw:PATH.")
     var audioOutput: String?
 
@@ -119,6 +122,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if !interfaces.isEmpty { settings.interfaces = interfaces }
         if let video { settings.videoEnabled = video == .on }
         if let audio { settings.audioEnabled = audio == .on }
+        if let airplay2 { settings.airPlay2 = airplay2 == .on }
         if let audioOutput { settings.audioOutput = audioOutput }
         if let videoSink { settings.videoSink = videoSink }
         if let stateDir { settings.stateDirectory = stateDir }

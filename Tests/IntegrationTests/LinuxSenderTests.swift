@@ -22,7 +22,8 @@ import Testing
         let sweep = try #require(RAOPInteropTests.sweep)
         let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
         let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
-        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        // AirPlay 2 on: the same box serves AirPlay 1 senders as before.
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)", "--airplay2", "on"])
         let pulse = try PulseAudioRAOPSender()
         let played = try pulse.play(padded, port: daemon.port, encryption: encryption) {
             daemon.process.stderr.contains("request.method=OPTIONS")
@@ -43,7 +44,8 @@ import Testing
         let sweep = try #require(RAOPInteropTests.sweep)
         let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
         let raw = sweep.directory + "/pipewire-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
-        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
+        // AirPlay 2 on: the same box serves AirPlay 1 senders as before.
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)", "--airplay2", "on"])
         let pipewire = try PipeWireRAOPSender(port: daemon.port, encryption: encryption)
         try pipewire.play(padded)
         // PipeWire sends no TEARDOWN: the session ends when the sender goes.

@@ -96,7 +96,8 @@ import Testing
     @Test func thePyPIAirplayClientPlaysScrubsPausesAndStops() throws {
         let python = try Products.peerTool("python")
         let media = try #require(VideoPlaybackTests.media)
-        let daemon = try LocalDaemon()
+        // AirPlay 2 on: AirPlay 1 video (/play, /scrub, /rate, /stop in clear) works as before.
+        let daemon = try LocalDaemon(extra: ["--airplay2", "on"])
         let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/airplay_pypi_client.py"
         let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), media.url("clip.mp4")], timeout: 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
