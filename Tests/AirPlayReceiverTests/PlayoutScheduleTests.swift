@@ -154,4 +154,21 @@ import Testing
         #expect(schedule.stats.syncError.count == 4 && schedule.stats.syncError.worst < 1e-6)
         #expect(schedule.stats.framesInserted == 0 && schedule.stats.framesRemoved == 0)
     }
+
+    /// A FLUSH naming an RTP time the output already wrote past (a packet written early): when
+    /// the sender sends from that time again, what was written is not written twice.
+    @Test func whatWasWrittenBeforeAFlushIsNotWrittenAgain() {
+        var schedule = Self.schedule()
+        for index in 0..<4 {
+            _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 0)
+        }
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(0))
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(1))
+        // The sender paused at 352 (it thinks packet 1 was not heard) and resumes from there.
+        schedule.flush(before: 352)
+        #expect(schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 1) == false, "written already: dropped")
+        _ = schedule.receive(timestamp: 704, samples: Self.samples(2), arrival: 1)
+        #expect(Self.written(schedule.next(now: 1.5, delay: 0)) == Self.samples(2))
+        #expect(schedule.stats.dropped == 1)
+    }
 }

@@ -31,13 +31,14 @@ import Testing
 
         /// `atvremote stream_file` as pyatv does it for this box's `_raop._tcp` record: its `ft`
         /// decides the protocol (AirPlay 2 with bit 38 or 48); without `ft` pyatv speaks AirPlay 1.
-        func stream(_ file: String, airPlay2: Bool = true, during: (() throws -> Void)? = nil) throws -> CommandResult {
+        func stream(_ file: String, airPlay2: Bool = true, extra: [String] = [], during: (() throws -> Void)? = nil) throws -> CommandResult {
             let atvremote = try Products.peerTool("atvremote")
             let sweep = try #require(AirPlay2InteropTests.sweep)
             let arguments = ["--debug", "--storage", "none", "--manual", "--address", "127.0.0.1", "--port", String(daemon.port),
                              "--protocol", "raop", "--id", deviceID,
                              "--service-properties", "|cn=0,1|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68" + (airPlay2 ? "|ft=\(features)" : "")]
-            let process = try ManagedProcess(atvremote, arguments + ["stream_file=\(sweep.directory)/\(file)"],
+            let path = file.hasPrefix("/") ? file : "\(sweep.directory)/\(file)"
+            let process = try ManagedProcess(atvremote, arguments + extra + ["stream_file=\(path)"],
                                              directory: sweep.directory, label: "atvremote")
             try during?()
             let status = process.waitForExit(timeout: 60)
@@ -80,6 +81,38 @@ import Testing
         #expect(playing["artist"] as? String == "Test Artist")
         #expect(playing["state"] as? String == "playing")
         #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "progress gave the duration")
+    }
+
+    /// The volume pyatv sets and the cover in the file reach the box over AirPlay 2 as over
+    /// RAOP: SET_PARAMETER on the encrypted connection, the gain on the samples, the artwork in
+    /// `/now-playing`.
+    @Test func volumeAndArtworkArriveOverAirPlay2() throws {
+        let sweep = try #require(Self.sweep)
+        let directory = Products.scratchDirectory("airplay2-tags")
+        let ffmpeg = try #require(TestHost.which("ffmpeg"))
+        let cover = directory + "/cover.jpg", tagged = directory + "/tagged.flac"
+        for job in [["-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=blue:s=32x32", "-frames:v", "1", cover],
+                    ["-loglevel", "error", "-y", "-i", sweep.directory + "/sweep.flac", "-i", cover, "-map", "0:a", "-map", "1:v",
+                     "-c:a", "copy", "-c:v", "copy", "-disposition:v", "attached_pic", tagged]] {
+            let made = try runCommand(ffmpeg, job, timeout: 60)
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let box = try Box()
+        var nowPlaying = ""
+        let result = try box.stream(tagged, extra: ["set_volume=50"]) {
+            Thread.sleep(forTimeInterval: 3.5)
+            nowPlaying = try RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text
+        }
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))\(result.stderr.suffix(2000))")
+        #expect(box.daemon.process.stderr.contains("AirPlay 2 session setup") && box.daemon.process.stderr.contains("volume.dB=-15.0"))
+        let playing = try #require(try JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any], "\(nowPlaying)")
+        #expect(playing["volume"] as? Double == -15)
+        let artwork = try #require(playing["artwork"] as? [String: Any], "\(nowPlaying)")
+        #expect(Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover))
+        // pyatv maps 50 % to -15 dB: every sample is scaled by 10^(-15/20).
+        let gain = pow(10.0, -15.0 / 20.0)
+        let comparison = sweep.compare(try box.output(), transform: { Int16((Double($0) * gain).rounded()) }, tolerance: 1)
+        #expect(comparison.exact >= 0.999, "scaled share \(comparison.exact)")
     }
 
     /// The same box still plays an AirPlay 1 sender: pyatv reading a RAOP record without `ft`

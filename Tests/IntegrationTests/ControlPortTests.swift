@@ -19,8 +19,11 @@ import Testing
     }
 
     private func statusLines(_ text: String) -> [String] {
-        // Bodies end in "\n" (no CR), so normalise line ends before looking for status lines.
-        text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n")
+        // Text bodies end in "\n" (no CR), and a binary plist body (RTSP /info) in no line end
+        // at all: start a new line wherever a status line begins.
+        text.replacingOccurrences(of: "\r\n", with: "\n")
+            .replacingOccurrences(of: "HTTP/1.1 ", with: "\nHTTP/1.1 ").replacingOccurrences(of: "RTSP/1.0 ", with: "\nRTSP/1.0 ")
+            .components(separatedBy: "\n")
             .filter { $0.hasPrefix("HTTP/") || $0.hasPrefix("RTSP/") }
     }
 

@@ -106,9 +106,17 @@ struct PlayoutSchedule {
     /// Drops everything buffered; the next packet starts a new run. Packets older than
     /// `before` that are still in flight are dropped too.
     mutating func flush(before rtpTime: UInt32?) {
+        // Frames already written cannot be taken back. A sender that resumes from its pause
+        // point sends again what it thinks was not heard; what this output already has (a
+        // packet or two, more with write-ahead) is dropped rather than heard twice.
+        var limit = rtpTime
+        if let rtpTime, let run, run.framesOut > 0 {
+            let ahead = run.nextTimestamp &- rtpTime
+            if Int32(bitPattern: ahead) > 0, ahead < UInt32(sampleRate) { limit = run.nextTimestamp }
+        }
         packets = [:]
         run = nil
-        flushedBefore = rtpTime
+        flushedBefore = limit
         waitingForData = true
     }
 
