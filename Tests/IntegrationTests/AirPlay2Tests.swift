@@ -83,36 +83,42 @@ import Testing
         #expect(abs((playing["duration"] as? Double ?? 0) - 6) < 0.1, "progress gave the duration")
     }
 
-    /// The volume pyatv sets and the cover in the file reach the box over AirPlay 2 as over
-    /// RAOP: SET_PARAMETER on the encrypted connection, the gain on the samples, the artwork in
+    /// The volume pyatv sets, and the cover `airplay stream` finds in a file (pyatv 0.18 sends no
+    /// artwork from files: its tag reader has none), reach the box over AirPlay 2 as over RAOP:
+    /// SET_PARAMETER on the encrypted connection, the gain on the samples, the artwork in
     /// `/now-playing`.
     @Test func volumeAndArtworkArriveOverAirPlay2() throws {
         let sweep = try #require(Self.sweep)
+        let box = try Box()
+        let result = try box.stream("sweep.flac", extra: ["set_volume=50"])
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))\(result.stderr.suffix(2000))")
+        #expect(box.daemon.process.stderr.contains("AirPlay 2 session setup") && box.daemon.process.stderr.contains("volume.dB=-15.0"))
+        // pyatv maps 50 % to -15 dB: every sample is scaled by 10^(-15/20).
+        let gain = pow(10.0, -15.0 / 20.0)
+        let comparison = sweep.compare(try box.output(), transform: { Int16((Double($0) * gain).rounded()) }, tolerance: 1)
+        #expect(comparison.exact >= 0.999, "scaled share \(comparison.exact)")
+
         let directory = Products.scratchDirectory("airplay2-tags")
         let ffmpeg = try #require(TestHost.which("ffmpeg"))
-        let cover = directory + "/cover.jpg", tagged = directory + "/tagged.flac"
+        let cover = directory + "/cover.png", tagged = directory + "/tagged.flac"
         for job in [["-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=blue:s=32x32", "-frames:v", "1", cover],
                     ["-loglevel", "error", "-y", "-i", sweep.directory + "/sweep.flac", "-i", cover, "-map", "0:a", "-map", "1:v",
                      "-c:a", "copy", "-c:v", "copy", "-disposition:v", "attached_pic", tagged]] {
             let made = try runCommand(ffmpeg, job, timeout: 60)
             #expect(made.status == 0, "\(made.stderr)")
         }
-        let box = try Box()
-        var nowPlaying = ""
-        let result = try box.stream(tagged, extra: ["set_volume=50"]) {
-            Thread.sleep(forTimeInterval: 3.5)
-            nowPlaying = try RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text
-        }
-        #expect(result.status == 0, "\(result.stdout.suffix(2000))\(result.stderr.suffix(2000))")
-        #expect(box.daemon.process.stderr.contains("AirPlay 2 session setup") && box.daemon.process.stderr.contains("volume.dB=-15.0"))
+        let sender = try ManagedProcess(try Products.executable("airplay"),
+                                        ["stream", tagged, "--to", "127.0.0.1:\(box.daemon.port)", "--protocol", "2"],
+                                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
+                                        label: "airplay")
+        Thread.sleep(forTimeInterval: 3.5)
+        let nowPlaying = try RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text
+        #expect(sender.waitForExit(timeout: 30) == 0, "\(sender.stderr)")
         let playing = try #require(try JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any], "\(nowPlaying)")
-        #expect(playing["volume"] as? Double == -15)
+        #expect(playing["title"] as? String == "Sweep Song")
         let artwork = try #require(playing["artwork"] as? [String: Any], "\(nowPlaying)")
+        #expect(artwork["type"] as? String == "image/png")
         #expect(Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover))
-        // pyatv maps 50 % to -15 dB: every sample is scaled by 10^(-15/20).
-        let gain = pow(10.0, -15.0 / 20.0)
-        let comparison = sweep.compare(try box.output(), transform: { Int16((Double($0) * gain).rounded()) }, tolerance: 1)
-        #expect(comparison.exact >= 0.999, "scaled share \(comparison.exact)")
     }
 
     /// The same box still plays an AirPlay 1 sender: pyatv reading a RAOP record without `ft`

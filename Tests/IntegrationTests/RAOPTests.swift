@@ -53,6 +53,20 @@ final class SweepMedia: @unchecked Sendable {
         }
         return (offset, Double(equal) / Double(frames - start))
     }
+
+    /// The share of reference frames after the first 100 ms found in `output` at any of
+    /// `offsets` (audio that moved by a packet at a pause is still in place on each side).
+    func compare(_ output: [Int16], offsets: [Int], from start: Int = 4410) -> Double {
+        let frames = reference.count / 2
+        var equal = 0
+        for frame in start..<frames where offsets.contains(where: { offset in
+            let at = 2 * (frame + offset)
+            return at >= 0 && at + 1 < output.count && output[at] == reference[2 * frame] && output[at + 1] == reference[2 * frame + 1]
+        }) {
+            equal += 1
+        }
+        return Double(equal) / Double(frames - start)
+    }
 }
 
 /// RAOP audio against pyatv (PyPI), the sender nobody here wrote.
