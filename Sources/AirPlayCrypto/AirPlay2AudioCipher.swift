@@ -11,15 +11,17 @@ public struct AirPlay2AudioCipher: Sendable {
     /// A cipher for a 32-byte stream key.
     public init(streamKey: [UInt8]) throws(CryptoError) { cipher = try ChaChaPoly(key: streamKey) }
 
-    /// The clear audio of a packet; throws when it is too short or does not authenticate.
+    /// The clear audio of a whole packet; throws when it is too short or does not authenticate.
     public func open(_ packet: [UInt8]) throws(CryptoError) -> [UInt8] {
-        guard packet.count >= Self.overhead else { throw CryptoError(description: "AirPlay 2 audio packet of \(packet.count) bytes is too short") }
-        let trailer = packet.count - 8
-        return try cipher.open(Array(packet[12..<trailer]), nonce: [0, 0, 0, 0] + packet[trailer...], aad: Array(packet[4..<12]))
+        guard packet.count >= 12 else { throw CryptoError(description: "AirPlay 2 audio packet of \(packet.count) bytes is too short") }
+        let field = { (at: Int) in packet[at..<(at + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
+        let result = packet.withUnsafeBytes { bytes in
+            Result { () throws(CryptoError) in
+                try open(sealed: UnsafeRawBufferPointer(rebasing: bytes[12...]), timestamp: field(4), ssrc: field(8))
+            }
+        }
+        return try result.get()
     }
-
-    /// The clear audio of a packet read in place.
-    public func open(_ packet: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] { try open(Array(packet)) }
 
     /// The clear audio from what follows a packet's 12-byte header (sealed audio, tag, trailer),
     /// with the header's RTP timestamp and SSRC, which the tag authenticates.

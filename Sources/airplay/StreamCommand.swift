@@ -86,10 +86,8 @@ struct StreamCommand: AsyncParsableCommand {
         var links: [RAOPLink] = []
         for address in addresses {
             let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
-            let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
-            // AirPlay 2 where asked for, or advertised and the connection could be paired.
             try await secureConnection(connection, to: address, transient: protocolVersion == 2)
-            let airPlay2 = protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features) && connection.pairingSecret != nil)
+            let airPlay2 = usesAirPlay2(protocolVersion, address: address, connection: connection)
             let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
             links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
                                   password: password, crypto: crypto, airPlay2: airPlay2))

@@ -58,9 +58,19 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bo
 func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false) async throws(SenderError) {
     // A damaged credentials file is an error to report, not a reason to go on in clear.
     let credentials = try SenderCredentials()
-    let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
-    let offered = transient || !features.intersection([.systemPairing, .coreUtilsPairing]).isEmpty
+    let offered = transient || !raopFeatures(address).intersection([.systemPairing, .coreUtilsPairing]).isEmpty
     try await connection.secure(for: address.key, offersTransientPairing: offered, credentials: credentials)
+}
+
+/// The features a receiver's `_raop._tcp` record states (`ft`); none for a HOST:PORT receiver.
+func raopFeatures(_ address: ReceiverAddress) -> FeatureSet {
+    address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+}
+
+/// Whether to speak AirPlay 2: as `--protocol` says, or else where the receiver advertises it
+/// and the connection was paired (transiently or with stored credentials).
+func usesAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection) -> Bool {
+    protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(raopFeatures(address)) && connection.pairingSecret != nil)
 }
 
 /// Asks which receiver to use when stdin is a terminal.
@@ -130,8 +140,7 @@ struct PlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await withReceiver(options, transient: protocolVersion == 2) { address, connection, store throws(SenderError) in
-            let features = address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
-            let airPlay2 = protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features) && connection.pairingSecret != nil)
+            let airPlay2 = usesAirPlay2(protocolVersion, address: address, connection: connection)
             let headers: [String: String]
             do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
             var request = VideoPlaySession.Request(media: media, start: start, headers: headers, caFile: http.caFile,

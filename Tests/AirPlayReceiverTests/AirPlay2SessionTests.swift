@@ -10,9 +10,10 @@ import Testing
 /// the stream or of the session, and the same takeover as RAOP. `Protocol/airplay2.md` §3–§6.
 @Suite struct AirPlay2SessionTests {
     typealias Machine = RAOPSessionStateMachine
+    /// The RAOP suite's stand-ins: two connections, a machine, the reply among actions.
+    typealias RAOP = RAOPSessionStateMachineTests
 
-    final class Connection {}
-    let first = Connection(), second = Connection()
+    let first = RAOP.Connection(), second = RAOP.Connection()
     var a: ObjectIdentifier { ObjectIdentifier(first) }
     var b: ObjectIdentifier { ObjectIdentifier(second) }
 
@@ -20,16 +21,9 @@ import Testing
     static let phase1 = AirPlay2Setup.Session(timingProtocol: "NTP", timingPort: 6002, sessionUUID: "S", deviceID: nil, name: "pyatv",
                                               model: "iPhone14,3")
 
-    static func machine(takeover: AudioTakeover = .replace) -> Machine {
-        Machine(configuration: .init(takeover: takeover, sessionTimeout: 30), firstNumber: 100)
-    }
+    static func machine(takeover: AudioTakeover = .replace) -> Machine { RAOP.machine(takeover: takeover) }
 
-    static func reply(_ actions: [Machine.Action]) -> AirPlayResponse? {
-        actions.compactMap { action -> AirPlayResponse? in
-            if case .reply(let response) = action { return response }
-            return nil
-        }.first
-    }
+    static func reply(_ actions: [Machine.Action]) -> AirPlayResponse? { RAOP.reply(actions) }
 
     static func plist(_ response: AirPlayResponse?) throws -> PropertyList {
         let response = try #require(response)
@@ -125,12 +119,12 @@ import Testing
     @Test func theRestIsRAOPs() throws {
         var machine = Self.machine()
         let number = try setUp(&machine, on: a)
-        #expect(Self.reply(machine.receive(RAOPSessionStateMachineTests.request("RECORD"), on: a, now: 1))?.status == 200)
+        #expect(Self.reply(machine.receive(RAOP.request("RECORD"), on: a, now: 1))?.status == 200)
         #expect(machine.current?.phase == .recording)
-        let volume = machine.receive(RAOPSessionStateMachineTests.request("SET_PARAMETER", headers: ["Content-Type": "text/parameters"],
+        let volume = machine.receive(RAOP.request("SET_PARAMETER", headers: ["Content-Type": "text/parameters"],
                                                                         body: "volume: -20.1\r\n"), on: a, now: 1)
         #expect(volume.contains(.setVolume(session: number, decibels: -20.1)))
-        let flush = machine.receive(RAOPSessionStateMachineTests.request("FLUSH", headers: ["RTP-Info": "seq=5;rtptime=66150"]), on: a, now: 1)
+        let flush = machine.receive(RAOP.request("FLUSH", headers: ["RTP-Info": "seq=5;rtptime=66150"]), on: a, now: 1)
         #expect(flush.contains(.flush(session: number, before: 66150)))
     }
 

@@ -26,7 +26,7 @@ final class AirPlay2EventChannel: Sendable {
     /// the port) and serves it on `group`.
     init(connection: ConnectionContext, keys: EventChannelKeys, group: any EventLoopGroup, logger: Logger) throws {
         self.connection = connection
-        let (descriptor, port) = try Self.listen(host: connection.local?.ipAddress ?? "0.0.0.0")
+        let (descriptor, port) = try RAOPPorts.bind(host: connection.local?.ipAddress ?? "0.0.0.0", type: SOCK_STREAM, listening: true)
         self.port = port
         let expectedHost = connection.remote.map(RAOPPorts.hostBytes)
         ServerBootstrap(group: group)
@@ -75,20 +75,6 @@ final class AirPlay2EventChannel: Sendable {
             return [state.listener, state.accepted].compactMap { $0 }
         }
         for channel in channels { channel.close(promise: nil) }
-    }
-
-    /// A TCP socket bound on `host`, port 0, and listening.
-    static func listen(host: String) throws -> (NIOBSDSocket.Handle, Int) {
-        let address = try SocketAddress(ipAddress: host, port: 0)
-        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
-        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
-        guard address.withSockAddr({ bind(descriptor, $0, socklen_t($1)) }) == 0, Glibc.listen(descriptor, 4) == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            throw IOError(errnoCode: code, reason: "bind/listen")
-        }
-        return (descriptor, RAOPPorts.boundPort(descriptor, family: family))
     }
 }
 

@@ -20,14 +20,21 @@ enum RAOPPorts {
     /// bind is a non-blocking system call. NIO adopts the socket afterwards; datagrams that
     /// arrive before wait in it.
     static func bindUDP(host: String) throws -> (NIOBSDSocket.Handle, Int) {
+        try bind(host: host, type: SOCK_DGRAM, listening: false)
+    }
+
+    /// Binds a socket of `type` on `host`, port 0 (and listens, for a TCP one); returns it and
+    /// its port. The UDP ports and AirPlay 2's event port are made this way.
+    static func bind(host: String, type: __socket_type, listening: Bool) throws -> (NIOBSDSocket.Handle, Int) {
         let address = try SocketAddress(ipAddress: host, port: 0)
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
-        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(family, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
-        let status = address.withSockAddr { bind(descriptor, $0, socklen_t($1)) }
-        guard status == 0 else {
+        guard address.withSockAddr({ Glibc.bind(descriptor, $0, socklen_t($1)) }) == 0,
+              !listening || Glibc.listen(descriptor, 4) == 0 else {
+            let code = errno
             Glibc.close(descriptor)
-            throw IOError(errnoCode: errno, reason: "bind")
+            throw IOError(errnoCode: code, reason: listening ? "bind/listen" : "bind")
         }
         return (descriptor, boundPort(descriptor, family: family))
     }

@@ -29,7 +29,7 @@ extension RAOPSessionStateMachine {
         }
         session.phase = .sessionSetUp
         current = session
-        return [.reply(Self.plistReply(.dictionary(["eventPort": .integer(Int64(port)), "timingPort": .integer(0)])))]
+        return [.reply(Self.plistReply(AirPlay2Setup.sessionReply(eventPort: port, timingPort: 0)))]
     }
 
     /// The event port could not be opened: the session ends; `reason` is the 500's text.
@@ -93,18 +93,8 @@ extension RAOPSessionStateMachine {
         return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
     }
 
-    /// Phase 2's reply: our audio (data) and control ports for the realtime stream.
-    static func streamsReply(audio: Int, control: Int) -> AirPlayResponse {
-        plistReply(.dictionary(["streams": .array([.dictionary([
-            "type": .integer(Int64(AirPlay2Setup.realtime)), "dataPort": .integer(Int64(audio)),
-            "controlPort": .integer(Int64(control)),
-        ])])]))
-    }
-
     /// A 200 with a binary plist: what AirPlay 2 senders send and expect.
     static func plistReply(_ plist: PropertyList) -> AirPlayResponse {
-        var body = ByteBuffer()
-        body.writeBytes(plist.encoded(as: .binary))
-        return AirPlayResponse(status: 200, headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
+        ControlRouter.plistResponse(plist, format: .binary)
     }
 }

@@ -251,7 +251,9 @@ public struct RAOPSessionStateMachine: Sendable {
         }
         session.phase = .ready
         current = session
-        if session.kind == .airPlay2 { return [.reply(Self.streamsReply(audio: audio, control: control))] }
+        if session.kind == .airPlay2 {
+            return [.reply(Self.plistReply(AirPlay2Setup.streamsReply([(AirPlay2Setup.realtime, audio, control)])))]
+        }
         let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
             ("unicast", ""), ("mode", "record"), ("server_port", "\(audio)"), ("control_port", "\(control)"),
             ("timing_port", "\(timing)"),
