@@ -15,6 +15,7 @@ public final class AvahiPublisher: @unchecked Sendable {
     private let interfaceIndexes: [Int32]
     private let retryMilliseconds: Int
     private let onEvent: @Sendable (PublisherEvent) -> Void
+    private let host: (name: String, address: String)?
 
     // Touched only on the poll thread or with the poll lock held.
     private var poll: OpaquePointer?
@@ -30,9 +31,12 @@ public final class AvahiPublisher: @unchecked Sendable {
     /// A publisher for a device; nothing happens until `start()`.
     /// - Parameters:
     ///   - interfaces: network interface names to publish on; empty means all that avahi-daemon uses.
+    ///   - host: a host name (`NAME.local`) and an IP address of this box to publish as its own
+    ///     address record and point the services at, for a device that answers on one address
+    ///     only (a zone of several on one box); nil points them at the box's own host name.
     ///   - retryMilliseconds: how long to wait before reconnecting when the system bus is missing.
     public init(deviceName: String, advertisement: any DeviceAdvertisement, interfaces: [String] = [],
-                retryMilliseconds: Int = 1000, logger: Logger,
+                host: (name: String, address: String)? = nil, retryMilliseconds: Int = 1000, logger: Logger,
                 onEvent: @escaping @Sendable (PublisherEvent) -> Void = { _ in }) throws {
         var indexes: [Int32] = []
         for name in interfaces {
@@ -41,6 +45,7 @@ public final class AvahiPublisher: @unchecked Sendable {
             indexes.append(Int32(index))
         }
         self.interfaceIndexes = indexes
+        self.host = host
         self.deviceName = deviceName
         self.advertisement = advertisement
         self.retryMilliseconds = retryMilliseconds
@@ -229,13 +234,25 @@ public final class AvahiPublisher: @unchecked Sendable {
         guard let group, avahi_entry_group_is_empty(group) != 0 else { return }
         let services = advertisement.services(deviceName: deviceName)
         do {
+            if let host {
+                var address = AvahiAddress()
+                guard avahi_address_parse(host.address, AvahiProtocol(AVAHI_PROTO_UNSPEC), &address) != nil else {
+                    throw AvahiError(code: AVAHI_ERR_INVALID_ADDRESS, operation: "address \(host.address)")
+                }
+                // No reverse (PTR) record: the address may also be the box's own, whose reverse avahi publishes.
+                try forEachInterface { interface in
+                    try checkAvahi(avahi_entry_group_add_address(
+                        group, interface, AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(AVAHI_PUBLISH_NO_REVERSE.rawValue),
+                        host.name, &address), "add address \(host.name)")
+                }
+            }
             for service in services {
                 try forEachInterface { interface in
                     let list = makeStringList(service.txt)
                     defer { avahi_string_list_free(list) }
                     try checkAvahi(avahi_entry_group_add_service_strlst(
                         group, interface, AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(0),
-                        service.name, service.type, nil, nil, service.port, list), "add \(service.type)")
+                        service.name, service.type, nil, host?.name, service.port, list), "add \(service.type)")
                 }
             }
             try checkAvahi(avahi_entry_group_commit(group), "commit services")

@@ -19,6 +19,9 @@ public final class PairingStore: Sendable {
 
     /// The receiver's identity, published as `pi` and `pk`.
     public let identity: PairingIdentity
+    /// The identifier of the identity found on disk and refused by `accept` (another instance
+    /// on the host publishes it: a copied state directory), replaced by a new one; nil normally.
+    public let replacedIdentity: String?
     private let pairingsPath: String
     /// The `flock` file that orders the read-modify-write cycles of the daemon and the command.
     private let lockPath: String
@@ -26,8 +29,9 @@ public final class PairingStore: Sendable {
     /// edits the file while the daemon runs: a newer file is read again).
     private let pairings: Mutex<(list: [ControllerPairing], changed: FileVersion)>
 
-    /// Opens the store in `directory`, creating the identity on first use.
-    public init(directory: String) throws(Failure) {
+    /// Opens the store in `directory`, creating the identity on first use, or anew when
+    /// `accept` refuses the stored one (it reserves the identity on the host for the daemon).
+    public init(directory: String, accept: (PairingIdentity) -> Bool = { _ in true }) throws(Failure) {
         let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         _ = mkdir(base, 0o700)
         // Temporary files of writers killed mid-write (the real files are intact).
@@ -35,7 +39,15 @@ public final class PairingStore: Sendable {
             where name.hasPrefix("pairings.json.tmp.") || name.hasPrefix("pairing-identity.tmp.") {
             _ = unlink(base + "/" + name)
         }
-        identity = try Self.loadOrCreateIdentity(path: base + "/pairing-identity")
+        let found = try Self.loadOrCreateIdentity(path: base + "/pairing-identity")
+        if accept(found) {
+            identity = found
+            replacedIdentity = nil
+        } else {
+            identity = try Self.createIdentity(path: base + "/pairing-identity")
+            replacedIdentity = found.identifier
+            _ = accept(identity)
+        }
         pairingsPath = base + "/pairings.json"
         lockPath = base + "/pairings.lock"
         pairings = Mutex((try Self.loadPairings(path: pairingsPath), Self.changeTime(pairingsPath)))
@@ -157,6 +169,17 @@ public final class PairingStore: Sendable {
                 }
                 return PairingIdentity(identifier: stored.identifier, seed: seed, publicKey: publicKey)
             }
+            return try createIdentity(path: path)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(description: "pairing identity \(path): \(error)")
+        }
+    }
+
+    /// Makes a new identity (a fresh Ed25519 key and identifier) and writes it to `path`.
+    private static func createIdentity(path: String) throws(Failure) -> PairingIdentity {
+        do {
             let key = Ed25519SigningKey.generate()
             let identity = PairingIdentity(identifier: UUID().uuidString, key: key)
             let encoder = JSONEncoder()

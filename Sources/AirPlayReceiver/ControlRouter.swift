@@ -210,10 +210,13 @@ public struct ControlRouter: Sendable {
     }
 
     /// `GET /now-playing`: JSON, for programs on the box only (loopback peers).
-    /// True for connections from this box (127.0.0.0/8, ::1, IPv4-mapped loopback).
+    /// True for connections from this box: from a loopback address (127.0.0.0/8, ::1,
+    /// IPv4-mapped loopback), or from the very address they reached, which only the box itself
+    /// can be (a zone bound to its own `address` sees its own programs that way).
     static func isLoopback(_ connection: ConnectionContext?) -> Bool {
         let peer = connection?.remote?.ipAddress ?? ""
-        return peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+        if peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") { return true }
+        return !peer.isEmpty && peer == connection?.local?.ipAddress
     }
 
     static func nowPlaying(_ audio: AudioSessions, pairing: ReceiverPairing?, connection: ConnectionContext?) -> AirPlayResponse {

@@ -56,6 +56,12 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var access: String = "anyone"
     /// Whether AirPlay 2 is served and advertised beside AirPlay 1 (`airplay2`, `--airplay2`).
     public var airPlay2: Bool = false
+    /// The instance name when several daemons run on one box, one per zone (`instance`,
+    /// `--instance`; the template unit passes `%i`); nil for a lone daemon.
+    public var instance: String?
+    /// The one IP address the control port listens on and the mDNS records point at (`address`,
+    /// `--address`); nil listens on every address and publishes the box's host name.
+    public var address: String?
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -171,6 +177,10 @@ public struct ConfigurationKey: Sendable {
               summary: "Who may play: anyone (default), senders with the password, or only paired senders (others get 470)."),
         .init(name: "airplay2", allowed: "true or false",
               summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime audio, video; features 38, 43, 46, 48); default false."),
+        .init(name: "address", allowed: "an IPv4 or IPv6 address of this box",
+              summary: "Listen on this address only and announce it under a host name of its own, so senders that tell devices apart by address (pyatv) see each zone of a box as its own device; default none: every address."),
+        .init(name: "instance", allowed: "1 to 32 letters, digits, '-', '_' or '.'",
+              summary: "Instance name when several airplayd run on one box (airplayd@NAME.service sets it): the device id is derived from the MAC and this name; default none."),
     ]
 }
 
@@ -307,6 +317,12 @@ extension ReceiverConfiguration {
         case "airplay2":
             guard case .bool(let flag) = value else { throw wrongType() }
             airPlay2 = flag
+        case "instance":
+            guard case .string(let text) = value else { throw wrongType() }
+            instance = text
+        case "address":
+            guard case .string(let text) = value else { throw wrongType() }
+            address = text
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }
@@ -356,6 +372,18 @@ extension ReceiverConfiguration {
         }
         if access == "password", password.isEmpty {
             throw ConfigurationError(key: "access", message: "\"password\" needs a password (config key 'password')")
+        }
+        if let instance {
+            let allowed = instance.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+            guard (1...32).contains(instance.unicodeScalars.count), allowed else {
+                throw ConfigurationError(key: "instance", message: "must be 1 to 32 letters, digits, '-', '_' or '.', got \"\(instance.prefix(40))\"")
+            }
+        }
+        if let address {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            guard inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1 else {
+                throw ConfigurationError(key: "address", message: "must be an IPv4 or IPv6 address of this box, got \"\(address.prefix(60))\"")
+            }
         }
         guard stateDirectory.hasPrefix("/") else {
             throw ConfigurationError(key: "state_dir", message: "must be an absolute path, got \"\(stateDirectory)\"")

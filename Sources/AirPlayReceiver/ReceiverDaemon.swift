@@ -104,15 +104,18 @@ public final class ReceiverDaemon: Service, Sendable {
         return percent
     }
 
-    /// HAP pairing over the state directory's identity and pairings, with the configured PIN and access rule.
-    private func makePairing() throws -> ReceiverPairing {
-        do {
-            let store = try PairingStore(directory: configuration.stateDirectory)
-            let pin: PairingPolicy.PINSource = configuration.pin == "random" ? .random : .fixed(configuration.pin)
-            return ReceiverPairing(store: store, pin: pin, access: AccessControl(rawValue: configuration.access) ?? .anyone, logger: logger)
-        } catch {
-            throw ConfigurationError(key: "state_dir", message: "cannot keep the pairing identity and pairings: \(error)")
-        }
+    /// HAP pairing over the instance's identity and pairings, with the configured PIN and access rule.
+    private func makePairing(store: PairingStore) -> ReceiverPairing {
+        let pin: PairingPolicy.PINSource = configuration.pin == "random" ? .random : .fixed(configuration.pin)
+        return ReceiverPairing(store: store, pin: pin, access: AccessControl(rawValue: configuration.access) ?? .anyone, logger: logger)
+    }
+
+    /// Test-only: `AIRPLAYD_TEST_INTERFACES_ROOT=DIR` reads network interfaces from DIR instead of
+    /// `/sys/class/net`, so tests can give several instances one hardware MAC. Never set in production.
+    static func interfacesRoot(logger: Logger) -> String {
+        guard let root = ProcessInfo.processInfo.environment["AIRPLAYD_TEST_INTERFACES_ROOT"], !root.isEmpty else { return "/sys/class/net" }
+        logger.warning("test setting: network interfaces read from \(root)")
+        return root
     }
 
     /// What the advertisement says of pairing: `pi` and `pk`, the AirPlay 2 pairing bits when
@@ -133,6 +136,8 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.audioOutput != new.audioOutput { keys.append("audio_output") }
         if old.videoSink != new.videoSink { keys.append("video_sink") }
         if old.stateDirectory != new.stateDirectory { keys.append("state_dir") }
+        if old.instance != new.instance { keys.append("instance") }
+        if old.address != new.address { keys.append("address") }
         if old.logLevel != new.logLevel { keys.append("log_level") }
         if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
         if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
@@ -155,18 +160,14 @@ public final class ReceiverDaemon: Service, Sendable {
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
         logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
-        let pairing = try makePairing()
+        let instance = try InstanceIdentity.claim(stateDirectory: configuration.stateDirectory, instance: configuration.instance,
+                                                  interfacesRoot: Self.interfacesRoot(logger: logger), logger: logger)
+        let identity = (id: instance.deviceID, source: instance.deviceIDSource)
+        let pairing = makePairing(store: instance.pairingStore)
         var capabilities = Self.detectCapabilities(configuration, media: media, logger: logger)
         Self.describe(pairing, airPlay2: configuration.airPlay2, in: &capabilities)
-        let store = DeviceIdentityStore(directory: configuration.stateDirectory)
-        let identity: (id: DeviceID, source: DeviceIDSource)
-        do {
-            identity = try store.loadOrCreate()
-        } catch {
-            // Without a writable state directory the id would change on every start: refuse.
-            throw ConfigurationError(key: "state_dir", message: "cannot keep the device id in \(store.path): \(error)")
-        }
-        logger.info("device id", metadata: ["device.id": "\(identity.id)", "device.idSource": "\(identity.source.rawValue)"])
+        logger.info("device id", metadata: ["device.id": "\(identity.id)", "device.idSource": "\(identity.source.rawValue)",
+                                            "instance": "\(configuration.instance ?? "-")"])
 
         let currentName = NIOLockedValueBox(configuration.name)
         let currentCapabilities = NIOLockedValueBox(capabilities)
@@ -207,20 +208,23 @@ public final class ReceiverDaemon: Service, Sendable {
         let server = ControlServer(group: group, router: router, events: events, policy: policy, logger: logger)
         let port: Int
         do {
-            port = try await server.bind(port: configuration.port)
+            port = try await server.bind(host: configuration.address ?? "::", port: configuration.port)
         } catch {
             try? await group.shutdownGracefully()
+            if let address = configuration.address, (error as? IOError)?.errnoCode == EADDRNOTAVAIL {
+                throw ConfigurationError(key: "address", message: "\(address) is not an address of this box")
+            }
             throw error
         }
-        logger.info("control port listening", metadata: ["port": "\(port)"])
-        video?.gateway?.setPort(port)
+        logger.info("control port listening", metadata: ["port": "\(port)", "address": "\(configuration.address ?? "any")"])
+        video?.gateway?.setPort(port, host: configuration.address)
 
         let advertisement = ReceiverAdvertisement(deviceID: identity.id, port: UInt16(port), capabilities: capabilities)
         let notifier = self.notifier
         let logger = self.logger
         let publisher = try AvahiPublisher(
             deviceName: configuration.name, advertisement: advertisement, interfaces: configuration.interfaces,
-            logger: logger
+            host: configuration.address.map { ("airplayd-\(identity.id.compactForm.lowercased()).local", $0) }, logger: logger
         ) { event in
             switch event {
             case .renamed(_, let newName):
@@ -288,6 +292,8 @@ public final class ReceiverDaemon: Service, Sendable {
         events.closeAll()
         await server.shutdown()
         try? await group.shutdownGracefully()
+        // The identity stays reserved until the records are gone and the sessions closed.
+        withExtendedLifetime(instance) {}
         logger.info("stopped")
     }
 }

@@ -57,12 +57,13 @@ public final class TestHost: @unchecked Sendable {
         bus = nil
     }
 
-    /// Starts avahi-daemon in the namespace, on loopback only, and waits until it answers on the bus.
-    public func startAvahi() throws {
+    /// Starts avahi-daemon in the namespace, on loopback only (or on `interfaces`, links of this
+    /// namespace made by `link(to:…)`), and waits until it answers on the bus.
+    public func startAvahi(interfaces: [String] = ["lo"]) throws {
         let config = directory + "/avahi-daemon.conf"
         try """
             [server]
-            allow-interfaces=lo
+            allow-interfaces=\(interfaces.joined(separator: ","))
             use-ipv4=yes
             use-ipv6=no
             enable-dbus=yes
@@ -119,6 +120,28 @@ public final class TestHost: @unchecked Sendable {
         env.merge(extra) { _, new in new }
         return try runCommand(Self.which("ip")!, ["netns", "exec", namespace, executable] + arguments,
                               environment: env, timeout: timeout, directory: directory)
+    }
+
+    /// Joins this namespace to `other` with a veth pair, as two hosts on one link: this end gets
+    /// `addresses` (the first is its main address), the other end `peerAddress`, all in a /24.
+    /// Multicast (mDNS) then flows between the two namespaces and never leaves them.
+    /// - Returns: the name of this end's interface, for `startAvahi(interfaces:)`.
+    @discardableResult
+    public func link(to other: TestHost, addresses: [String], peerAddress: String) throws -> String {
+        let ip = Self.which("ip")!
+        let (here, there) = ("veth\(getpid() % 10000)h\(namespace.split(separator: "-").last ?? "")", "veth\(getpid() % 10000)p\(namespace.split(separator: "-").last ?? "")")
+        for arguments in [["link", "add", here, "type", "veth", "peer", "name", there],
+                          ["link", "set", here, "netns", namespace], ["link", "set", there, "netns", other.namespace]] {
+            let result = try runCommand(ip, arguments, timeout: 10)
+            guard result.status == 0 else { throw TestHostError("ip \(arguments.joined(separator: " ")): \(result.stderr)") }
+        }
+        var steps: [(TestHost, [String])] = addresses.map { (self, ["addr", "add", "\($0)/24", "dev", here]) }
+        steps += [(other, ["addr", "add", "\(peerAddress)/24", "dev", there]), (self, ["link", "set", here, "up"]), (other, ["link", "set", there, "up"])]
+        for (host, arguments) in steps {
+            let result = try host.run(ip, arguments, timeout: 10)
+            guard result.status == 0 else { throw TestHostError("ip \(arguments.joined(separator: " ")): \(result.stderr)") }
+        }
+        return here
     }
 
     /// `avahi-browse -rpt TYPE` on this host: the resolved (`=`) lines.

@@ -65,6 +65,12 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: "Directory for persistent state (device id).")
     var stateDir: String?
 
+    @Option(name: .long, help: "Listen on this IP address only and announce it under a host name of its own (one zone of several).")
+    var address: String?
+
+    @Option(name: .long, help: "Instance name when several airplayd run on one box (one per zone); the device id derives from it.")
+    var instance: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
@@ -126,6 +132,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let audioOutput { settings.audioOutput = audioOutput }
         if let videoSink { settings.videoSink = videoSink }
         if let stateDir { settings.stateDirectory = stateDir }
+        if let instance { settings.instance = instance }
+        if let address { settings.address = address }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else {
                 throw ConfigurationError(key: "log_level",

@@ -39,6 +39,19 @@ import Testing
         #expect(tv.abilities == ["video", "audio", "photo"])
     }
 
+    /// Two zones of one box that (wrongly) publish one device id stay two receivers: each has
+    /// its own name, so merging them would hide one from the user.
+    @Test func zonesSharingADeviceIDByMistakeStayTwoReceivers() throws {
+        func zone(_ name: String, port: UInt16) -> [DiscoveredReceiver.Service] {[
+            service("_airplay._tcp", name, ["deviceid=02:FC:00:00:00:01", "features=0x838219", "model=airplayd1,1"], port: port),
+            service("_raop._tcp", "02FC00000001@\(name)", ["ft=0x838219", "cn=0,1", "et=0,1", "tp=UDP"], port: port),
+        ]}
+        let receivers = ReceiverDirectory.merge(zone("Kitchen", port: 7000) + zone("Hall", port: 7001))
+        #expect(receivers.map(\.name) == ["Kitchen", "Hall"])
+        #expect(receivers.map(\.port) == [7000, 7001])
+        #expect(receivers.allSatisfy { $0.services.map(\.kind) == [.airPlay, .raop] })
+    }
+
     @Test func videoReceiversComeFirstEvenWhenAnAudioOnlyNameSortsFirst() {
         let ranked = ReceiverDirectory.rank(ReceiverDirectory.merge(airportExpress + shairport + appleTV3))
         #expect(ranked.map(\.name) == ["Apple TV", "AirPort Express", "Attic"])

@@ -188,13 +188,11 @@ import Testing
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         first.process.stop(grace: 2)
         second.process.stop(grace: 2)
-        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
-        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
-        let skews = report["skews_ms"] as? [Double] ?? []
-        #expect(skews.count >= 4, "\(line)")
-        #expect(skews.allSatisfy { abs($0) <= 5 }, "\(line)")
-        #expect(report["same_samples"] as? Bool == true)
+        let report = try FifoClockReport(reader)
+        let skews = report.skews
+        #expect(skews.count >= 4, "\(report.line)")
+        #expect(skews.allSatisfy { abs($0) <= 5 }, "\(report.line)")
+        #expect(report.sameSamples)
         let summary = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         #expect(summary.contains("\"skewBoundMs\""), "\(summary)")
         print("measure: two airplayd (protocol \(protocolVersion)), output skew per second \(skews) ms; sender's bound from timing: \(summary)")

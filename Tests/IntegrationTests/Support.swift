@@ -1,5 +1,6 @@
 import AirPlayTesting
 import Foundation
+import Testing
 
 /// Starts airplayd in a test host and knows its log.
 struct RunningDaemon {
@@ -67,5 +68,22 @@ extension TestHost {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let result = try run("/usr/bin/python3", ["-c", script, String(port), file], timeout: timeout)
         return result.stdout
+    }
+}
+
+/// What `peers/fifo_clock.py` measured: per second of output, how much later the other
+/// receivers played the same frames than the first (ms), and whether all outputs hold the same samples.
+struct FifoClockReport {
+    let line: String
+    let skews: [Double]
+    let sameSamples: Bool
+
+    /// Waits for the reader to finish and reads its `OK {json}` line.
+    init(_ reader: ManagedProcess) throws {
+        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
+        line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
+        skews = report["skews_ms"] as? [Double] ?? []
+        sameSamples = report["same_samples"] as? Bool == true
     }
 }

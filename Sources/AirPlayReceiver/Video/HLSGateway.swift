@@ -81,7 +81,8 @@ public final class HLSGateway: Sendable {
     private let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
     private let options: HTTPRequestOptions
-    private let port = NIOLockedValueBox(0)
+    /// Where the player reaches the control port: `127.0.0.1:PORT`, or the zone's own address.
+    private let playerOrigin = NIOLockedValueBox("127.0.0.1:0")
     private let requestKey: KeyRequester?
     private let logger: Logger
 
@@ -93,8 +94,12 @@ public final class HLSGateway: Sendable {
         self.logger = logger
     }
 
-    /// The control port, once bound (the player reaches the gateway on 127.0.0.1 there).
-    public func setPort(_ value: Int) { port.withLockedValue { $0 = value } }
+    /// The control port, once bound: the player reaches the gateway there on 127.0.0.1, or on
+    /// `host` when the port listens on one address only (a zone's `address`).
+    public func setPort(_ value: Int, host: String? = nil) {
+        let name = host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "127.0.0.1"
+        playerOrigin.withLockedValue { $0 = "\(name):\(value)" }
+    }
 
     /// True for URLs the gateway should front: HLS playlists (`.m3u8`, `.m3u`).
     public static func isPlaylist(_ url: String) -> Bool {
@@ -106,7 +111,7 @@ public final class HLSGateway: Sendable {
     public func open(origin: String, headers: [String: String], sessionID: String) -> String {
         let token = (0..<4).map { _ in TextFormatting.hex(UInt32.random(in: 0...UInt32.max), width: 8) }.joined()
         sessions.withLockedValue { $0.open(token: token, origin: origin, headers: headers, sessionID: sessionID) }
-        return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/main.m3u8"
+        return "http://\(playerOrigin.withLockedValue { $0 })/hls/\(token)/main.m3u8"
     }
 
     /// Stops fronting the playlist behind a gateway URL.
@@ -276,7 +281,7 @@ public final class HLSGateway: Sendable {
     public func trickURL(_ url: String) -> String? {
         guard let token = Self.token(of: url), let session = sessions.withLockedValue({ $0[token] }), let master = session.master,
               trickVariant(master) != nil else { return nil }
-        return "http://127.0.0.1:\(port.withLockedValue { $0 })/hls/\(token)/trick.m3u8"
+        return "http://\(playerOrigin.withLockedValue { $0 })/hls/\(token)/trick.m3u8"
     }
 
     /// The richest I-frame playlist within the display, and its index.

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Times when two receivers play the same frames: reads both receivers' raw PCM FIFOs and
+"""Times when several receivers play the same frames: reads every receiver's raw PCM FIFO and
 notes the monotonic time each chunk arrives (raw outputs are written when the frames are due).
 
-Usage: fifo_clock.py FIFO_A FIFO_B TIMEOUT_SECONDS
-Opens both FIFOs for reading (so the receivers can open them for writing), reads until both
-writers have come and gone or the timeout passes, then prints "OK {json}" with, for each whole
-second of the output, how much later B played its frames than A (milliseconds), and whether
-the two outputs hold the same samples.
+Usage: fifo_clock.py FIFO_A FIFO_B [FIFO_C ...] TIMEOUT_SECONDS
+Opens the FIFOs for reading (so the receivers can open them for writing), reads until every
+writer has come and gone or the timeout passes, then prints "OK {json}" with, for each whole
+second of the output, how much later the others played its frames than A (milliseconds; with
+more than two outputs, the largest difference of any of them), and whether all outputs hold
+the same samples.
 
 A raw output may write a packet up to 10 ms before it is due (in pairs, the same pairs on every
 receiver), and this reader sometimes wakes between the two writes of a pair: one frame's
@@ -15,11 +16,11 @@ median over 100 frames spread through it, not one frame's.
 """
 import json, os, select, sys, time
 
-paths, timeout = sys.argv[1:3], float(sys.argv[3])
+paths, timeout = sys.argv[1:-1], float(sys.argv[-1])
 fds = [os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in paths]
-chunks = [[], []]          # (arrival time, bytes so far) after each read
-data = [bytearray(), bytearray()]
-done = [False, False]
+chunks = [[] for _ in paths]          # (arrival time, bytes so far) after each read
+data = [bytearray() for _ in paths]
+done = [False for _ in paths]
 start = time.monotonic()
 while not all(done) and time.monotonic() - start < timeout:
     ready, _, _ = select.select([fd for fd, d in zip(fds, done) if not d], [], [], 0.05)
@@ -44,19 +45,25 @@ def played_at(i, frame):
     return None
 
 
-frames = min(len(data[0]), len(data[1])) // 4
-skews = []
-for second in range(1, int(frames / 44100)):
+def second_skew(other, second):
+    """The median over 100 frames of one second of how much later output `other` played them than A."""
     differences = []
     for step in range(100):
         frame = second * 44100 + step * 441
         if frame >= frames:
             break
-        a, b = played_at(0, frame), played_at(1, frame)
+        a, b = played_at(0, frame), played_at(other, frame)
         if a is not None and b is not None:
             differences.append(b - a)
-    if differences:
-        skews.append(round(sorted(differences)[len(differences) // 2] * 1000, 2))
-same = data[0][:frames * 4] == data[1][:frames * 4]
+    return sorted(differences)[len(differences) // 2] if differences else None
+
+
+frames = min(len(d) for d in data) // 4
+skews = []
+for second in range(1, int(frames / 44100)):
+    found = [s for s in (second_skew(i, second) for i in range(1, len(paths))) if s is not None]
+    if found:
+        skews.append(round(max(found, key=abs) * 1000, 2))
+same = all(d[:frames * 4] == data[0][:frames * 4] for d in data)
 print("OK " + json.dumps({"frames": frames, "skews_ms": skews, "same_samples": same,
                           "max_ms": max((abs(s) for s in skews), default=None)}))
