@@ -62,9 +62,15 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
 
+        // Clock estimation: the PTP follower (and, later, the NTP path's timeline).
+        .target(name: "AirPlayTiming", dependencies: [
+            "AirPlayWire", "AirPlayMedia", "CLinuxIO",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP",
+            "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming",
             "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -122,6 +128,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
+        .testTarget(name: "AirPlayTimingTests", dependencies: ["AirPlayTiming", "AirPlayWire", "AirPlayTesting"]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "IntegrationTests", dependencies: [

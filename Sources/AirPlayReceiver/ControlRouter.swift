@@ -36,6 +36,8 @@ public struct ControlRouter: Sendable {
     public var pairing: ReceiverPairing?
     /// Under `access = "password"`: Digest for the video endpoints too (RAOP has its own).
     public var videoPassword: DigestAuthenticator?
+    /// The PTP follower's state for `GET /ptp` (loopback), when it runs.
+    public var ptpStatus: (@Sendable () -> JSONValue)?
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
@@ -113,6 +115,17 @@ public struct ControlRouter: Sendable {
         Endpoint(name: "RAOP audio (RTSP, /feedback)",
                  takes: { router, request, connection in router.activeAudio != nil && connection != nil && isRAOP(request) },
                  answer: { router, request, connection in .now(router.activeAudio!.respond(to: request, connection: connection!)) }),
+        Endpoint(name: "PTP clocks (loopback JSON)",
+                 takes: { _, request, _ in request.path == "/ptp" && request.method == "GET" },
+                 answer: { router, _, connection in
+                     guard isLoopback(connection) else { return .now(AirPlayResponse.text(status: 403, "/ptp is served to programs on this box only")) }
+                     guard let status = router.ptpStatus else {
+                         return .now(AirPlayResponse.text(status: 404, "PTP is not running: airplay2 is off, or UDP ports 319/320 could not be bound"))
+                     }
+                     var body = ByteBuffer()
+                     body.writeBytes(status().bytes)
+                     return .now(AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body))
+                 }),
         Endpoint(name: "now playing (loopback JSON)",
                  takes: { router, request, _ in request.path == "/now-playing" && request.method == "GET" && router.activeAudio != nil },
                  answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, pairing: router.pairing, connection: connection)) }),

@@ -56,6 +56,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var access: String = "anyone"
     /// Whether AirPlay 2 is served and advertised beside AirPlay 1 (`airplay2`, `--airplay2`).
     public var airPlay2: Bool = false
+    /// Whether AirPlay 2 senders' PTP clocks are followed on UDP 319/320 (`ptp`, `--ptp`; with `airplay2`).
+    public var ptp: Bool = true
     /// The instance name when several daemons run on one box, one per zone (`instance`,
     /// `--instance`; the template unit passes `%i`); nil for a lone daemon.
     public var instance: String?
@@ -177,6 +179,8 @@ public struct ConfigurationKey: Sendable {
               summary: "Who may play: anyone (default), senders with the password, or only paired senders (others get 470)."),
         .init(name: "airplay2", allowed: "true or false",
               summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime audio, video; features 38, 43, 46, 48); default false."),
+        .init(name: "ptp", allowed: "true or false",
+              summary: "With airplay2: follow AirPlay 2 senders' PTP clocks on UDP 319 and 320 (needs CAP_NET_BIND_SERVICE, which the unit grants); default true."),
         .init(name: "address", allowed: "an IPv4 or IPv6 address of this box",
               summary: "Listen on this address only and announce it under a host name of its own, so senders that tell devices apart by address (pyatv) see each zone of a box as its own device; default none: every address."),
         .init(name: "instance", allowed: "1 to 32 letters, digits, '-', '_' or '.'",
@@ -323,6 +327,9 @@ extension ReceiverConfiguration {
         case "address":
             guard case .string(let text) = value else { throw wrongType() }
             address = text
+        case "ptp":
+            guard case .bool(let flag) = value else { throw wrongType() }
+            ptp = flag
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }

@@ -2,6 +2,7 @@ import AirPlayDiscovery
 import AirPlayHLS
 import AirPlayMedia
 import AirPlayPairing
+import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
 import Logging
@@ -110,6 +111,22 @@ public final class ReceiverDaemon: Service, Sendable {
         return ReceiverPairing(store: store, pin: pin, access: AccessControl(rawValue: configuration.access) ?? .anyone, logger: logger)
     }
 
+    /// The PTP follower for AirPlay 2 senders' clocks, on UDP 319/320. Without the privilege to
+    /// bind them (no CAP_NET_BIND_SERVICE) the daemon runs on without PTP, and says so.
+    private func startPTP(deviceID: DeviceID) -> PTPClockService? {
+        // The clock identity is the device id as an EUI-64 (FF FE in the middle), as PTP derives it from a MAC.
+        let bytes = deviceID.bytes
+        let eui64 = (bytes[0..<3] + [0xFF, 0xFE] + bytes[3..<6]).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        do {
+            let service = try PTPClockService(identity: eui64, logger: logger)
+            logger.info("PTP follower listening on UDP 319 and 320")
+            return service
+        } catch {
+            logger.warning("PTP unavailable: \(error)")
+            return nil
+        }
+    }
+
     /// Test-only: `AIRPLAYD_TEST_INTERFACES_ROOT=DIR` reads network interfaces from DIR instead of
     /// `/sys/class/net`, so tests can give several instances one hardware MAC. Never set in production.
     static func interfacesRoot(logger: Logger) -> String {
@@ -138,6 +155,7 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.stateDirectory != new.stateDirectory { keys.append("state_dir") }
         if old.instance != new.instance { keys.append("instance") }
         if old.address != new.address { keys.append("address") }
+        if old.ptp != new.ptp { keys.append("ptp") }
         if old.logLevel != new.logLevel { keys.append("log_level") }
         if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
         if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
@@ -199,6 +217,8 @@ public final class ReceiverDaemon: Service, Sendable {
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
         router.pairing = pairing
+        let ptp = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : nil
+        if let ptp { router.ptpStatus = { ptp.status() } }
         if pairing.access == .password, !configuration.password.isEmpty {
             router.videoPassword = DigestAuthenticator(password: configuration.password)
         }
@@ -290,6 +310,7 @@ public final class ReceiverDaemon: Service, Sendable {
         video?.stopAll()
         audio.stopAll()
         events.closeAll()
+        ptp?.stop()
         await server.shutdown()
         try? await group.shutdownGracefully()
         // The identity stays reserved until the records are gone and the sessions closed.

@@ -119,6 +119,8 @@ public final class LocalDaemon: @unchecked Sendable {
         process = try ManagedProcess(try Products.executable("airplayd"), [
             "--port", "0", "--state-dir", directory + "/state", "--log-level", "debug",
             "--video-sink", "fakesink sync=true", "--audio-output", "fakesink sync=true", "--name", "Video Box",
+            // No PTP in the root namespace: joining its multicast group would reach the real network.
+            "--ptp", "off",
         ] + extra, environment: environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"]) { $1 },
             directory: directory, label: "airplayd")
         guard process.waitForOutput("airplayd: ready", timeout: 20),

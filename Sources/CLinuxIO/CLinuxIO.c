@@ -61,3 +61,29 @@ void clinuxio_signal(int wake) {
     uint64_t one = 1;
     (void)!write(wake, &one, sizeof one);
 }
+
+int clinuxio_enable_receive_timestamps(int descriptor) {
+    int on = 1;
+    return setsockopt(descriptor, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+long clinuxio_receive_timestamped(int descriptor, void *buffer, size_t length, struct sockaddr_storage *name,
+                                  long long *realtime_ns) {
+    struct iovec vector = { .iov_base = buffer, .iov_len = length };
+    char control[CMSG_SPACE(sizeof(struct timespec)) * 2];
+    struct msghdr message = {
+        .msg_name = name, .msg_namelen = sizeof *name, .msg_iov = &vector, .msg_iovlen = 1,
+        .msg_control = control, .msg_controllen = sizeof control,
+    };
+    ssize_t count = recvmsg(descriptor, &message, MSG_DONTWAIT);
+    *realtime_ns = 0;
+    if (count < 0) return -1;
+    for (struct cmsghdr *item = CMSG_FIRSTHDR(&message); item; item = CMSG_NXTHDR(&message, item)) {
+        if (item->cmsg_level == SOL_SOCKET && item->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(item), sizeof stamp);
+            *realtime_ns = (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+        }
+    }
+    return (long)count;
+}

@@ -65,6 +65,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: "Directory for persistent state (device id).")
     var stateDir: String?
 
+    @Option(name: .long, help: "With --airplay2 on: follow senders' PTP clocks on UDP 319/320: on or off.")
+    var ptp: Toggle?
+
     @Option(name: .long, help: "Listen on this IP address only and announce it under a host name of its own (one zone of several).")
     var address: String?
 
@@ -134,6 +137,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let stateDir { settings.stateDirectory = stateDir }
         if let instance { settings.instance = instance }
         if let address { settings.address = address }
+        if let ptp { settings.ptp = ptp == .on }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else {
                 throw ConfigurationError(key: "log_level",

@@ -1,5 +1,6 @@
 // Linux socket and thread calls the Swift Glibc module hides (they need _GNU_SOURCE): batched
-// datagram reads, eventfd, thread names. Used by AirPlayReceiver's audio path only (UDPDatagramSocket, AudioPlayout).
+// datagram reads, eventfd, thread names, time-stamped receives. Used by the audio path (UDPDatagramSocket,
+// AudioPlayout) and the PTP follower (PTPClockService).
 #pragma once
 #include <stddef.h>
 #include <sys/socket.h>
@@ -24,3 +25,12 @@ int clinuxio_wait(int wake, int input, long long timeout_ns);
 
 /// Makes an eventfd readable (wakes a `clinuxio_wait`).
 void clinuxio_signal(int wake);
+
+/// Turns on kernel receive time stamps (SO_TIMESTAMPNS) on a datagram socket. Returns 0, or -1 with errno set.
+int clinuxio_enable_receive_timestamps(int descriptor);
+
+/// Reads one datagram without waiting into `buffer`, its source into `name`, and the kernel's
+/// receive time stamp (CLOCK_REALTIME nanoseconds; 0 when none came) into `realtime_ns`.
+/// Returns its length (truncated to `length`), or -1 with errno set (EAGAIN when none waits).
+long clinuxio_receive_timestamped(int descriptor, void *buffer, size_t length, struct sockaddr_storage *name,
+                                  long long *realtime_ns);

@@ -1,0 +1,75 @@
+/// A remote clock seen from ours: its offset as a straight line over our time, fitted to noisy
+/// one-way samples.
+///
+/// Each sample says "at our time `local`, the remote clock minus ours looked like `offset`",
+/// where queueing on the way can only have made the message later, so the sample's offset is
+/// too small by however long it waited. The fit therefore runs three times: through all samples,
+/// then twice more through those at or above the median residual of the fit before (the
+/// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share. Drift
+/// comes out as the slope.
+public struct ClockLine: Hashable, Sendable {
+    /// Our time the line is anchored at, in nanoseconds.
+    public var local: Int64
+    /// Remote minus ours at `local`, in nanoseconds.
+    public var offset: Double
+    /// How much faster the remote clock runs than ours (remote seconds per our second, minus one).
+    public var drift: Double
+    /// The samples the line went through in the end.
+    public var samples: Int
+    /// The spread of those samples around the line (their root mean square residual), in nanoseconds.
+    public var residual: Double
+
+    /// The remote clock minus ours at our time `time`.
+    public func offset(at time: Int64) -> Double { offset + drift * Double(time - local) }
+
+    /// The remote clock's time at our time `time`.
+    public func remoteTime(at time: Int64) -> Int64 { time + Int64(offset(at: time).rounded()) }
+
+    /// Drift beyond this is a broken clock, not a crystal.
+    public static let maximumDrift = 500e-6
+
+    /// The line through `samples` (our time, remote minus ours, both in nanoseconds), or nil
+    /// with none. Fewer than three samples, or ones spanning less than `driftSpan`, give a
+    /// level line (drift zero) through the best of them.
+    public static func fit(_ samples: [(local: Int64, offset: Double)], driftSpan: Int64 = 2_000_000_000) -> ClockLine? {
+        guard let first = samples.first, let last = samples.last else { return nil }
+        guard samples.count >= 3, last.local - first.local >= driftSpan else {
+            let best = samples.max { $0.offset < $1.offset }!
+            return ClockLine(local: best.local, offset: best.offset, drift: 0, samples: 1, residual: 0)
+        }
+        // Two passes: the first fit leans toward the queued samples, so the upper half of its
+        // residuals may still hold a few that waited a little; the second pass drops those.
+        var chosen = samples
+        var fitted = line(through: chosen, anchor: last.local)
+        for _ in 0..<2 {
+            let residuals = chosen.map { $0.offset - fitted.offset(at: $0.local) }
+            let median = residuals.sorted()[residuals.count / 2]
+            let lucky = zip(chosen, residuals).filter { $0.1 >= median }.map(\.0)
+            guard lucky.count >= 3 else { break }
+            chosen = lucky
+            fitted = line(through: chosen, anchor: last.local)
+        }
+        return fitted
+    }
+
+    /// Least squares through the samples, anchored at `anchor`.
+    private static func line(through samples: [(local: Int64, offset: Double)], anchor: Int64) -> ClockLine {
+        let count = Double(samples.count)
+        let meanTime = samples.map { Double($0.local - anchor) }.reduce(0, +) / count
+        let meanOffset = samples.map(\.offset).reduce(0, +) / count
+        var covariance = 0.0, variance = 0.0
+        for sample in samples {
+            let time = Double(sample.local - anchor) - meanTime
+            covariance += time * (sample.offset - meanOffset)
+            variance += time * time
+        }
+        let slope = variance > 0 ? min(max(covariance / variance, -maximumDrift), maximumDrift) : 0
+        let offset = meanOffset - slope * meanTime
+        var squares = 0.0
+        for sample in samples {
+            let error = sample.offset - (offset + slope * Double(sample.local - anchor))
+            squares += error * error
+        }
+        return ClockLine(local: anchor, offset: offset, drift: slope, samples: samples.count, residual: (squares / count).squareRoot())
+    }
+}

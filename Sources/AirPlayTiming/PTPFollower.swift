@@ -1,0 +1,237 @@
+import AirPlayWire
+
+/// Follows the PTP masters it hears without touching the system clock: a pure state machine
+/// that takes PTP messages and the time they arrived (our monotonic clock, nanoseconds) and
+/// returns the Delay_Req messages to send.
+///
+/// It keeps every master it hears apart (a home may have several senders, each a grandmaster
+/// of its own), estimates each one's offset from two-step or one-step Syncs, corrects it by the
+/// path delay measured with Delay_Req/Delay_Resp when the master answers them (ptp4l does; a
+/// master that never answers is taken at zero path delay, as nqptp does), and follows one: the
+/// best by IEEE 1588's dataset comparison among those whose address a session named
+/// (`timingPeerInfo`, `SETPEERS`), or among all while none did. A master silent for
+/// `Configuration.silence` is in holdover: its last line still answers for `holdover`, then it
+/// is forgotten.
+public struct PTPFollower: Sendable {
+    /// Limits and rates.
+    public struct Configuration: Hashable, Sendable {
+        /// Syncs kept per master for the fit (8 s of Apple's and ptp4l's 8 a second).
+        public var window = 64
+        /// Path delay measurements kept per master.
+        public var delayWindow = 16
+        /// A master not heard from for this long is silent (nanoseconds).
+        public var silence: Int64 = 2_000_000_000
+        /// How long a silent master's last line is still used, then it is forgotten (nanoseconds).
+        public var holdover: Int64 = 30_000_000_000
+        /// How often the followed master is sent a Delay_Req (nanoseconds).
+        public var delayRequestInterval: Int64 = 1_000_000_000
+        /// The most masters tracked at once; more are ignored (and counted).
+        public var maximumMasters = 16
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What the caller must do.
+    public enum Action: Hashable, Sendable {
+        /// Send this Delay_Req to the master's address (event port 319), and report its send time.
+        case sendDelayRequest(PTPMessage, to: String)
+    }
+
+    /// One master as the follower sees it.
+    public struct MasterStatus: Hashable, Sendable {
+        /// Its port identity (the source of its Syncs).
+        public var identity: PTPPortIdentity
+        /// The address it sends from.
+        public var address: String
+        /// Its latest Announce.
+        public var announce: PTPAnnounce?
+        /// Nanoseconds since it was last heard.
+        public var silentFor: Int64
+        /// Its offset line, once it has Syncs.
+        public var line: ClockLine?
+        /// The path delay measured to it, in nanoseconds, when it answers Delay_Req.
+        public var pathDelay: Int64?
+        /// True for the master followed.
+        public var followed: Bool
+    }
+
+    private struct Master {
+        var address: String
+        var announce: PTPAnnounce?
+        var lastHeard: Int64
+        var pendingSyncs: [UInt16: (arrival: Int64, origin: Int64?, correction: Int64)] = [:]
+        /// Our time and (master minus ours) of each completed Sync, before the path delay.
+        var samples: [(local: Int64, offset: Double)] = []
+        var pendingRequests: [UInt16: Int64] = [:]
+        var delays: [Int64] = []
+        var line: ClockLine?
+
+        /// The path delay: the mean of the quickest quarter of the measurements (queueing only adds).
+        var pathDelay: Int64? {
+            guard !delays.isEmpty else { return nil }
+            let quickest = delays.sorted().prefix(max(1, delays.count / 4))
+            return quickest.reduce(0, +) / Int64(quickest.count)
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    /// Our own port identity, in our Delay_Reqs.
+    public let identity: PTPPortIdentity
+    private var masters: [PTPPortIdentity: Master] = [:]
+    private var peers: Set<String>?
+    private var nextRequest: Int64 = 0
+    private var requestSequence: UInt16 = 0
+    /// Messages from hosts that are not the session's peers, or beyond `maximumMasters`.
+    public private(set) var ignored = 0
+    /// Syncs, Follow_Ups and Delay_Resps that matched nothing (lost partners, stale sequence numbers).
+    public private(set) var unmatched = 0
+
+    /// A follower with our port identity.
+    public init(identity: PTPPortIdentity, configuration: Configuration = Configuration()) {
+        self.identity = identity
+        self.configuration = configuration
+    }
+
+    /// Follows only masters at these addresses (a session's timing peers); nil follows any.
+    public mutating func setPeers(_ addresses: [String]?) {
+        peers = addresses.map { Set($0.map(Self.plainAddress)) }
+    }
+
+    /// A message arrived from `address` at our time `local` (nanoseconds).
+    public mutating func receive(_ message: PTPMessage, from address: String, at local: Int64) {
+        let address = Self.plainAddress(address)
+        if let peers, !peers.contains(address) {
+            ignored += 1
+            return
+        }
+        let key = message.header.source
+        if masters[key] == nil {
+            // Only a clock that sends Syncs or Announces is a master; Delay_Reqs of other followers are not.
+            guard message.header.type == .sync || message.header.type == .announce, masters.count < configuration.maximumMasters else {
+                if message.header.type != .delayRequest { ignored += 1 }
+                return
+            }
+            masters[key] = Master(address: address, lastHeard: local)
+        }
+        guard var master = masters[key] else { return }
+        master.address = address
+        master.lastHeard = local
+        switch message.body {
+        case .announce(let announce):
+            master.announce = announce
+        case .sync(let origin):
+            let correction = message.header.correctionNanoseconds
+            if message.header.isTwoStep {
+                master.pendingSyncs[message.header.sequence] = (local, nil, correction)
+                if master.pendingSyncs.count > 8, let oldest = master.pendingSyncs.keys.min(by: { Self.isOlder($0, than: $1) }) {
+                    master.pendingSyncs[oldest] = nil
+                    unmatched += 1
+                }
+            } else {
+                addSample(to: &master, arrival: local, origin: origin.totalNanoseconds + correction)
+            }
+        case .followUp(let precise):
+            if let sync = master.pendingSyncs.removeValue(forKey: message.header.sequence) {
+                addSample(to: &master, arrival: sync.arrival, origin: precise.totalNanoseconds + sync.correction + message.header.correctionNanoseconds)
+            } else {
+                unmatched += 1
+            }
+        case .delayResponse(let received, let requester):
+            guard requester == identity else { break }
+            if let sent = master.pendingRequests.removeValue(forKey: message.header.sequence), let line = master.line {
+                // Sync's (t2 - t1) plus this request's (t4 - t3) is twice the path delay; the Syncs'
+                // line, taken at t3, stands for a (t2 - t1) measured at the same moment.
+                let masterReceived = received.totalNanoseconds - message.header.correctionNanoseconds
+                let delay = (masterReceived - sent - Int64(line.offset(at: sent).rounded())) / 2
+                if delay >= 0 {
+                    master.delays.append(delay)
+                    if master.delays.count > configuration.delayWindow { master.delays.removeFirst() }
+                }
+            } else {
+                unmatched += 1
+            }
+        case .delayRequest, .other:
+            break
+        }
+        masters[key] = master
+    }
+
+    /// Time passes: forgets masters silent beyond the holdover, and asks the followed master
+    /// for a path delay measurement every `delayRequestInterval`.
+    public mutating func tick(now: Int64) -> [Action] {
+        masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
+        guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
+        nextRequest = now + configuration.delayRequestInterval
+        requestSequence &+= 1
+        master.pendingRequests[requestSequence] = now
+        if master.pendingRequests.count > 4, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
+            master.pendingRequests[oldest] = nil
+        }
+        masters[key] = master
+        let header = PTPHeader(type: .delayRequest, source: identity, sequence: requestSequence)
+        return [.sendDelayRequest(PTPMessage(header: header, body: .delayRequest(PTPTimestamp(seconds: 0, nanoseconds: 0))), to: master.address)]
+    }
+
+    /// The Delay_Req `sequence` really left at our time `local` (closer to the wire than `tick`'s `now`).
+    public mutating func delayRequestSent(sequence: UInt16, at local: Int64) {
+        for key in masters.keys where masters[key]?.pendingRequests[sequence] != nil {
+            masters[key]?.pendingRequests[sequence] = local
+        }
+    }
+
+    /// The master followed at our time `now`: the best one heard recently, else the last one
+    /// followed while its holdover lasts.
+    public func followed(now: Int64) -> MasterStatus? {
+        followedKey(now: now).flatMap { status(of: $0, now: now) }
+    }
+
+    /// The followed master's time at our time `now`, in nanoseconds; nil with no usable master.
+    public func masterTime(at now: Int64) -> Int64? {
+        guard let master = followed(now: now), let line = master.line else { return nil }
+        return line.remoteTime(at: now) + (master.pathDelay ?? 0)
+    }
+
+    /// Every master tracked, the followed one marked.
+    public func statuses(now: Int64) -> [MasterStatus] {
+        masters.keys.compactMap { status(of: $0, now: now) }.sorted { $0.identity.clockIdentity < $1.identity.clockIdentity }
+    }
+
+    private func status(of key: PTPPortIdentity, now: Int64) -> MasterStatus? {
+        guard let master = masters[key] else { return nil }
+        return MasterStatus(identity: key, address: master.address, announce: master.announce, silentFor: now - master.lastHeard,
+                            line: master.line, pathDelay: master.pathDelay, followed: key == followedKey(now: now))
+    }
+
+    private func followedKey(now: Int64) -> PTPPortIdentity? {
+        // A master is followed once it has a second of Syncs (a newcomer with one Sync would make
+        // a poor line), unless no master has that many yet.
+        let settled = masters.filter { $0.value.samples.count >= 8 }
+        let usable = settled.isEmpty ? masters.filter { $0.value.line != nil } : settled
+        let audible = usable.filter { now - $0.value.lastHeard <= configuration.silence }
+        let candidates = audible.isEmpty ? usable : audible
+        return candidates.min { left, right in
+            switch (left.value.announce, right.value.announce) {
+            case (let l?, let r?): l.isBetter(than: r) || (!r.isBetter(than: l) && left.value.lastHeard > right.value.lastHeard)
+            case (.some, nil): true
+            case (nil, .some): false
+            case (nil, nil): left.value.lastHeard > right.value.lastHeard
+            }
+        }?.key
+    }
+
+    private mutating func addSample(to master: inout Master, arrival: Int64, origin: Int64) {
+        master.samples.append((arrival, Double(origin - arrival)))
+        if master.samples.count > configuration.window { master.samples.removeFirst(master.samples.count - configuration.window) }
+        master.line = ClockLine.fit(master.samples)
+    }
+
+    /// Sequence numbers wrap: `a` is older than `b` when it lies less than half the space behind.
+    private static func isOlder(_ a: UInt16, than b: UInt16) -> Bool { a != b && b &- a < 0x8000 }
+
+    /// An IPv4-mapped IPv6 address as plain IPv4, so either form names one peer.
+    static func plainAddress(_ address: String) -> String {
+        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
+    }
+}

@@ -1,0 +1,234 @@
+import AirPlayTesting
+@testable import AirPlayTiming
+import AirPlayWire
+import Foundation
+import Testing
+
+/// PTP messages as ptp4l sends them (Protocol/vectors/ptp.json, captured from linuxptp 3.1.1).
+@Suite struct PTPMessageVectorTests {
+    struct Document: Decodable {
+        struct Message: Decodable {
+            struct Announce: Decodable {
+                var utc_offset: Int
+                var priority1: Int
+                var clock_class: Int
+                var clock_accuracy: Int
+                var variance: Int
+                var priority2: Int
+                var grandmaster: String
+                var steps_removed: Int
+                var time_source: Int
+            }
+            var name: String
+            var hex: String
+            var type: Int
+            var two_step: Bool
+            var sequence: Int
+            var log_interval: Int
+            var source: String
+            var origin_ns: Int64
+            var requester: String?
+            var announce: Announce?
+        }
+        var messages: [Message]
+    }
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        stride(from: 0, to: hex.count, by: 2).map { UInt8(hex.dropFirst($0).prefix(2), radix: 16)! }
+    }
+
+    @Test func ptp4lsMessagesDecodeAndEncodeBackByteForByte() throws {
+        let document = try ProtocolVectors.load(Document.self, from: "ptp.json")
+        #expect(document.messages.count == 5)
+        for vector in document.messages {
+            let bytes = Self.bytes(vector.hex)
+            let message = try PTPMessage.decode(bytes)
+            #expect(Int(message.header.type.rawValue) == vector.type, "\(vector.name)")
+            #expect(message.header.isTwoStep == vector.two_step, "\(vector.name)")
+            #expect(Int(message.header.sequence) == vector.sequence, "\(vector.name)")
+            #expect(Int(message.header.logInterval) == vector.log_interval, "\(vector.name)")
+            #expect(message.header.source.description == vector.source, "\(vector.name)")
+            #expect(message.encoded() == bytes, "\(vector.name) encodes back to what ptp4l sent")
+            switch message.body {
+            case .sync(let origin), .delayRequest(let origin), .followUp(let origin):
+                #expect(origin.totalNanoseconds == vector.origin_ns, "\(vector.name)")
+            case .delayResponse(let received, let requester):
+                #expect(received.totalNanoseconds == vector.origin_ns)
+                #expect(requester.description == vector.requester)
+            case .announce(let announce):
+                let expected = try #require(vector.announce)
+                #expect(Int(announce.currentUTCOffset) == expected.utc_offset)
+                #expect(Int(announce.priority1) == expected.priority1 && Int(announce.priority2) == expected.priority2)
+                #expect(Int(announce.clockClass) == expected.clock_class && Int(announce.clockAccuracy) == expected.clock_accuracy)
+                #expect(Int(announce.offsetScaledLogVariance) == expected.variance)
+                #expect(String(announce.grandmasterIdentity, radix: 16) == expected.grandmaster)
+                #expect(Int(announce.stepsRemoved) == expected.steps_removed && Int(announce.timeSource) == expected.time_source)
+            case .other:
+                Issue.record("\(vector.name) decoded as an unknown body")
+            }
+        }
+    }
+
+    @Test func malformedDatagramsAreErrorsNotCrashes() throws {
+        let sync = Self.bytes("0002002c00000200000000000000000000000000f657dafffe588fb70001000700fd00000000000000000000")
+        #expect(throws: PTPDecodeError.tooShort(33)) { try PTPMessage.decode(Array(sync.prefix(33))) }
+        var version1 = sync
+        version1[1] = 1
+        #expect(throws: PTPDecodeError.unsupportedVersion(1)) { try PTPMessage.decode(version1) }
+        var tooLong = sync
+        tooLong[3] = 0xFF
+        #expect(throws: PTPDecodeError.badLength(declared: 0xFF, actual: 44)) { try PTPMessage.decode(tooLong) }
+        var unknown = sync
+        unknown[0] = 0x05
+        #expect(throws: PTPDecodeError.unknownType(5)) { try PTPMessage.decode(unknown) }
+        // A header that says 34 bytes for a Sync leaves no room for its origin time.
+        var shortSync = Array(sync.prefix(34))
+        shortSync[3] = 34
+        #expect(throws: PTPDecodeError.tooShortFor(.sync, 34)) { try PTPMessage.decode(shortSync) }
+        // Every prefix of every vector decodes or throws.
+        for length in 0...sync.count { _ = try? PTPMessage.decode(Array(sync.prefix(length))) }
+    }
+
+    @Test func theBestMasterComparisonFollowsIEEE1588() {
+        let base = PTPAnnounce(grandmasterIdentity: 5)
+        var better = base
+        better.priority1 = 100
+        #expect(better.isBetter(than: base) && !base.isBetter(than: better))
+        var gps = base
+        gps.clockClass = 6
+        #expect(gps.isBetter(than: base), "class breaks a priority1 tie")
+        var lowerIdentity = base
+        lowerIdentity.grandmasterIdentity = 4
+        #expect(lowerIdentity.isBetter(than: base), "identity breaks a full tie")
+        #expect(!base.isBetter(than: base))
+    }
+}
+
+/// The follower against simulated masters on our own clock: one master runs `offset` ahead and
+/// `drift` faster, its messages take `delay` plus random queueing on the way.
+@Suite struct PTPFollowerTests {
+    struct SimulatedMaster {
+        var identity: PTPPortIdentity
+        var address: String
+        var offset: Int64
+        var drift: Double
+        var delay: Int64
+        var announce: PTPAnnounce
+        var sequence: UInt16 = 0
+
+        func time(atLocal local: Int64) -> Int64 { local + offset + Int64(drift * Double(local)) }
+
+        /// A two-step Sync sent at our time `local`: the Sync and Follow_Up, and when they arrive.
+        mutating func sync(at local: Int64, queueing: Int64) -> [(PTPMessage, Int64)] {
+            sequence &+= 1
+            let sent = time(atLocal: local)
+            let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: -3),
+                                  body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))
+            let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: -3),
+                                      body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
+            return [(sync, local + delay + queueing), (followUp, local + delay + queueing + 20_000)]
+        }
+
+        func announcement(sequence: UInt16) -> PTPMessage {
+            PTPMessage(header: PTPHeader(type: .announce, source: identity, sequence: sequence), body: .announce(announce))
+        }
+
+        /// The Delay_Resp to a Delay_Req that left us at `local`.
+        func answer(_ request: PTPMessage, sentAt local: Int64) -> (PTPMessage, Int64) {
+            let received = time(atLocal: local + delay)
+            let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: request.header.sequence),
+                                      body: .delayResponse(received: PTPTimestamp(totalNanoseconds: received), requester: request.header.source))
+            return (response, local + 2 * delay)
+        }
+    }
+
+    static let us: Int64 = 1_000
+
+    /// Runs `seconds` of 8 Syncs a second from each master, with Delay_Req answered; returns the follower.
+    func run(_ masters: inout [SimulatedMaster], seconds: Int, start: Int64 = 1_000_000_000_000, follower: PTPFollower? = nil,
+             silent: Set<Int> = [], answerDelayRequests: Bool = true) -> (PTPFollower, Int64) {
+        var follower = follower ?? PTPFollower(identity: PTPPortIdentity(clockIdentity: 0x02FC_00FF_FE00_0001, port: 1))
+        var random = SystemRandomNumberGenerator()
+        var now = start
+        for step in 0..<(seconds * 8) {
+            for index in masters.indices where !silent.contains(index) {
+                if step % 8 == 0 { follower.receive(masters[index].announcement(sequence: UInt16(step)), from: masters[index].address, at: now) }
+                // One Sync in four waits in a queue for up to 400 us.
+                let queueing = Int64.random(in: 0...3, using: &random) == 0 ? Int64.random(in: 0...400, using: &random) * Self.us : 0
+                for (message, arrival) in masters[index].sync(at: now, queueing: queueing) {
+                    follower.receive(message, from: masters[index].address, at: arrival)
+                }
+            }
+            for case .sendDelayRequest(let request, let address) in follower.tick(now: now + 100 * Self.us) {
+                guard answerDelayRequests, let master = masters.firstIndex(where: { $0.address == address }), !silent.contains(master) else { continue }
+                follower.delayRequestSent(sequence: request.header.sequence, at: now + 110 * Self.us)
+                let (response, arrival) = masters[master].answer(request, sentAt: now + 110 * Self.us)
+                follower.receive(response, from: address, at: arrival)
+            }
+            now += 125_000_000
+        }
+        return (follower, now)
+    }
+
+    func master(_ clock: UInt64, _ address: String, priority1: UInt8 = 128, offset: Int64 = 1_234_567_890, drift: Double = 40e-6) -> SimulatedMaster {
+        SimulatedMaster(identity: PTPPortIdentity(clockIdentity: clock, port: 1), address: address, offset: offset, drift: drift,
+                        delay: 45 * Self.us, announce: PTPAnnounce(priority1: priority1, grandmasterIdentity: clock))
+    }
+
+    @Test func aDriftingMasterBehindAQueueIsTrackedWithinMicroseconds() throws {
+        var masters = [master(0xA, "10.0.0.1")]
+        let (follower, now) = run(&masters, seconds: 10)
+        let estimate = try #require(follower.masterTime(at: now))
+        let error = estimate - masters[0].time(atLocal: now)
+        #expect(abs(error) < 5 * Self.us, "error \(error) ns")
+        let status = try #require(follower.followed(now: now))
+        #expect(abs((status.line?.drift ?? 0) - 40e-6) < 1e-6, "drift \(status.line?.drift ?? 0)")
+        #expect(status.pathDelay.map { abs($0 - 45 * Self.us) < 3 * Self.us } == true, "path delay \(String(describing: status.pathDelay))")
+    }
+
+    @Test func aMasterThatNeverAnswersDelayRequestsIsOffByItsPathDelay() throws {
+        var masters = [master(0xA, "10.0.0.1")]
+        let (follower, now) = run(&masters, seconds: 10, answerDelayRequests: false)
+        let error = try #require(follower.masterTime(at: now)) - masters[0].time(atLocal: now)
+        #expect(abs(error + 45 * Self.us) < 5 * Self.us, "taken at zero path delay: \(error) ns")
+        #expect(follower.followed(now: now)?.pathDelay == nil)
+    }
+
+    @Test func theBestMasterIsFollowedAndTheOtherTakesOverWhenItFallsSilent() throws {
+        var masters = [master(0xA, "10.0.0.1", priority1: 128, offset: 5_000_000), master(0xB, "10.0.0.2", priority1: 100, offset: 9_000_000)]
+        var (follower, now) = run(&masters, seconds: 6)
+        #expect(follower.followed(now: now)?.identity.clockIdentity == 0xB, "priority1 100 beats 128")
+        #expect(follower.statuses(now: now).count == 2)
+        // The better master goes quiet: after `silence` the other one is followed.
+        (follower, now) = run(&masters, seconds: 4, start: now, follower: follower, silent: [1])
+        #expect(follower.followed(now: now)?.identity.clockIdentity == 0xA)
+        let error = try #require(follower.masterTime(at: now)) - masters[0].time(atLocal: now)
+        #expect(abs(error) < 5 * Self.us)
+        // Both quiet: the last one followed answers through the holdover, then nothing does.
+        (follower, now) = run(&masters, seconds: 10, start: now, follower: follower, silent: [0, 1])
+        #expect(follower.masterTime(at: now) != nil, "holdover")
+        (follower, now) = run(&masters, seconds: 25, start: now, follower: follower, silent: [0, 1])
+        #expect(follower.masterTime(at: now) == nil && follower.statuses(now: now).isEmpty)
+    }
+
+    @Test func aSessionsPeersAreTheOnlyMastersHeard() throws {
+        var follower = PTPFollower(identity: PTPPortIdentity(clockIdentity: 1, port: 1))
+        follower.setPeers(["::ffff:10.0.0.1"])
+        var masters = [master(0xA, "10.0.0.1", priority1: 200), master(0xB, "10.0.0.2", priority1: 1)]
+        let (followed, now) = run(&masters, seconds: 3, follower: follower)
+        #expect(followed.followed(now: now)?.identity.clockIdentity == 0xA, "the better clock is not the session's peer")
+        #expect(followed.statuses(now: now).count == 1)
+        #expect(followed.ignored >= 3 * 8 * 2, "its Syncs and Follow_Ups were counted as ignored: \(followed.ignored)")
+    }
+
+    @Test func followUpsWithoutTheirSyncAreCountedAndDropped() {
+        var follower = PTPFollower(identity: PTPPortIdentity(clockIdentity: 1, port: 1))
+        let source = PTPPortIdentity(clockIdentity: 0xA, port: 1)
+        follower.receive(PTPMessage(header: PTPHeader(type: .announce, source: source, sequence: 1), body: .announce(PTPAnnounce(grandmasterIdentity: 0xA))),
+                         from: "10.0.0.1", at: 0)
+        follower.receive(PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: 9), body: .followUp(PTPTimestamp(totalNanoseconds: 5))),
+                         from: "10.0.0.1", at: 10)
+        #expect(follower.unmatched == 1)
+        #expect(follower.masterTime(at: 20) == nil, "no Sync completed yet")
+    }
+}
