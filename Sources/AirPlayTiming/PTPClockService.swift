@@ -7,7 +7,8 @@ import Synchronization
 
 /// Runs a `PTPFollower` on the real network: UDP ports 319 (event) and 320 (general), joined
 /// to PTP's multicast group on every IPv4 interface, with the kernel's receive time stamps
-/// (software time stamping, as `ptp4l -S`), on a thread of its own.
+/// and the kernel's transmit stamp of each Delay_Req (software time stamping, as `ptp4l -S`),
+/// on a thread of its own.
 ///
 /// Ports below 1024 need privilege: under systemd the unit grants `CAP_NET_BIND_SERVICE` and
 /// nothing else. Both sockets set `SO_REUSEADDR`, so several airplayd on one box (zones) each
@@ -124,8 +125,11 @@ public final class PTPClockService: Sendable {
             let now = Self.monotonicNanoseconds()
             let actions = follower.withLock { $0.tick(now: now) }
             for case .sendDelayRequest(let message, let address) in actions {
-                let sent = Self.monotonicNanoseconds()
+                let before = Self.monotonicNanoseconds()
                 send(message.encoded(), to: address)
+                // The kernel's stamp of when it left (as ptp4l -S takes it), else our time before sendto.
+                let stamp = clinuxio_transmit_timestamp(sockets.event, 2)
+                let sent = stamp != 0 ? stamp + (Self.monotonicNanoseconds() - Self.realtimeNanoseconds()) : before
                 follower.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
             }
             let current = follower.withLock { $0.followed(now: now) }
@@ -187,6 +191,7 @@ public final class PTPClockService: Sendable {
         var on: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         _ = clinuxio_enable_receive_timestamps(descriptor)
+        _ = clinuxio_enable_transmit_timestamps(descriptor)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
 
 int clinuxio_receive_batch(int descriptor, void *buffer, size_t slot, unsigned count,
                            struct sockaddr_storage *names, size_t *lengths, int *truncated) {
@@ -86,4 +88,41 @@ long clinuxio_receive_timestamped(int descriptor, void *buffer, size_t length, s
         }
     }
     return (long)count;
+}
+
+int clinuxio_enable_transmit_timestamps(int descriptor) {
+    int flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+    return setsockopt(descriptor, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags);
+}
+
+/// One stamp from the error queue, or 0; -1 when the queue is empty.
+static long long read_transmit_stamp(int descriptor) {
+    char data[64];
+    char control[256];
+    struct iovec vector = { .iov_base = data, .iov_len = sizeof data };
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+    if (recvmsg(descriptor, &message, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return -1;
+    for (struct cmsghdr *item = CMSG_FIRSTHDR(&message); item; item = CMSG_NXTHDR(&message, item)) {
+        if (item->cmsg_level == SOL_SOCKET && item->cmsg_type == SCM_TIMESTAMPING) {
+            struct scm_timestamping stamps;
+            memcpy(&stamps, CMSG_DATA(item), sizeof stamps);
+            return (long long)stamps.ts[0].tv_sec * 1000000000LL + stamps.ts[0].tv_nsec;
+        }
+    }
+    return 0;
+}
+
+long long clinuxio_transmit_timestamp(int descriptor, int timeout_ms) {
+    long long stamp = 0;
+    struct pollfd waiting = { .fd = descriptor, .events = 0 };
+    for (int round = 0; round < 2; round++) {
+        long long next;
+        while ((next = read_transmit_stamp(descriptor)) >= 0) {
+            if (next > 0) stamp = next;
+        }
+        if (stamp != 0 || round == 1) break;
+        // The error queue signals itself as POLLERR.
+        if (poll(&waiting, 1, timeout_ms) <= 0) break;
+    }
+    return stamp;
 }

@@ -80,7 +80,8 @@ final class SweepMedia: @unchecked Sendable {
             .first { $0.contains("device.id=") }?.split(separator: "device.id=").last?.split(separator: " ").first)
         let sweep = try #require(Self.sweep)
         let process = try ManagedProcess(atvremote, [
-            "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
+            // No pyatv storage: a password or credentials kept from another run must not answer for this one.
+            "--storage", "none", "--manual", "--address", "127.0.0.1", "--port", String(daemon.port), "--protocol", "raop", "--id", String(deviceID),
             // What our _raop._tcp TXT record says; --manual skips discovery.
             "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
         ] + (password.map { ["--raop-password", $0] } ?? []) + [

@@ -34,3 +34,12 @@ int clinuxio_enable_receive_timestamps(int descriptor);
 /// Returns its length (truncated to `length`), or -1 with errno set (EAGAIN when none waits).
 long clinuxio_receive_timestamped(int descriptor, void *buffer, size_t length, struct sockaddr_storage *name,
                                   long long *realtime_ns);
+
+/// Asks the kernel for software transmit time stamps on a datagram socket (SO_TIMESTAMPING
+/// with SOF_TIMESTAMPING_TX_SOFTWARE, stamps only). Returns 0, or -1 with errno set.
+int clinuxio_enable_transmit_timestamps(int descriptor);
+
+/// Waits up to `timeout_ms` for the transmit time stamp of the datagram just sent and returns
+/// it (CLOCK_REALTIME nanoseconds), or 0 when none came. Earlier stamps left in the error queue
+/// are read and dropped first.
+long long clinuxio_transmit_timestamp(int descriptor, int timeout_ms);
