@@ -83,6 +83,7 @@ let package = Package(
         .target(name: "AirPlayHTTP", dependencies: ["CCurl"]),
         .target(name: "AirPlaySender", dependencies: [
             "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayTiming",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -98,9 +99,10 @@ let package = Package(
         ], linkerSettings: leanExecutable),
         .executableTarget(name: "airplay", dependencies: [
             "AirPlaySender", "AirPlayHLS", "AirPlayHTTP", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
-            "FLACMedia", "AirPlayMedia",
+            "FLACMedia", "AirPlayMedia", "AirPlayTiming",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ], linkerSettings: leanExecutable),
 
         // Test support: real peers and private mDNS, started the way users start them.

@@ -82,7 +82,7 @@ public final class ReceiverDaemon: Service, Sendable {
     }
 
     /// RAOP sessions playing to the configured audio output.
-    private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID) -> AudioSessions {
+    private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: PTPClockService?) -> AudioSessions {
         let (output, media) = (configuration.audioOutput, self.media)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
@@ -93,7 +93,7 @@ public final class ReceiverDaemon: Service, Sendable {
             decoders: media.raopDecoders,
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(),
-            faultDropPercent: Self.faultDropPercent(logger: logger), logger: logger)
+            faultDropPercent: Self.faultDropPercent(logger: logger), ptp: ptp, logger: logger)
     }
 
     /// Test-only: `AIRPLAYD_FAULT_DROP_AUDIO_PERCENT=N` drops N % of first-time audio packets on
@@ -212,12 +212,12 @@ public final class ReceiverDaemon: Service, Sendable {
                        capabilities: currentCapabilities.withLockedValue { $0 })
         }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let audio = makeAudioSessions(group: group, deviceID: identity.id)
+        let ptp = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : nil
+        let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
         router.pairing = pairing
-        let ptp = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : nil
         if let ptp { router.ptpStatus = { ptp.status() } }
         if pairing.access == .password, !configuration.password.isEmpty {
             router.videoPassword = DigestAuthenticator(password: configuration.password)

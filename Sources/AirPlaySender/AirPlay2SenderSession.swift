@@ -13,8 +13,9 @@ public final class AirPlay2SenderSession: Sendable {
     private init(events: AirPlay2EventConnection) { self.events = events }
 
     /// Phase 1 over `client`; `timingPort` is our UDP port for the receiver's timing requests
-    /// (audio), nil when nothing is timed (video).
-    public static func start(client: RAOPClient, timingPort: Int?) async throws(SenderError) -> AirPlay2SenderSession {
+    /// (audio), nil when nothing is timed (video); `ptpPeers` makes it a PTP session whose
+    /// timing peers (our grandmaster's addresses first) are these.
+    public static func start(client: RAOPClient, timingPort: Int?, ptpPeers: [String]? = nil) async throws(SenderError) -> AirPlay2SenderSession {
         guard let secret = client.connection.pairingSecret else {
             throw SenderError(.refused(status: 0), "AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
         }
@@ -25,6 +26,12 @@ public final class AirPlay2SenderSession: Sendable {
             "groupContainsGroupLeader": .bool(false), "senderSupportsRelay": .bool(false), "statsCollectionEnabled": .bool(false),
         ]
         if let timingPort { body["timingPort"] = .integer(Int64(timingPort)) }
+        if let ptpPeers, let first = ptpPeers.first {
+            body["timingProtocol"] = .string("PTP")
+            let peer = PropertyList.dictionary(["Addresses": .array(ptpPeers.map { .string($0) }), "ID": .string(first), "DeviceType": .integer(0)])
+            body["timingPeerInfo"] = peer
+            body["timingPeerList"] = .array([peer])
+        }
         let reply = try await plistRequest(client, "SETUP", body)
         guard let eventPort = reply["eventPort"]?.integerValue, (1...65535).contains(eventPort) else {
             throw SenderError(.refused(status: 0), "SETUP phase 1 gave no eventPort")

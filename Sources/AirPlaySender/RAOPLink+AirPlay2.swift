@@ -17,6 +17,18 @@ extension RAOPLink {
         !features.intersection([.unifiedMediaControl, .coreUtilsPairing]).isEmpty
     }
 
+    /// A fresh 32-byte `shk` for phase 2, the cipher sealing packets with it, and a random SSRC.
+    func makeStreamKey() throws(SenderError) -> [UInt8] {
+        let key = SecureRandom.bytes(32)
+        do {
+            streamCipher = try AirPlay2AudioCipher(streamKey: key)
+        } catch {
+            throw SenderError(.badInput, "cannot make a stream key: \(error)")
+        }
+        streamSSRC = UInt32.random(in: 1...UInt32.max)
+        return key
+    }
+
     /// Frames in one realtime packet.
     static let framesPerPacket = 352
 
@@ -25,14 +37,7 @@ extension RAOPLink {
         let port = channel?.localAddress?.port ?? 0
         session = try await AirPlay2SenderSession.start(client: client, timingPort: port)
         codec = traits.codecs.contains(1) || !traits.advertised ? .alac : .pcm
-        let key: [UInt8]
-        do {
-            key = SecureRandom.bytes(32)
-            streamCipher = try AirPlay2AudioCipher(streamKey: key)
-        } catch {
-            throw SenderError(.badInput, "cannot make a stream key: \(error)")
-        }
-        streamSSRC = UInt32.random(in: 1...UInt32.max)
+        let key = try makeStreamKey()
         let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
             "type": .integer(96), "ct": .integer(codec == .alac ? 2 : 1), "audioFormat": .integer(codec == .alac ? 0x40000 : 0x800),
             "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(44100), "shk": .data(key), "controlPort": .integer(Int64(port)),

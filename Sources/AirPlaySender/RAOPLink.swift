@@ -87,6 +87,8 @@ public final class RAOPLink: @unchecked Sendable {
     var streamSSRC: UInt32 = 0
     var packetCounter: UInt64 = 0
     var session: AirPlay2SenderSession?
+    /// Buffered AirPlay 2 (type 103): the TCP data connection the audio goes on.
+    var dataConnection: BufferedDataConnection?
     private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
@@ -310,6 +312,7 @@ public final class RAOPLink: @unchecked Sendable {
     public func tearDown() async {
         _ = try? await client.request("TEARDOWN")
         await session?.close()
+        dataConnection?.close()
         audioSocket?.close()
         try? await channel?.close()
     }

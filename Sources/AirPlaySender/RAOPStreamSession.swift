@@ -1,4 +1,5 @@
 import AirPlayMedia
+import AirPlayTiming
 import AirPlayWire
 import Foundation
 
@@ -61,15 +62,20 @@ public final class RAOPStreamSession: Sendable {
         public var skewBound: Double?
     }
 
-    private let links: [RAOPLink]
-    private let source: any PCMSource
-    private let item: DMAP.Item
-    private let startOffset: Double
-    private let initialVolume: Double
+    let links: [RAOPLink]
+    let source: any PCMSource
+    let item: DMAP.Item
+    let startOffset: Double
+    let initialVolume: Double
+    /// Buffered mode (AirPlay 2 receivers, type 103): the PTP grandmaster the anchors are on.
+    private let grandmaster: PTPGrandmaster?
 
     /// A session over connected links; `item` is the metadata sent, `startOffset` how many
-    /// seconds into the track the source starts, `volume` 0-100.
-    public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double) {
+    /// seconds into the track the source starts, `volume` 0-100. With `grandmaster` the
+    /// receivers get buffered audio anchored on its clock; without, realtime audio.
+    public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double,
+                grandmaster: PTPGrandmaster? = nil) {
+        self.grandmaster = grandmaster
         self.links = links
         self.source = source
         self.item = item
@@ -96,6 +102,9 @@ public final class RAOPStreamSession: Sendable {
     public func run(events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
                     warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError)
         -> Summary {
+        if let grandmaster {
+            return try await runBuffered(grandmaster: grandmaster, events: events, continuation: continuation, report: report)
+        }
         let start = Self.rtpStart()
         var volume = initialVolume
         do {
@@ -168,6 +177,11 @@ public final class RAOPStreamSession: Sendable {
         }
         for link in links { await link.tearDown() }
         if let failure { throw failure }
+        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly)
+    }
+
+    /// The figures of a finished stream.
+    func summary(seconds: Double, quit: Bool) -> Summary {
         let receivers = links.map { link in
             var receiver = Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil || link.airPlay2,
                                             resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })
@@ -175,7 +189,7 @@ public final class RAOPStreamSession: Sendable {
             return receiver
         }
         let known = receivers.compactMap(\.bestRoundTrip)
-        return Summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly, receivers: receivers,
+        return Summary(seconds: seconds, quit: quit, receivers: receivers,
                        skewBound: links.count > 1 && known.count == links.count ? known.sorted().suffix(2).reduce(0, +) / 2 : nil)
     }
 }

@@ -129,7 +129,12 @@ public final class TestHost: @unchecked Sendable {
     @discardableResult
     public func link(to other: TestHost, addresses: [String], peerAddress: String) throws -> String {
         let ip = Self.which("ip")!
-        let (here, there) = ("veth\(getpid() % 10000)h\(namespace.split(separator: "-").last ?? "")", "veth\(getpid() % 10000)p\(namespace.split(separator: "-").last ?? "")")
+        // Names unique on the machine (interfaces are made in the root namespace, then moved), under 16 bytes.
+        let link = Self.counter.withLock { () -> Int in
+            Self.next += 1
+            return Self.next
+        }
+        let (here, there) = ("v\(getpid() % 100_000)l\(link)h", "v\(getpid() % 100_000)l\(link)p")
         for arguments in [["link", "add", here, "type", "veth", "peer", "name", there],
                           ["link", "set", here, "netns", namespace], ["link", "set", there, "netns", other.namespace]] {
             let result = try runCommand(ip, arguments, timeout: 10)

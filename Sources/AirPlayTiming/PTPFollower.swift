@@ -81,6 +81,7 @@ public struct PTPFollower: Sendable {
     public let identity: PTPPortIdentity
     private var masters: [PTPPortIdentity: Master] = [:]
     private var peers: Set<String>?
+    private var timeline: UInt64?
     private var nextRequest: Int64 = 0
     private var requestSequence: UInt16 = 0
     /// Messages from hosts that are not the session's peers, or beyond `maximumMasters`.
@@ -97,6 +98,23 @@ public struct PTPFollower: Sendable {
     /// Follows only masters at these addresses (a session's timing peers); nil follows any.
     public mutating func setPeers(_ addresses: [String]?) {
         peers = addresses.map { Set($0.map(Self.plainAddress)) }
+    }
+
+    /// Prefers the master with this clock identity (an anchor's `networkTimeTimelineID`) while
+    /// it is heard, whatever the best-master comparison says; nil drops the preference.
+    public mutating func prefer(timeline clockIdentity: UInt64?) {
+        timeline = clockIdentity
+    }
+
+    /// Our time (nanoseconds) at which the followed master's clock reads `masterTime`, for a
+    /// moment near our time `now`; nil with no usable master.
+    public func localTime(ofMaster masterTime: Int64, now: Int64) -> Int64? {
+        guard let master = followed(now: now), let line = master.line else { return nil }
+        let delay = Double(master.pathDelay ?? 0)
+        // master = local + line(local) + delay; the line's slope is tiny, so two steps settle it.
+        var local = masterTime - Int64((line.offset(at: now) + delay).rounded())
+        local = masterTime - Int64((line.offset(at: local) + delay).rounded())
+        return local
     }
 
     /// A message arrived from `address` at our time `local` (nanoseconds).
@@ -211,6 +229,9 @@ public struct PTPFollower: Sendable {
         let usable = settled.isEmpty ? masters.filter { $0.value.line != nil } : settled
         let audible = usable.filter { now - $0.value.lastHeard <= configuration.silence }
         let candidates = audible.isEmpty ? usable : audible
+        if let timeline, let preferred = candidates.first(where: { $0.key.clockIdentity == timeline || $0.value.announce?.grandmasterIdentity == timeline }) {
+            return preferred.key
+        }
         return candidates.min { left, right in
             switch (left.value.announce, right.value.announce) {
             case (let l?, let r?): l.isBetter(than: r) || (!r.isBetter(than: l) && left.value.lastHeard > right.value.lastHeard)

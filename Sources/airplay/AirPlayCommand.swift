@@ -11,7 +11,8 @@ struct AirPlayCommand: AsyncParsableCommand {
         abstract: "Find AirPlay receivers and send them video and audio.",
         subcommands: [ListCommand.self, PlayCommand.self, PauseCommand.self, ResumeCommand.self, SeekCommand.self,
                       SkipCommand.self, RateCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self,
-                      VolumeCommand.self, SelectCommand.self, StreamCommand.self, HLSCommand.self, PairCommand.self, UnpairCommand.self])
+                      VolumeCommand.self, SelectCommand.self, StreamCommand.self, HLSCommand.self, PairCommand.self, UnpairCommand.self,
+                      PTPMasterCommand.self])
 }
 
 /// `airplay list`: receivers on the network, video-capable first.

@@ -1,5 +1,7 @@
 import AirPlayCrypto
 import AirPlaySender
+import AirPlayTiming
+import Logging
 import AirPlayWire
 import ArgumentParser
 import Foundation
@@ -37,14 +39,20 @@ struct StreamCommand: AsyncParsableCommand {
             help: "1 (RAOP) or 2 (AirPlay 2: pairing, plist SETUPs, ChaCha20 audio). Default: 2 where the receiver advertises it.")
     var protocolVersion: Int?
 
+    @Option(name: .long, help: "realtime (default) or buffered: AirPlay 2 buffered audio anchored on a PTP clock this command serves (UDP 319/320: root or CAP_NET_BIND_SERVICE), as senders play to a group.")
+    var mode: StreamMode = .realtime
+
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
+
+    enum StreamMode: String, ExpressibleByArgument { case realtime, buffered }
 
     func validate() throws {
         guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0 to 100") }
         guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") }
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
+        guard mode == .realtime || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
     }
 
     func run() async throws {
@@ -68,6 +76,11 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
+    /// Our PTP clock identity: locally administered, from this process (receivers only compare it).
+    static func clockIdentity() -> UInt64 {
+        (UInt64(0x02) << 56) | (UInt64(0xFFFE) << 24) | UInt64(UInt32.random(in: 0...0xFF_FFFF)) | (UInt64(UInt16.random(in: 0...UInt16.max)) << 40)
+    }
+
     /// 44.1 kHz 16-bit FLAC decoded by libFLAC as it is; anything else (and standard input)
     /// through GStreamer, which converts it.
     static func open(_ file: String, start: Double) throws(MediaError) -> any PCMSource {
@@ -84,10 +97,11 @@ struct StreamCommand: AsyncParsableCommand {
         let crypto = try? RAOPSenderCrypto()
         let identity = RAOPClientIdentity()
         var links: [RAOPLink] = []
+        let buffered = mode == .buffered
         for address in addresses {
             let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
-            try await secureConnection(connection, to: address, transient: protocolVersion == 2)
-            let airPlay2 = usesAirPlay2(protocolVersion, address: address, connection: connection)
+            try await secureConnection(connection, to: address, transient: protocolVersion == 2 || buffered)
+            let airPlay2 = buffered || usesAirPlay2(protocolVersion, address: address, connection: connection)
             let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
             links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
                                   password: password, crypto: crypto, airPlay2: airPlay2))
@@ -100,7 +114,15 @@ struct StreamCommand: AsyncParsableCommand {
         item.album = tags.album
         item.genre = tags.genre
         item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
-        let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume)
+        var grandmaster: PTPGrandmaster?
+        if buffered {
+            do {
+                grandmaster = try PTPGrandmaster(clockIdentity: Self.clockIdentity(), logger: Logger(label: "airplay"))
+            } catch {
+                throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
+            }
+        }
+        let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume, grandmaster: grandmaster)
 
         let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self)
         let keys = file != "-" && isatty(0) == 1 ? KeyReader(continuation) : nil

@@ -12,7 +12,7 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// Phase 1's request.
     public struct Session: Equatable, Sendable {
-        /// `NTP` (served) or `PTP` (not yet).
+        /// `NTP`, or `PTP` (served when the PTP follower runs).
         public var timingProtocol: String
         /// The sender's NTP timing port, when it gives one.
         public var timingPort: Int?
@@ -24,11 +24,13 @@ public enum AirPlay2Setup: Equatable, Sendable {
         public var name: String?
         /// The sender's model (`iPhone14,3`).
         public var model: String?
+        /// PTP: the addresses of the timing peers (`timingPeerInfo`, `timingPeerList`).
+        public var timingPeers: [String] = []
     }
 
     /// One stream of phase 2.
     public struct Stream: Equatable, Sendable {
-        /// 96: realtime audio (served); 103: buffered audio (not yet).
+        /// 96: realtime audio; 103: buffered audio (served on a PTP session).
         public var type: Int
         /// The compression: 1 PCM, 2 ALAC, 4 AAC-LC, 8 AAC-ELD, 64 Opus.
         public var compression: Int
@@ -58,38 +60,44 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// Stream types.
     public static let realtime = 96
-    /// Buffered audio (the next issue).
+    /// Buffered audio: TCP, anchored on the PTP clock.
     public static let buffered = 103
+    /// The buffer a buffered stream may fill, in bytes, as `audioBufferSize` (what Apple's own
+    /// receivers and shairport-sync report); TCP back-pressure keeps the sender within it.
+    public static let audioBufferSize = 8 << 20
 
-    /// Reads a SETUP body (a binary plist).
-    public init(plist: PropertyList) throws(Refusal) {
+    /// Reads a SETUP body (a binary plist). PTP sessions and buffered streams are accepted only
+    /// when `ptp` (the box follows PTP clocks).
+    public init(plist: PropertyList, ptp: Bool = false) throws(Refusal) {
         guard case .dictionary = plist else { throw Refusal(status: 400, description: "SETUP body is not a dictionary") }
         if let streams = plist["streams"] {
             guard case .array(let items) = streams, !items.isEmpty, items.count <= 4 else {
                 throw Refusal(status: 400, description: "streams must be an array of 1 to 4 dictionaries")
             }
-            self = .streams(try items.map(Self.stream))
+            self = .streams(try items.map { item throws(Refusal) in try Self.stream(item, ptp: ptp) })
             return
         }
         guard let timing = plist["timingProtocol"]?.stringValue else {
             throw Refusal(status: 400, description: "SETUP has neither timingProtocol nor streams")
         }
-        guard timing == "NTP" else {
-            throw Refusal(status: 451, description: "timingProtocol \(timing.prefix(20)) is not supported here (NTP is)")
+        guard timing == "NTP" || (timing == "PTP" && ptp) else {
+            throw Refusal(status: 451, description: "timingProtocol \(timing.prefix(20)) is not supported here (\(ptp ? "NTP and PTP are" : "NTP is"))")
         }
         let port = plist["timingPort"]?.integerValue.map(Int.init)
         if let port, !(1...65535).contains(port) { throw Refusal(status: 400, description: "timingPort \(port) is not a port") }
+        var peers = [plist["timingPeerInfo"], plist["timingPeerList"]].compactMap { $0 }.flatMap(TimingPeers.addresses)
+        peers = peers.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         self = .session(Session(timingProtocol: timing, timingPort: port, sessionUUID: plist["sessionUUID"]?.stringValue,
                                 deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue,
-                                model: plist["model"]?.stringValue))
+                                model: plist["model"]?.stringValue, timingPeers: Array(peers.prefix(16))))
     }
 
-    private static func stream(_ item: PropertyList) throws(Refusal) -> Stream {
+    private static func stream(_ item: PropertyList, ptp: Bool) throws(Refusal) -> Stream {
         guard case .dictionary = item, let type = item["type"]?.integerValue.map(Int.init) else {
             throw Refusal(status: 400, description: "a stream has no type")
         }
-        guard type == realtime else {
-            throw Refusal(status: 461, description: type == buffered ? "buffered audio (type 103) is not served yet; realtime (96) is"
+        guard type == realtime || (type == buffered && ptp) else {
+            throw Refusal(status: 461, description: type == buffered ? "buffered audio (type 103) needs the PTP follower, which is not running; realtime (96) is served"
                                                                       : "stream type \(type) is not served")
         }
         guard let compression = item["ct"]?.integerValue.map(Int.init), [1, 2, 4].contains(compression) else {
@@ -98,7 +106,8 @@ public enum AirPlay2Setup: Equatable, Sendable {
         guard case .data(let key)? = item["shk"], key.count == 32 else {
             throw Refusal(status: 400, description: "shk must be 32 bytes of data")
         }
-        let rate = Int(item["sr"]?.integerValue ?? 44100), frames = Int(item["spf"]?.integerValue ?? 352)
+        // Buffered streams may leave out sr and spf: AAC-LC packs 1024 frames, ALAC and PCM 352.
+        let rate = Int(item["sr"]?.integerValue ?? 44100), frames = Int(item["spf"]?.integerValue ?? (compression == 4 ? 1024 : 352))
         guard [44100, 48000].contains(rate), (1...4096).contains(frames) else {
             throw Refusal(status: 461, description: "sr \(rate) or spf \(frames) is not served (44100 or 48000 Hz, 1 to 4096 frames)")
         }
@@ -113,15 +122,24 @@ public enum AirPlay2Setup: Equatable, Sendable {
     /// 44100 Hz, 16-bit, stereo (the playout's format).
     static let playedFormats: [(bit: Int, compression: Int, name: String)] = [(11, 1, "PCM"), (18, 2, "ALAC"), (22, 4, "AAC-LC")]
 
-    /// Phase 1's reply: where the event channel listens, and our timing port.
-    public static func sessionReply(eventPort: Int, timingPort: Int) -> PropertyList {
-        .dictionary(["eventPort": .integer(Int64(eventPort)), "timingPort": .integer(Int64(timingPort))])
+    /// Phase 1's reply: where the event channel listens, and our timing port; for PTP also our
+    /// own timing peer entry (the addresses a sender reaches our PTP follower at).
+    public static func sessionReply(eventPort: Int, timingPort: Int, timingPeerAddresses: [String]? = nil) -> PropertyList {
+        var entries: [String: PropertyList] = ["eventPort": .integer(Int64(eventPort)), "timingPort": .integer(Int64(timingPort))]
+        if let addresses = timingPeerAddresses, let first = addresses.first {
+            entries["timingPeerInfo"] = .dictionary(["Addresses": .array(addresses.map { .string($0) }), "ID": .string(first)])
+        }
+        return .dictionary(entries)
     }
 
-    /// Phase 2's reply: each stream's type with our data and control ports.
+    /// Phase 2's reply: each stream's type with our data and control ports (and, for a
+    /// buffered stream, the buffer size it may fill).
     public static func streamsReply(_ ports: [(type: Int, dataPort: Int, controlPort: Int)]) -> PropertyList {
         .dictionary(["streams": .array(ports.map {
-            .dictionary(["type": .integer(Int64($0.type)), "dataPort": .integer(Int64($0.dataPort)), "controlPort": .integer(Int64($0.controlPort))])
+            var entries: [String: PropertyList] = ["type": .integer(Int64($0.type)), "dataPort": .integer(Int64($0.dataPort)),
+                                                   "controlPort": .integer(Int64($0.controlPort))]
+            if $0.type == buffered { entries["audioBufferSize"] = .integer(Int64(audioBufferSize)) }
+            return .dictionary(entries)
         })])
     }
 }

@@ -79,7 +79,7 @@ public final class AudioPlayout: @unchecked Sendable {
 
     /// A playout to an output; without a trusted `timeline`, `bufferDelay` seconds of audio are
     /// buffered before playing.
-    public init(output: any PCMOutput, timeline: SenderTimeline? = nil, sampleRate: Int, channels: Int, framesPerPacket: Int,
+    public init(output: any PCMOutput, timeline: (any PlayoutTimeline)? = nil, sampleRate: Int, channels: Int, framesPerPacket: Int,
                 bufferDelay: Double = 0.5) {
         self.output = output
         state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: sampleRate, channels: channels,
@@ -113,6 +113,21 @@ public final class AudioPlayout: @unchecked Sendable {
     public func flush(before rtpTime: UInt32? = nil) {
         state.withLock { $0.schedule.flush(before: rtpTime) }
     }
+
+    /// A buffered stream's new anchor: the buffered packets from `rtpTime` on play on the new
+    /// schedule, older ones are dropped.
+    public func restart(at rtpTime: UInt32) {
+        state.withLock { $0.schedule.restart(at: rtpTime) }
+        clinuxio_signal(wakeEvent)
+    }
+
+    /// A buffered stream's deferred flush: packets from `from` up to `until` (RTP time) are dropped.
+    public func discard(from: UInt32, until: UInt32) {
+        state.withLock { $0.schedule.discard(from: from, until: until) }
+    }
+
+    /// Packets buffered and not yet written (a buffered stream's reader waits while it is high).
+    public var bufferedPackets: Int { state.withLock { $0.schedule.bufferedPackets } }
 
     /// Software volume in dB: 0 is unity (samples pass untouched), -144 or less mutes.
     public func setVolume(decibels: Double) {

@@ -15,7 +15,7 @@ extension AudioSessions {
         }
         let setup: AirPlay2Setup
         do {
-            setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)))
+            setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)), ptp: ptp != nil)
         } catch let refusal as AirPlay2Setup.Refusal {
             logger.notice("AirPlay 2 SETUP refused", metadata: ["reason": "\(refusal)"])
             return .text(status: refusal.status, refusal.description)
@@ -28,7 +28,10 @@ extension AudioSessions {
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "timing": "\(session.timingProtocol)",
                 "timing.port": "\(session.timingPort.map(String.init) ?? "-")",
             ])
-            let actions = machine.withLockedValue { $0.setupSession(session, on: connection.id, now: self.now()) }
+            if session.timingProtocol == "PTP", !session.timingPeers.isEmpty {
+                ptp?.setPeers(session.timingPeers)
+            }
+            let actions = machine.withLockedValue { $0.setupSession(session, ptp: session.timingProtocol == "PTP", on: connection.id, now: self.now()) }
             return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
         case .streams(let streams):
             // One realtime audio stream per session: the box has one output.
@@ -45,8 +48,8 @@ extension AudioSessions {
                 return .text(status: 400, "\(error)")
             }
             let actions = machine.withLockedValue {
-                $0.setupStreams(prepared.description, senderControlPort: stream.controlPort.map { UInt16($0) }, on: connection.id,
-                                now: self.now())
+                $0.setupStreams(prepared.description, buffered: prepared.buffered, senderControlPort: stream.controlPort.map { UInt16($0) },
+                                on: connection.id, now: self.now())
             }
             return perform(actions, connection: connection, prepared: prepared) ?? .text(status: 500, "no reply")
         }
@@ -62,7 +65,7 @@ extension AudioSessions {
             throw AirPlay2Setup.Refusal(status: 415, description: "\(Self.codecName(description.codec)) stream not playable: \(error)")
         }
         let cipher = try AirPlay2AudioCipher(streamKey: stream.streamKey)
-        return PreparedStream(description: description, cipher: .chacha(cipher))
+        return PreparedStream(description: description, cipher: .chacha(cipher), buffered: stream.type == AirPlay2Setup.buffered)
     }
 
     /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.
@@ -73,10 +76,20 @@ extension AudioSessions {
                                                    group: group, logger: logger)
             eventChannels.withLockedValue { $0[number] = channel }
             logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
-            return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port) }
+            // A PTP session learns where our follower listens: the address the sender reached us at.
+            let ptpSession = machine.withLockedValue { $0.current?.number == number && $0.current?.usesPTP == true }
+            let addresses = ptpSession ? connection.local?.ipAddress.map { [Self.plainAddress($0)] } : nil
+            return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port, timingPeerAddresses: addresses) }
         } catch {
             return machine.withLockedValue { $0.eventPortFailed(session: number, reason: "cannot open the event port: \(error)") }
         }
+    }
+}
+
+extension AudioSessions {
+    /// An IPv4-mapped IPv6 address as plain IPv4.
+    static func plainAddress(_ address: String) -> String {
+        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
     }
 }
 

@@ -1,5 +1,6 @@
 import AirPlayCrypto
 import AirPlayMedia
+import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
 import Glibc
@@ -65,6 +66,8 @@ public final class AudioSessions: Sendable {
     let decoders: any RAOPDecoderFactory
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
+    /// The PTP follower: PTP sessions and buffered streams are served only with it.
+    let ptp: PTPClockService?
     let logger: Logger
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
@@ -79,7 +82,8 @@ public final class AudioSessions: Sendable {
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
                 decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying,
-                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), logger: Logger) {
+                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), ptp: PTPClockService? = nil, logger: Logger) {
+        self.ptp = ptp
         self.clock = clock
         self.faultDropPercent = faultDropPercent
         self.group = group
@@ -176,6 +180,8 @@ public final class AudioSessions: Sendable {
     struct PreparedStream {
         var description: RAOPStreamDescription
         var cipher: AudioPacketCipher?
+        /// AirPlay 2 buffered (type 103): TCP data, played on rate anchors.
+        var buffered = false
     }
 
     /// A playable stream, or the 4xx that refuses it.
@@ -259,6 +265,13 @@ public final class AudioSessions: Sendable {
                 apply(update)
             case .notice(let text):
                 logger.notice("\(text)")
+            case .anchor(let number, let anchor):
+                applyAnchor(anchor, session: number)
+            case .flushBuffered(let number, let flush):
+                applyFlush(flush, session: number)
+            case .timingPeers(let addresses):
+                ptp?.setPeers(addresses)
+                logger.info("PTP timing peers", metadata: ["peers": "\(addresses.joined(separator: ","))"])
             }
         }
         return reply
@@ -287,12 +300,14 @@ public final class AudioSessions: Sendable {
         } else {
             decoding = .queued(RAOPDecodeQueue(session: number, stream: stream, factory: decoders))
         }
+        let anchored = prepared.buffered ? ptp.map { AnchoredTimeline(clock: $0, sampleRate: stream.sampleRate) } : nil
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
-                                             cipher: prepared.cipher, decoding: decoding)
+                                             cipher: prepared.cipher, decoding: decoding, anchored: anchored)
         sessions.withLockedValue { $0[number] = resources }
         nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
         logger.info("audio announced", metadata: ["session": "\(number)", "codec": "\(Self.codecName(stream.codec))",
-                                                  "rate": "\(stream.sampleRate)", "encrypted": "\(prepared.cipher != nil)"])
+                                                  "rate": "\(stream.sampleRate)", "encrypted": "\(prepared.cipher != nil)",
+                                                  "buffered": "\(prepared.buffered)"])
     }
 
     /// Makes the playout and binds the three UDP ports; the machine turns the outcome into SETUP's reply.
@@ -308,8 +323,9 @@ public final class AudioSessions: Sendable {
             self.perform(self.machine.withLockedValue { $0.outputFailed(session: number, reason: reason) })
         })
         let stream = resources.stream
-        let playout = AudioPlayout(output: output, timeline: resources.timeline, sampleRate: stream.sampleRate,
+        let playout = AudioPlayout(output: output, timeline: resources.playoutTimeline, sampleRate: stream.sampleRate,
                                    channels: stream.channels, framesPerPacket: stream.framesPerPacket)
+        if resources.anchored != nil { return openBufferedPorts(resources, playout: playout) }
         let remote = resources.connection.remote
         resources.state.withLockedValue { state in
             state.playout = playout
@@ -371,7 +387,8 @@ public final class AudioSessions: Sendable {
         logger.info("audio session ended", metadata: [
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
             "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)",
-            "retransmitted": "\(figures.retransmitted)", "clock": "\(figures.clock.senderClock ? "sender" : "arrival")",
+            "retransmitted": "\(figures.retransmitted)",
+            "clock": "\(resources.anchored != nil ? "ptp" : figures.clock.senderClock ? "sender" : "arrival")",
             "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
             "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
             "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
@@ -438,7 +455,7 @@ public final class AudioSessions: Sendable {
         decode(payload, timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
     }
 
-    private func decode(_ payload: [UInt8], timestamp: UInt32, sequence: UInt16, playout: AudioPlayout,
+    func decode(_ payload: [UInt8], timestamp: UInt32, sequence: UInt16, playout: AudioPlayout,
                         session resources: RAOPSessionResources) {
         let queue: RAOPDecodeQueue
         switch resources.decoding {

@@ -50,7 +50,7 @@ struct PlayoutSchedule {
     /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
     static let maximumBuffered = 800
 
-    private let timeline: SenderTimeline?
+    private let timeline: (any PlayoutTimeline)?
     private let sampleRate: Double
     private let channels: Int
     private let framesPerPacket: Int
@@ -64,13 +64,15 @@ struct PlayoutSchedule {
     private var gain: Double = 1
     private(set) var stats = AudioPlayout.Statistics()
     private var flushedBefore: UInt32?
+    /// Ranges of RTP time dropped on arrival (deferred flushes of a buffered stream).
+    private var discarded: [(from: UInt32, until: UInt32)] = []
     /// Set while the output thread waits for a packet (idle or a gap): only then does an
     /// arrival need to wake it; otherwise it sleeps until the next packet is due.
     private(set) var waitingForData = true
 
     /// A schedule for a stream's format; without a trusted `timeline`, packets play
     /// `bufferDelay` seconds after the first of a run arrived.
-    init(timeline: SenderTimeline?, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double) {
+    init(timeline: (any PlayoutTimeline)?, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double) {
         self.timeline = timeline
         self.sampleRate = Double(sampleRate)
         self.channels = channels
@@ -89,6 +91,10 @@ struct PlayoutSchedule {
                 return false
             }
             flushedBefore = nil
+        }
+        if discarded.contains(where: { (timestamp &- $0.from) < ($0.until &- $0.from) }) {
+            stats.dropped += 1
+            return false
         }
         if run == nil {
             run = Run(nextTimestamp: timestamp, anchorTimestamp: timestamp, anchorTime: arrival + bufferDelay)
@@ -120,6 +126,27 @@ struct PlayoutSchedule {
         waitingForData = true
     }
 
+    /// A new anchor (a buffered stream's SETRATEANCHORTIME): what is buffered from `rtpTime` on
+    /// is kept and plays on the new schedule; older packets are dropped.
+    mutating func restart(at rtpTime: UInt32) {
+        packets = packets.filter { Int32(bitPattern: $0.key &- rtpTime) >= 0 }
+        run = Run(nextTimestamp: rtpTime, anchorTimestamp: rtpTime, anchorTime: 0)
+        flushedBefore = nil
+        waitingForData = packets[rtpTime] == nil
+    }
+
+    /// Drops the packets from `from` up to (not including) `until` that are buffered, and the
+    /// ones that arrive later (a buffered stream's deferred FLUSHBUFFERED).
+    mutating func discard(from: UInt32, until: UInt32) {
+        let span = until &- from
+        packets = packets.filter { ($0.key &- from) >= span }
+        discarded.append((from, until))
+        if discarded.count > 10 { discarded.removeFirst() }
+    }
+
+    /// Packets buffered and not yet written.
+    var bufferedPackets: Int { packets.count }
+
     /// Software volume in dB: 0 is unity, -144 or less mutes.
     mutating func setVolume(decibels: Double) {
         gain = decibels <= -144 ? 0 : min(1, pow(10, decibels / 20))
@@ -134,6 +161,11 @@ struct PlayoutSchedule {
             return .idle
         }
         let key = run.nextTimestamp
+        // A buffered stream waits, its packets kept, until an anchor says when they play.
+        if let timeline, timeline.holdsWithoutTime, timeline.localTime(of: key) == nil {
+            self.waitingForData = false
+            return .wait(0.01)
+        }
         // Within half a millisecond is on time. An output with write-ahead takes packets in
         // pairs: the first on time, the second (due within the write-ahead) with it. Pairs are
         // fixed by RTP time, not by when this run started, so every receiver of a sender's

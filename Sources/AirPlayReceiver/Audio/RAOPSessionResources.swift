@@ -25,6 +25,11 @@ final class RAOPSessionResources: Sendable {
     let timeline: SenderTimeline
     /// The sender's address: UDP datagrams from any other host are dropped.
     let senderHost: [UInt8]?
+    /// A buffered stream's timeline (its rate anchors on the PTP clock); nil for realtime streams.
+    let anchored: AnchoredTimeline?
+
+    /// The timeline the playout follows.
+    var playoutTimeline: any PlayoutTimeline { anchored ?? timeline }
 
     /// Set up by SETUP, read by the UDP channels' loops.
     struct Mutable {
@@ -32,6 +37,8 @@ final class RAOPSessionResources: Sendable {
         var senderControl: SocketAddress?
         var senderTiming: SocketAddress?
         var channels: [RAOPPortRole: any Channel] = [:]
+        /// A buffered stream's TCP data connection.
+        var dataReceiver: BufferedDataReceiver?
         var ended = false
         /// Datagrams dropped before the playout, by reason: never silent.
         var dropped: [String: Int] = [:]
@@ -39,7 +46,8 @@ final class RAOPSessionResources: Sendable {
     let state = NIOLockedValueBox(Mutable())
 
     init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, cipher: AudioPacketCipher?,
-         decoding: RAOPPacketDecoding) {
+         decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil) {
+        self.anchored = anchored
         self.number = number
         self.connection = connection
         self.stream = stream
@@ -77,10 +85,11 @@ final class RAOPSessionResources: Sendable {
     /// Closes the ports and stops the playout; stopping joins the playout thread and may stop a
     /// GStreamer pipeline, so it runs on its own thread, not on an event loop.
     func tearDown() {
-        let (channels, playout) = state.withLockedValue { value -> ([any Channel], AudioPlayout?) in
-            defer { value.channels = [:]; value.ended = true }
-            return (Array(value.channels.values), value.playout)
+        let (channels, playout, receiver) = state.withLockedValue { value -> ([any Channel], AudioPlayout?, BufferedDataReceiver?) in
+            defer { value.channels = [:]; value.ended = true; value.dataReceiver = nil }
+            return (Array(value.channels.values), value.playout, value.dataReceiver)
         }
+        receiver?.stop()
         for channel in channels { channel.close(promise: nil) }
         if let playout { DedicatedThread.start(name: "raop-stop") { playout.stop() } }
     }

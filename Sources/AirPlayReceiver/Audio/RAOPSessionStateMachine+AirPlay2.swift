@@ -10,26 +10,28 @@ import NIOCore
 extension RAOPSessionStateMachine {
     /// SETUP phase 1 on an encrypted connection: a new AirPlay 2 session (taking over, or
     /// refused, like ANNOUNCE), whose reply waits for the event port.
-    public mutating func setupSession(_ setup: AirPlay2Setup.Session, on connection: ConnectionID, now: Double) -> [Action] {
+    public mutating func setupSession(_ setup: AirPlay2Setup.Session, ptp: Bool = false, on connection: ConnectionID, now: Double) -> [Action] {
         var actions: [Action] = []
         if let refusal = takeOver(for: connection, by: "AirPlay 2 SETUP", into: &actions) { return [refusal] }
         nextNumber += 1
         var session = Session(number: nextNumber, connection: connection, stream: nil, phase: .openingEventPort, lastActivity: now)
         session.kind = .airPlay2
+        session.usesPTP = ptp
         session.senderTimingPort = setup.timingPort.map { UInt16($0) }
         current = session
         return actions + [.openEventPort(session: nextNumber)]
     }
 
     /// The event channel listens on `port`: phase 1's reply. Our timing port is not named:
-    /// with NTP the receiver asks the sender for its time, never the other way round.
-    public mutating func eventPortOpened(session number: Int, port: Int) -> [Action] {
+    /// with NTP the receiver asks the sender for its time, never the other way round. A PTP
+    /// session's reply names the addresses our PTP follower is reached at (`timingPeerInfo`).
+    public mutating func eventPortOpened(session number: Int, port: Int, timingPeerAddresses: [String]? = nil) -> [Action] {
         guard var session = current, session.number == number, session.phase == .openingEventPort else {
             return [.reply(.text(status: 454, "the session ended during SETUP"))]
         }
         session.phase = .sessionSetUp
         current = session
-        return [.reply(Self.plistReply(AirPlay2Setup.sessionReply(eventPort: port, timingPort: 0)))]
+        return [.reply(Self.plistReply(AirPlay2Setup.sessionReply(eventPort: port, timingPort: 0, timingPeerAddresses: timingPeerAddresses)))]
     }
 
     /// The event port could not be opened: the session ends; `reason` is the 500's text.
@@ -40,8 +42,8 @@ extension RAOPSessionStateMachine {
     /// SETUP phase 2: the audio stream (already found playable, its key ready) of the
     /// connection's AirPlay 2 session. Its resources are made and its UDP ports opened; the
     /// reply (`streams` with `dataPort` and `controlPort`) comes from `portsOpened`.
-    public mutating func setupStreams(_ stream: RAOPStreamDescription, senderControlPort: UInt16?, on connection: ConnectionID,
-                                      now: Double) -> [Action] {
+    public mutating func setupStreams(_ stream: RAOPStreamDescription, buffered: Bool = false, senderControlPort: UInt16?,
+                                      on connection: ConnectionID, now: Double) -> [Action] {
         guard var session = owned(by: connection), session.kind == .airPlay2 else {
             return [.reply(.text(status: 455, "SETUP with streams needs an AirPlay 2 session: SETUP with timingProtocol first"))]
         }
@@ -51,6 +53,7 @@ extension RAOPSessionStateMachine {
             return [.reply(.text(status: 455, "this session's stream is already set up; TEARDOWN it first"))]
         }
         session.stream = stream
+        session.buffered = buffered
         session.phase = .openingPorts
         session.expectedSequence = nil
         current = session
@@ -81,7 +84,6 @@ extension RAOPSessionStateMachine {
     }
 
     /// Requests AirPlay 2 senders make that change nothing here, answered so they go on:
-    /// `SETPEERS` lists PTP timing peers (an NTP session times against its sender alone),
     /// `/audioMode` picks a playback mode, `/command` carries remote-control state. Each must
     /// carry a plist, or nothing; anything else is a 400 naming what was expected.
     static func airPlay2Notice(_ request: AirPlayRequest) -> [Action] {

@@ -83,6 +83,10 @@ public struct RAOPSessionStateMachine: Sendable {
         public var requested = 0
         /// Retransmitted packets received.
         public var retransmitted = 0
+        /// AirPlay 2: the stream is buffered (type 103, over TCP, anchored on PTP).
+        public var buffered = false
+        /// AirPlay 2: the session is timed by PTP (phase 1's `timingProtocol`).
+        public var usesPTP = false
     }
 
     /// What the now-playing state should learn.
@@ -127,11 +131,18 @@ public struct RAOPSessionStateMachine: Sendable {
         /// AirPlay 2 TEARDOWN of the streams only: stop the playout and close the UDP ports; the
         /// session and its event channel stay.
         case endStreams(Session, reason: String)
+        /// Buffered stream: play (or pause) on this anchor.
+        case anchor(session: Int, RateAnchor)
+        /// Buffered stream: drop what the flush names.
+        case flushBuffered(session: Int, BufferedFlush)
+        /// PTP: follow only masters at these addresses (the session's timing peers).
+        case timingPeers([String])
     }
 
     /// RTSP methods this machine answers.
     public static let methods: Set<String> = [
         "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE", "SETPEERS", "SETPEERSX",
+        "SETRATEANCHORTIME", "FLUSHBUFFERED",
     ]
 
     /// `POST` paths on the control connection that belong to audio sessions.
@@ -167,8 +178,14 @@ public struct RAOPSessionStateMachine: Sendable {
             return [.reply(AirPlayResponse(status: 200, headers: ["Public": (Self.methods.sorted() + ["POST", "GET"]).joined(separator: ", ")]))]
         case "POST" where request.path == "/feedback":
             return [.reply(AirPlayResponse(status: 200))]
-        case "POST" where request.path == "/command" || request.path == "/audioMode", "SETPEERS", "SETPEERSX":
+        case "POST" where request.path == "/command" || request.path == "/audioMode":
             return Self.airPlay2Notice(request)
+        case "SETPEERS", "SETPEERSX":
+            return timingPeers(request)
+        case "SETRATEANCHORTIME":
+            return rateAnchor(request, on: connection)
+        case "FLUSHBUFFERED":
+            return flushBuffered(request, on: connection)
         case "SETUP":
             return setup(request, on: connection)
         case "RECORD":
@@ -252,7 +269,8 @@ public struct RAOPSessionStateMachine: Sendable {
         session.phase = .ready
         current = session
         if session.kind == .airPlay2 {
-            return [.reply(Self.plistReply(AirPlay2Setup.streamsReply([(AirPlay2Setup.realtime, audio, control)])))]
+            let type = session.buffered ? AirPlay2Setup.buffered : AirPlay2Setup.realtime
+            return [.reply(Self.plistReply(AirPlay2Setup.streamsReply([(type, audio, control)])))]
         }
         let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
             ("unicast", ""), ("mode", "record"), ("server_port", "\(audio)"), ("control_port", "\(control)"),

@@ -16,7 +16,7 @@ import NIOConcurrencyHelpers
 /// playout then times frames from their arrival instead. pyatv 0.18, for one, stamps sync
 /// packets with the wall clock of its set-up plus the frames sent since, which agrees only while
 /// its stream starts soon after its set-up.
-public final class SenderTimeline: Sendable {
+public final class SenderTimeline: PlayoutTimeline {
     /// One timing exchange, in seconds.
     struct Exchange: Hashable, Sendable {
         /// Our clock half-way through the exchange.
@@ -213,4 +213,22 @@ public final class SenderTimeline: Sendable {
         guard variance > 0 else { return 0 }
         return min(max(covariance / variance, -maximumDrift), maximumDrift)
     }
+}
+
+/// Where a stream's frames belong on our monotonic clock: the playout asks it when the frame
+/// with RTP time T is meant to play. RAOP and AirPlay 2 realtime streams answer from the
+/// sender's NTP timing and sync packets (`SenderTimeline`); buffered AirPlay 2 streams from the
+/// sender's rate anchor on its PTP clock (`AnchoredTimeline`).
+public protocol PlayoutTimeline: AnyObject, Sendable {
+    /// Our monotonic time (seconds) at which the frame with RTP time `rtp` is meant to play,
+    /// or nil while that is not known.
+    func localTime(of rtp: UInt32) -> Double?
+    /// True when nothing may play while `localTime` is unknown (a buffered stream waits for
+    /// its anchor); false when the playout then times frames from their arrival (RAOP).
+    var holdsWithoutTime: Bool { get }
+}
+
+extension PlayoutTimeline {
+    /// Realtime streams play from their arrival until the sender's clock is known.
+    public var holdsWithoutTime: Bool { false }
 }

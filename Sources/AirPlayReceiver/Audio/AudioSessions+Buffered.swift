@@ -1,0 +1,84 @@
+import AirPlayMedia
+import AirPlayWire
+
+/// Buffered AirPlay 2 streams carried out for the machine: the TCP data connection, packets
+/// opened and decoded into the playout, anchors and flushes applied to it.
+extension AudioSessions {
+    /// Buffered audio held before the reader stops and TCP holds the sender back (seconds).
+    static let bufferedAhead = 4.0
+
+    /// Opens a buffered stream's TCP data port (and a UDP control port senders expect to be
+    /// named); the machine turns the outcome into SETUP's reply.
+    func openBufferedPorts(_ resources: RAOPSessionResources, playout: AudioPlayout) -> [RAOPSessionStateMachine.Action] {
+        let number = resources.number
+        let stream = resources.stream
+        let packetsAhead = Int(Self.bufferedAhead * Double(stream.sampleRate) / Double(max(1, stream.framesPerPacket)))
+        let host = resources.connection.local?.ipAddress ?? "0.0.0.0"
+        do {
+            let receiver = try BufferedDataReceiver(
+                host: host, expectedHost: resources.senderHost,
+                isFull: { playout.bufferedPackets >= packetsAhead },
+                packet: { [weak self, weak resources] packet in
+                    guard let self, let resources else { return }
+                    self.bufferedPacket(packet, session: resources, playout: playout)
+                },
+                malformed: { [weak self, weak resources] reason in
+                    guard let self, let resources else { return }
+                    self.dropped(resources, reason)
+                },
+                ended: { [weak self] reason in
+                    self?.logger.info("buffered data connection ended", metadata: ["session": "\(number)", "reason": "\(reason)"])
+                })
+            let (control, controlPort) = try RAOPPorts.bindUDP(host: host)
+            let handler = RAOPDatagramHandler(role: .control, session: resources, owner: self)
+            RAOPPorts.adopt(control, group: group, handler: handler) { channel in _ = resources.adopt(channel, as: .control) }
+            resources.state.withLockedValue { state in
+                state.playout = playout
+                state.dataReceiver = receiver
+            }
+            logger.info("buffered audio setup", metadata: ["session": "\(number)", "dataPort": "\(receiver.port)", "controlPort": "\(controlPort)",
+                                                            "ahead.packets": "\(packetsAhead)"])
+            return machine.withLockedValue { $0.portsOpened(session: number, audio: receiver.port, control: controlPort, timing: 0) }
+        } catch {
+            playout.stop()
+            return machine.withLockedValue { $0.portsFailed(session: number, reason: "cannot open the buffered data port: \(error)") }
+        }
+    }
+
+    /// A packet from the data connection: opened with `shk`, decoded, into the playout.
+    func bufferedPacket(_ packet: BufferedAudioPacket, session resources: RAOPSessionResources, playout: AudioPlayout) {
+        senderAlive(resources)
+        let payload = packet.sealed.withUnsafeBytes { resources.cipher?.open($0, timestamp: packet.timestamp, ssrc: packet.ssrc) }
+        guard let payload else {
+            return dropped(resources, "buffered audio packet does not authenticate (AirPlay 2 shk)")
+        }
+        decode(payload, timestamp: packet.timestamp, sequence: UInt16(truncatingIfNeeded: packet.sequence), playout: playout, session: resources)
+    }
+
+    /// SETRATEANCHORTIME: the timeline takes the anchor; a play anchor restarts the playout there.
+    func applyAnchor(_ anchor: RateAnchor, session number: Int) {
+        guard let resources = sessions.withLockedValue({ $0[number] }), let timeline = resources.anchored else { return }
+        timeline.set(anchor)
+        if anchor.playing, let rtpTime = anchor.rtpTime { resources.playout?.restart(at: rtpTime) }
+        logger.info("buffered audio anchor", metadata: [
+            "session": "\(number)", "rate": "\(anchor.playing ? 1 : 0)", "rtpTime": "\(anchor.rtpTime.map(String.init) ?? "-")",
+            "networkTime.ns": "\(anchor.networkTime.map(String.init) ?? "-")",
+            "timeline": "\(anchor.timeline.map { String($0, radix: 16) } ?? "-")",
+        ])
+    }
+
+    /// FLUSHBUFFERED: an immediate flush drops what is buffered before `until` and stops until
+    /// the next anchor; a deferred one drops its range and playing goes on.
+    func applyFlush(_ flush: BufferedFlush, session number: Int) {
+        guard let resources = sessions.withLockedValue({ $0[number] }), let playout = resources.playout else { return }
+        if let from = flush.from {
+            playout.discard(from: from.timestamp, until: flush.until.timestamp)
+        } else {
+            resources.anchored?.set(RateAnchor(playing: false, rtpTime: nil, networkTime: nil, timeline: nil))
+            playout.flush(before: flush.until.timestamp)
+        }
+        logger.info("buffered audio flush", metadata: [
+            "session": "\(number)", "from.ts": "\(flush.from.map { String($0.timestamp) } ?? "-")", "until.ts": "\(flush.until.timestamp)",
+        ])
+    }
+}

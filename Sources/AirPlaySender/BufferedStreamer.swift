@@ -1,0 +1,146 @@
+import AirPlayTiming
+import Foundation
+import Synchronization
+
+/// Plays PCM to AirPlay 2 receivers in buffered mode: one timeline on our PTP grandmaster's
+/// clock. Frame `anchorTimestamp` sounds at `anchorTime` (PTP nanoseconds) on every receiver;
+/// the audio is sent up to `ahead` seconds before it sounds, as fast as TCP takes it, so a
+/// receiver rides out seconds of network trouble. A pause is a rate-0 anchor (the receivers keep
+/// what they hold); a resume is a new anchor at the frame where playing stopped.
+public final class BufferedStreamer: @unchecked Sendable {
+    /// Frames per packet (ALAC, as Apple's buffered ALAC streams).
+    public static let framesPerPacket = 352
+    /// How long after the anchor is sent the first frame sounds: every receiver must have it by then.
+    public static let startDelay = 1.0
+    /// How far ahead of playing the audio is sent (the receivers hold 4 s).
+    public static let ahead = 3.0
+    static let sampleRate = 44100.0
+
+    private struct State {
+        var sequence: UInt32 = 0
+        var timestamp: UInt32
+        var framesSent = 0
+        var anchorTimestamp: UInt32
+        var anchorTime: Int64 = 0
+        var paused = false
+        var pausedAt: UInt32 = 0
+        var stopped = false
+        var lastTimestamp: UInt32?
+    }
+
+    /// The receivers.
+    let links: [RAOPLink]
+    private let clock: PTPGrandmaster
+    private let state: Mutex<State>
+    private let alac = ALACEncoder()
+    private let resumeSignal = DispatchSemaphore(value: 0)
+
+    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32) {
+        self.links = links
+        self.clock = clock
+        state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
+    }
+
+    /// The first anchor: the first frame sounds `startDelay` from now.
+    func startAnchor() -> RateAnchorMessage {
+        let time = PTPGrandmaster.now() + Int64(Self.startDelay * 1e9)
+        return state.withLock { state in
+            state.anchorTime = time
+            return RateAnchorMessage(playing: true, rtpTime: state.anchorTimestamp, networkTime: time, timeline: clock.identity.clockIdentity)
+        }
+    }
+
+    /// The RTP time sounding now on the receivers.
+    var playingTimestamp: UInt32 {
+        let now = PTPGrandmaster.now()
+        return state.withLock { state in
+            if state.paused { return state.pausedAt }
+            let elapsed = max(0, Double(now - state.anchorTime) / 1e9)
+            return state.anchorTimestamp &+ UInt32(elapsed * Self.sampleRate)
+        }
+    }
+
+    /// Frames sent so far.
+    var framesSent: Int { state.withLock { $0.framesSent } }
+    /// Seconds played so far.
+    var secondsPlayed: Double {
+        let start = state.withLock { $0.timestamp &- UInt32($0.framesSent) }
+        return Double(playingTimestamp &- start) / Self.sampleRate
+    }
+    /// True while paused.
+    var isPaused: Bool { state.withLock { $0.paused } }
+
+    /// Sends everything `read` returns, paced `ahead` of playing, until it returns nothing or
+    /// `stop()`. Blocks: run it on its own thread. Returns when the receivers have the last frame.
+    func play(read: () -> [Int16]) {
+        while true {
+            let (stopped, paused, timestamp, sequence, anchorTimestamp, anchorTime) = state.withLock {
+                ($0.stopped, $0.paused, $0.timestamp, $0.sequence, $0.anchorTimestamp, $0.anchorTime)
+            }
+            if stopped { return }
+            if paused {
+                resumeSignal.wait()
+                continue
+            }
+            // Ahead enough: wait until playing catches up.
+            let sounds = anchorTime + Int64(Double(Int32(bitPattern: timestamp &- anchorTimestamp)) / Self.sampleRate * 1e9)
+            let lead = Double(sounds - PTPGrandmaster.now()) / 1e9
+            if lead > Self.ahead {
+                usleep(UInt32(min(lead - Self.ahead, 0.1) * 1_000_000) + 1000)
+                continue
+            }
+            let samples = read()
+            guard !samples.isEmpty else {
+                state.withLock { $0.lastTimestamp = $0.timestamp }
+                return
+            }
+            let payload = alac.encode(samples)
+            for link in links { link.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
+            state.withLock { state in
+                state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
+                state.timestamp &+= UInt32(samples.count / 2)
+                state.framesSent += samples.count / 2
+            }
+        }
+    }
+
+    /// Seconds until the last frame sent has sounded (after `play` returned).
+    var secondsToEnd: Double {
+        let end = state.withLock { $0.lastTimestamp ?? $0.timestamp }
+        return max(0, Double(Int32(bitPattern: end &- playingTimestamp)) / Self.sampleRate)
+    }
+
+    /// Stops the clock where playing is now; returns the rate-0 anchor to send.
+    func pause() -> RateAnchorMessage? {
+        let now = playingTimestamp
+        return state.withLock { state in
+            guard !state.paused, !state.stopped else { return nil }
+            state.paused = true
+            state.pausedAt = now
+            return RateAnchorMessage(playing: false, rtpTime: now, networkTime: 0, timeline: clock.identity.clockIdentity)
+        }
+    }
+
+    /// Plays on from where it paused, shortly from now; returns the anchor to send.
+    func resume() -> RateAnchorMessage? {
+        let time = PTPGrandmaster.now() + Int64(0.3 * 1e9)
+        let anchor = state.withLock { state -> RateAnchorMessage? in
+            guard state.paused else { return nil }
+            state.paused = false
+            state.anchorTimestamp = state.pausedAt
+            state.anchorTime = time
+            return RateAnchorMessage(playing: true, rtpTime: state.pausedAt, networkTime: time, timeline: clock.identity.clockIdentity)
+        }
+        if anchor != nil { resumeSignal.signal() }
+        return anchor
+    }
+
+    /// Ends `play` (also while paused).
+    func stop() {
+        let paused = state.withLock { state -> Bool in
+            state.stopped = true
+            return state.paused
+        }
+        if paused { resumeSignal.signal() }
+    }
+}

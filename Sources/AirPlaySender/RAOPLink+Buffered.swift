@@ -1,0 +1,129 @@
+import AirPlayCrypto
+import AirPlayPlist
+import AirPlayTiming
+import AirPlayWire
+import Foundation
+import Glibc
+
+/// Buffered AirPlay 2 audio (stream type 103), the way senders play to a group: the session is
+/// timed by PTP (our grandmaster), the audio goes ahead of time over a TCP data connection, and
+/// `SETRATEANCHORTIME` tells each receiver which RTP time sounds at which time of the PTP clock.
+/// Every receiver gets the same anchors, so all play each frame at the same moment.
+extension RAOPLink {
+    /// The 24-bit sequence field of buffered packets keeps its top bit set, as Apple's senders do.
+    static let bufferedSequenceBit: UInt32 = 0x80_0000
+
+    /// SETUP phase 1 (PTP, our grandmaster as timing peer), RECORD, SETPEERS, phase 2 (one
+    /// buffered ALAC stream with a fresh `shk`), then the TCP data connection.
+    func setUpBuffered(grandmaster: PTPGrandmaster, volumeDecibels: Double) async throws(SenderError) {
+        let local = Self.plainAddress(client.connection.localAddress?.ipAddress ?? "")
+        let remote = Self.plainAddress(client.connection.remoteIP ?? client.connection.host)
+        session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
+        grandmaster.addFollower(remote)
+        codec = .alac
+        let key = try makeStreamKey()
+        try await record(sequence: 0, rtpTime: 0)
+        _ = try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
+                                     contentType: "/peer-list-changed")
+        let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
+            "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(Int64(Self.framesPerPacket)),
+            "sr": .integer(44100), "shk": .data(key), "audioMode": .string("default"),
+            "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false), "clientID": .string("airplay"),
+        ])])])
+        guard case .array(let described)? = streams["streams"], let stream = described.first,
+              let dataPort = stream["dataPort"]?.integerValue, (1...65535).contains(dataPort) else {
+            throw SenderError(.refused(status: 0), "\(name): buffered SETUP gave no dataPort")
+        }
+        dataConnection = try BufferedDataConnection(host: remote, port: Int(dataPort))
+        try await setVolume(decibels: volumeDecibels)
+    }
+
+    /// Seals one ALAC packet and writes it on the data connection; blocks while TCP holds us
+    /// back (the receiver's buffer is full). False when the connection is gone.
+    @discardableResult
+    func sendBuffered(sequence: UInt32, timestamp: UInt32, payload: [UInt8]) -> Bool {
+        guard let streamCipher, let dataConnection else { return false }
+        let sequenceField = (sequence | Self.bufferedSequenceBit) & 0xFF_FFFF
+        var header: [UInt8] = [0x80, UInt8(sequenceField >> 16), UInt8((sequenceField >> 8) & 0xFF), UInt8(sequenceField & 0xFF)]
+        for value in [timestamp, streamSSRC] { withUnsafeBytes(of: value.bigEndian) { header += $0 } }
+        guard let packet = try? streamCipher.seal(header: header, audio: payload, counter: packetCounter) else { return false }
+        packetCounter += 1
+        let length = 2 + packet.count
+        return dataConnection.send([UInt8(length >> 8), UInt8(length & 0xFF)] + packet)
+    }
+
+    /// SETRATEANCHORTIME with `anchor` (rate 1 with its RTP and PTP times, or a pause).
+    func sendAnchor(_ anchor: RateAnchorMessage) async throws(SenderError) {
+        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
+    }
+
+    static func plainAddress(_ address: String) -> String {
+        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
+    }
+}
+
+/// What a sender puts in `SETRATEANCHORTIME` (the receiver reads it as `RateAnchor`): rate 1 at
+/// `rtpTime` sounding at `networkTime` (nanoseconds on `timeline`'s PTP clock), or rate 0.
+struct RateAnchorMessage: Sendable {
+    var playing: Bool
+    var rtpTime: UInt32
+    var networkTime: Int64
+    var timeline: UInt64
+
+    var plist: [String: PropertyList] {
+        guard playing else { return ["rate": .integer(0)] }
+        let nanoseconds = UInt64(networkTime % 1_000_000_000)
+        return [
+            "rate": .integer(1), "rtpTime": .integer(Int64(rtpTime)),
+            "networkTimeSecs": .integer(networkTime / 1_000_000_000),
+            // A 64-bit binary fraction of a second, its top half used (as Apple's senders fill it).
+            "networkTimeFrac": .integer(Int64(bitPattern: (((nanoseconds << 32) + 999_999_999) / 1_000_000_000) << 32)),
+            "networkTimeTimelineID": .integer(Int64(bitPattern: timeline)), "networkTimeFlags": .integer(0),
+        ]
+    }
+}
+
+/// The TCP data connection of a buffered stream, written from the streamer's thread with
+/// blocking sends: when the receiver stops reading, TCP holds the streamer back.
+final class BufferedDataConnection: @unchecked Sendable {
+    private var descriptor: Int32
+
+    init(host: String, port: Int) throws(SenderError) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { throw SenderError(.badInput, "buffered audio needs an IPv4 receiver, not \(host)") }
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socket >= 0 else { throw SenderError(.connectionLost, "socket: \(String(cString: strerror(errno)))") }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(socket)
+            throw SenderError(.connectionLost, "cannot connect the buffered data port \(host):\(port): \(reason)")
+        }
+        var on: Int32 = 1
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        descriptor = socket
+    }
+
+    /// Writes all of `bytes`; false when the connection is closed or broken.
+    func send(_ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            guard descriptor >= 0 else { return false }
+            let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { return false }
+            sent += count
+        }
+        return true
+    }
+
+    func close() {
+        guard descriptor >= 0 else { return }
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
+        descriptor = -1
+    }
+}

@@ -1,0 +1,79 @@
+import AirPlayTiming
+import Foundation
+
+/// `airplay stream --mode buffered`: the same session, its audio buffered on AirPlay 2
+/// receivers and anchored on our PTP grandmaster (`BufferedStreamer`).
+extension RAOPStreamSession {
+    func runBuffered(grandmaster: PTPGrandmaster, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
+                     report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
+        let start = Self.rtpStart()
+        var volume = initialVolume
+        do {
+            for link in links { try await link.setUpBuffered(grandmaster: grandmaster, volumeDecibels: Self.decibels(volume)) }
+        } catch {
+            for link in links { await link.tearDown() }
+            throw error
+        }
+        let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp)
+        let tags = source.tags
+        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
+        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
+        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
+        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: start.timestamp) }
+        // One anchor for all: every receiver plays the first frame at the same PTP time.
+        let anchor = streamer.startAnchor()
+        var failure: SenderError?
+        do {
+            for link in links { try await link.sendAnchor(anchor) }
+        } catch {
+            failure = error
+        }
+        report(.started)
+        let source = self.source
+        let player = Thread {
+            streamer.play(read: { source.read(frames: BufferedStreamer.framesPerPacket) })
+            continuation.yield(.ended)
+        }
+        if failure == nil { player.start() }
+        var ticks = 0, quitEarly = false
+        loop: for await event in events {
+            if failure != nil { break }
+            do throws(SenderError) {
+                switch event {
+                case .tick:
+                    ticks += 1
+                    report(.progress(elapsed: streamer.secondsPlayed, paused: streamer.isPaused, volume: volume))
+                    if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
+                case .togglePause:
+                    if let resume = streamer.resume() {
+                        for link in links { try await link.sendAnchor(resume) }
+                        report(.state("playing"))
+                    } else if let pause = streamer.pause() {
+                        for link in links { try await link.sendAnchor(pause) }
+                        report(.state("paused"))
+                    }
+                case .volume(let change):
+                    volume = min(100, max(0, volume + change))
+                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .quit:
+                    quitEarly = true
+                    streamer.stop()
+                    break loop
+                case .ended:
+                    // The receivers hold seconds of audio: let it sound before they are told to stop.
+                    try? await Task.sleep(for: .seconds(streamer.secondsToEnd + 0.3))
+                    break loop
+                }
+            } catch {
+                failure = error
+                streamer.stop()
+                break loop
+            }
+        }
+        for link in links { await link.tearDown() }
+        grandmaster.stop()
+        if let failure { throw failure }
+        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly)
+    }
+}

@@ -1,0 +1,111 @@
+import AirPlayMedia
+import AirPlayWire
+import Glibc
+import Logging
+import Synchronization
+
+/// A PTP grandmaster for the receivers a sender plays to in AirPlay 2's buffered mode: the
+/// timeline their anchors are on. It serves this host's CLOCK_REALTIME as it is (as `ptp4l -S`
+/// does), unicast to each follower: a two-step Sync 8 times a second with its Follow_Up
+/// carrying the kernel's send stamp, an Announce each second, and a Delay_Resp to every
+/// Delay_Req with the kernel's receive stamp.
+///
+/// Binding UDP 319 and 320 needs root or `CAP_NET_BIND_SERVICE`; without it the sender says so.
+public final class PTPGrandmaster: Sendable {
+    /// Our port identity, in every message (the clock id receivers know the timeline by).
+    public let identity: PTPPortIdentity
+    private let announce: PTPAnnounce
+    private let sockets: (event: Int32, general: Int32)
+    private let followers = Mutex<Set<String>>([])
+    private let stopped = Atomic<Bool>(false)
+    private let logger: Logger
+
+    /// Binds the PTP ports and starts serving time to the followers added later.
+    /// - Parameter priority1: lower wins a follower's choice among masters (ptp4l's default 128).
+    public init(clockIdentity: UInt64, priority1: UInt8 = 128, logger: Logger) throws(PTPSockets.Failure) {
+        let event = try PTPSockets.bind(port: PTPMessage.eventPort)
+        let general: Int32
+        do {
+            general = try PTPSockets.bind(port: PTPMessage.generalPort)
+        } catch {
+            close(event)
+            throw error
+        }
+        sockets = (event, general)
+        identity = PTPPortIdentity(clockIdentity: clockIdentity, port: 1)
+        announce = PTPAnnounce(priority1: priority1, clockClass: 248, grandmasterIdentity: clockIdentity)
+        self.logger = logger
+        // Followers such as ptp4l send their Delay_Reqs to the multicast group.
+        PTPSockets.joinGroups(sockets: [event, general])
+        DedicatedThread.start(name: "airplay-ptp-gm") { [self] in run() }
+    }
+
+    /// The time on the timeline served: this host's CLOCK_REALTIME in nanoseconds.
+    public static func now() -> Int64 { PTPSockets.realtimeNanoseconds() }
+
+    /// Serves time to `address` (IPv4) from now on.
+    public func addFollower(_ address: String) {
+        followers.withLock { _ = $0.insert(address) }
+    }
+
+    /// Stops serving time to `address`.
+    public func removeFollower(_ address: String) {
+        followers.withLock { _ = $0.remove(address) }
+    }
+
+    /// Stops the thread, which closes the sockets within 20 ms.
+    public func stop() {
+        stopped.store(true, ordering: .releasing)
+    }
+
+    private func run() {
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        var syncSequence: UInt16 = 0
+        var announceSequence: UInt16 = 0
+        var nextSync = PTPSockets.monotonicNanoseconds()
+        var nextAnnounce = nextSync
+        while !stopped.load(ordering: .acquiring) {
+            PTPSockets.wait([sockets.event], milliseconds: 20)
+            answerDelayRequests(buffer: &buffer)
+            let now = PTPSockets.monotonicNanoseconds()
+            let targets = followers.withLock { Array($0) }
+            if now >= nextAnnounce {
+                nextAnnounce += 1_000_000_000
+                announceSequence &+= 1
+                let message = PTPMessage(header: PTPHeader(type: .announce, source: identity, sequence: announceSequence, logInterval: 0),
+                                         body: .announce(announce))
+                for target in targets { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
+            }
+            if now >= nextSync {
+                nextSync = max(nextSync + 125_000_000, now - 125_000_000)
+                syncSequence &+= 1
+                for target in targets { sendSync(to: target, sequence: syncSequence) }
+            }
+        }
+        close(sockets.event)
+        close(sockets.general)
+    }
+
+    /// A two-step Sync, then its Follow_Up with the time the kernel says it left.
+    private func sendSync(to target: String, sequence: UInt16) {
+        let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: -3),
+                              body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))
+        let before = Self.now()
+        guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort) else { return }
+        let sent = PTPSockets.transmitStamp(sockets.event, fallback: before)
+        let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: -3),
+                                  body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
+        PTPSockets.send(followUp.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort)
+    }
+
+    /// Answers every waiting Delay_Req with the time it arrived, to its sender's general port.
+    private func answerDelayRequests(buffer: inout [UInt8]) {
+        for _ in 0..<64 {
+            guard let datagram = PTPSockets.receive(sockets.event, into: &buffer, realtimeToMonotonic: 0) else { return }
+            guard let request = try? PTPMessage.decode(datagram.bytes), request.header.type == .delayRequest else { continue }
+            let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: request.header.sequence, logInterval: 0),
+                                      body: .delayResponse(received: PTPTimestamp(totalNanoseconds: datagram.arrival), requester: request.header.source))
+            PTPSockets.send(response.encoded(), from: sockets.general, to: datagram.from, port: PTPMessage.generalPort)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// Buffered AirPlay 2 audio (stream type 103) as senders play to a group: `airplay stream
+/// --mode buffered` serves a PTP clock from its own host, sets each receiver up with a PTP
+/// session, sends the audio ahead over TCP and anchors it with SETRATEANCHORTIME. Here the
+/// sender and three airplayd each have a network namespace, the sender's joined to each
+/// receiver's by a veth link, so PTP, RTSP and the data connections cross real links.
+@Suite(.serialized) struct BufferedAudioTests {
+    /// The sender's namespace and three receivers' (10.94.N.2, reached from 10.94.N.1).
+    final class Group {
+        let sender: TestHost
+        let receivers: [TestHost]
+        let outputs: [String]
+        var daemons: [RunningDaemon] = []
+
+        init(label: String, count: Int = 3, fifos: Bool) throws {
+            sender = try TestHost(label: label + "-sender")
+            var receivers: [TestHost] = []
+            for index in 0..<count {
+                let receiver = try TestHost(label: "\(label)-\(index)")
+                try sender.link(to: receiver, addresses: ["10.94.\(index + 1).1"], peerAddress: "10.94.\(index + 1).2")
+                receivers.append(receiver)
+            }
+            self.receivers = receivers
+            outputs = (0..<count).map { "\(receivers[$0].directory)/out.pcm" }
+            if fifos { for output in outputs { guard mkfifo(output, 0o600) == 0 else { throw TestHostError("mkfifo \(output)") } } }
+        }
+
+        func start() throws {
+            daemons = try receivers.enumerated().map { index, receiver in
+                try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
+                    "--airplay2", "on", "--audio-output", "raw:\(outputs[index])", "--video-sink", "fakesink sync=true",
+                ])
+            }
+        }
+
+        /// `airplay stream FILE --mode buffered` to every receiver, from the sender's namespace.
+        func stream(_ file: String, extra: [String] = []) throws -> CommandResult {
+            let targets = receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
+            return try sender.run(try Products.executable("airplay"), ["stream", file, "--mode", "buffered", "--json"] + targets + extra, timeout: 90)
+        }
+
+        deinit {
+            for daemon in daemons { daemon.process.stop(grace: 2) }
+            for receiver in receivers { receiver.close() }
+            sender.close()
+        }
+    }
+
+    @Test func threeReceiversPlayTheSameFramesAtTheSameMomentBitExact() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered", fifos: true)
+        let reader = try ManagedProcess(try Products.peerTool("python"),
+                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + group.outputs + ["60"],
+                                        directory: group.sender.directory, label: "fifo-clock")
+        try group.start()
+        let result = try group.stream(sweep.directory + "/sweep.flac")
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.components(separatedBy: "\"protocol\":2").count == 4, "\(result.stdout)")
+        for daemon in group.daemons {
+            let log = daemon.process.stderr
+            #expect(log.contains("timing=PTP") && log.contains("buffered=true") && log.contains("buffered audio anchor"), "\(log.suffix(3000))")
+            #expect(log.contains("PTP: following a master ptp.address=10.94."), "\(log.suffix(2000))")
+        }
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let report = try FifoClockReport(reader)
+        #expect(report.skews.count >= 4, "\(report.line)")
+        #expect(report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
+        #expect(report.sameSamples)
+        print("measure: airplay stream --mode buffered to three airplayd (PTP), largest skew per second \(report.skews) ms")
+    }
+
+    @Test func aBufferedStreamArrivesBitExactOnItsPTPTimeline() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered-pause", count: 1, fifos: false)
+        try group.start()
+        let result = try group.stream(sweep.directory + "/sweep.flac")
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        group.daemons[0].process.stop(grace: 2)
+        let data = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0]))
+        let comparison = sweep.compare(data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        let log = group.daemons[0].process.stderr
+        #expect(log.contains("lost=0") && log.contains("clock=ptp"), "\(log.suffix(2000))")
+        print("measure: buffered ALAC over PTP, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+}
