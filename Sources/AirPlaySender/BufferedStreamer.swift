@@ -28,15 +28,19 @@ public final class BufferedStreamer: @unchecked Sendable {
         var lastTimestamp: UInt32?
     }
 
-    /// The receivers.
-    let links: [RAOPLink]
+    /// The receivers (more join while it plays).
+    var links: [RAOPLink] { sending.withLock { $0.links } }
     private let clock: PTPGrandmaster
     private let state: Mutex<State>
+    /// Held while a packet goes to every receiver, so a receiver joins between two packets.
+    private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])])>
+    /// Packets kept for receivers that join: a little more than `ahead`.
+    static let recentPackets = Int((ahead + 1) * sampleRate) / framesPerPacket
     private let alac = ALACEncoder()
     private let resumeSignal = DispatchSemaphore(value: 0)
 
     init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32) {
-        self.links = links
+        sending = Mutex((links, []))
         self.clock = clock
         state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
     }
@@ -95,7 +99,11 @@ public final class BufferedStreamer: @unchecked Sendable {
                 return
             }
             let payload = alac.encode(samples)
-            for link in links { link.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
+            sending.withLock { sending in
+                for link in sending.links { link.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
+                sending.recent.append((sequence, timestamp, payload))
+                if sending.recent.count > Self.recentPackets { sending.recent.removeFirst(sending.recent.count - Self.recentPackets) }
+            }
             state.withLock { state in
                 state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
                 state.timestamp &+= UInt32(samples.count / 2)
@@ -108,6 +116,27 @@ public final class BufferedStreamer: @unchecked Sendable {
     var secondsToEnd: Double {
         let end = state.withLock { $0.lastTimestamp ?? $0.timestamp }
         return max(0, Double(Int32(bitPattern: end &- playingTimestamp)) / Self.sampleRate)
+    }
+
+    /// The anchor in force, for a receiver that joins: it plays on the same timeline as the others.
+    func currentAnchor() -> RateAnchorMessage {
+        state.withLock { state in
+            RateAnchorMessage(playing: !state.paused, rtpTime: state.anchorTimestamp, networkTime: state.anchorTime,
+                              timeline: clock.identity.clockIdentity)
+        }
+    }
+
+    /// A set-up receiver joins (it has the current anchor): it gets the packets sent that have
+    /// not sounded yet, from `margin` seconds after what sounds now, then every packet as the
+    /// others do. Returns how many packets it was sent to catch up.
+    func join(_ link: RAOPLink, margin: Double = 0.3) -> Int {
+        let from = playingTimestamp &+ UInt32(margin * Self.sampleRate)
+        return sending.withLock { sending in
+            let missed = sending.recent.filter { Int32(bitPattern: $0.timestamp &- from) >= 0 }
+            for packet in missed { link.sendBuffered(sequence: packet.sequence, timestamp: packet.timestamp, payload: packet.payload) }
+            sending.links.append(link)
+            return missed.count
+        }
     }
 
     /// Stops the clock where playing is now; returns the rate-0 anchor to send.

@@ -36,6 +36,7 @@ extension RAOPStreamSession {
         }
         if failure == nil { player.start() }
         var ticks = 0, quitEarly = false
+        var joined: [RAOPLink] = []
         loop: for await event in events {
             if failure != nil { break }
             do throws(SenderError) {
@@ -43,19 +44,31 @@ extension RAOPStreamSession {
                 case .tick:
                     ticks += 1
                     report(.progress(elapsed: streamer.secondsPlayed, paused: streamer.isPaused, volume: volume))
-                    if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
+                    if ticks % 2 == 0 { for link in streamer.links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
                 case .togglePause:
                     if let resume = streamer.resume() {
-                        for link in links { try await link.sendAnchor(resume) }
+                        for link in streamer.links { try await link.sendAnchor(resume) }
                         report(.state("playing"))
                     } else if let pause = streamer.pause() {
-                        for link in links { try await link.sendAnchor(pause) }
+                        for link in streamer.links { try await link.sendAnchor(pause) }
                         report(.state("paused"))
                     }
                 case .volume(let change):
                     volume = min(100, max(0, volume + change))
-                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
                     report(.state("volume \(Int(volume))"))
+                case .join(let link, let done):
+                    do {
+                        try await link.setUpBuffered(grandmaster: grandmaster, volumeDecibels: Self.decibels(volume))
+                        try await link.sendAnchor(streamer.currentAnchor())
+                        let caughtUp = streamer.join(link)
+                        joined.append(link)
+                        report(.state("joined \(link.name) (\(caughtUp) packets to catch up)"))
+                        done(nil)
+                    } catch {
+                        await link.tearDown()
+                        done(error)
+                    }
                 case .quit:
                     quitEarly = true
                     streamer.stop()
@@ -71,9 +84,9 @@ extension RAOPStreamSession {
                 break loop
             }
         }
-        for link in links { await link.tearDown() }
+        for link in streamer.links { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly)
+        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly, joined: joined)
     }
 }

@@ -20,6 +20,9 @@ public final class RAOPStreamSession: Sendable {
         case quit
         /// The source ran out (sent by the session itself).
         case ended
+        /// Buffered mode: a receiver (connected, not set up) joins the running stream; `done`
+        /// hears how it went (nil: it plays in step with the others).
+        case join(RAOPLink, done: @Sendable (SenderError?) -> Void)
     }
 
     /// What the session tells its owner.
@@ -164,6 +167,9 @@ public final class RAOPStreamSession: Sendable {
                     quitEarly = true
                     streamer.stop()
                     break loop
+                case .join(let link, let done):
+                    done(SenderError(.badInput, "receivers join only a buffered stream (--mode buffered)"))
+                    await link.tearDown()
                 case .ended:
                     // Let the receivers play out their latency before they are told to stop.
                     try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
@@ -180,8 +186,9 @@ public final class RAOPStreamSession: Sendable {
         return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly)
     }
 
-    /// The figures of a finished stream.
-    func summary(seconds: Double, quit: Bool) -> Summary {
+    /// The figures of a finished stream (with the receivers that joined it on the way).
+    func summary(seconds: Double, quit: Bool, joined: [RAOPLink] = []) -> Summary {
+        let links = self.links + joined
         let receivers = links.map { link in
             var receiver = Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil || link.airPlay2,
                                             resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })

@@ -129,6 +129,25 @@ struct StreamCommand: AsyncParsableCommand {
         defer { keys?.restore() }
         let interrupts = InterruptWatch(continuation)
         defer { interrupts.cancel() }
+        // A buffered stream takes receivers that join on the way (`airplay group add`).
+        let password = self.password
+        let control = buffered ? StreamControlServer { target in
+            do throws(SenderError) {
+                let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
+                let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+                try await secureConnection(connection, to: address, transient: true)
+                let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
+                let link = RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
+                                    password: password, crypto: crypto, airPlay2: true)
+                let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
+                    continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))
+                }
+                return failure.map { "error \($0.message)" } ?? "ok \(address.name)"
+            } catch {
+                return "error \(error.message)"
+            }
+        } : nil
+        defer { control?.close() }
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
@@ -136,7 +155,10 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         defer { ticker.cancel() }
-        let receivers = links.map { "\($0.name) (\($0.codec.rawValue)\($0.airPlay2 ? ", AirPlay 2" : $0.encryptor == nil ? "" : ", RSA"))" }
+        let receivers = links.map { link in
+            buffered ? "\(link.name) (ALAC, AirPlay 2 buffered)"
+                     : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? ", AirPlay 2" : link.encryptor == nil ? "" : ", RSA"))"
+        }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
             switch report {
             case .started:

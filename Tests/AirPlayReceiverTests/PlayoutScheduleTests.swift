@@ -171,4 +171,23 @@ import Testing
         #expect(Self.written(schedule.next(now: 1.5, delay: 0)) == Self.samples(2))
         #expect(schedule.stats.dropped == 1)
     }
+
+    /// A buffered stream's resume anchor names the frame where the sender thinks playing
+    /// stopped; what the output already wrote past it is not written again, and what it holds
+    /// from there on plays on the new anchor.
+    @Test func aResumeAnchorBehindWhatWasWrittenGoesOnFromThere() {
+        var schedule = Self.schedule()
+        for index in 0..<4 {
+            _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 0)
+        }
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(0))
+        #expect(Self.written(schedule.next(now: 0.5, delay: 0, writeAhead: 0.01)) == Self.samples(1))
+        // Paused; the sender resumes at packet 1, which the output already wrote.
+        schedule.restart(at: UInt32(Self.frames))
+        #expect(schedule.bufferedPackets == 2, "packets 2 and 3 are kept")
+        #expect(Self.written(schedule.next(now: 5, delay: 0)) == Self.samples(2))
+        // Again: still only what was not written plays.
+        schedule.restart(at: 0)
+        #expect(schedule.bufferedPackets == 1)
+    }
 }

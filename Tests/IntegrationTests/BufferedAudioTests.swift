@@ -72,6 +72,69 @@ import Testing
         print("measure: airplay stream --mode buffered to three airplayd (PTP), largest skew per second \(report.skews) ms")
     }
 
+    /// `airplay group add` while a buffered stream plays to two rooms: the third room gets the
+    /// anchor in force and the audio not yet heard, and plays in step with the others within 2 s.
+    @Test func aReceiverAddedToARunningStreamJoinsInStepWithin2Seconds() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered-join", fifos: true)
+        let reader = try ManagedProcess(try Products.peerTool("python"),
+                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_align.py"] + group.outputs + ["60"],
+                                        directory: group.sender.directory, label: "fifo-align")
+        try group.start()
+        let runtime = group.sender.directory + "/runtime"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+        let environment = ["XDG_RUNTIME_DIR": runtime]
+        let airplay = try Products.executable("airplay")
+        let stream = try group.sender.spawn(airplay, ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--json",
+                                                      "--to", "10.94.1.2:7000", "--to", "10.94.2.2:7000"],
+                                            environment: environment, label: "airplay-stream")
+        #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
+        Thread.sleep(forTimeInterval: 2.5)
+        let added = monotonicSeconds()
+        let add = try group.sender.run(airplay, ["group", "add", "--to", "10.94.3.2:7000"], environment: environment, timeout: 30)
+        #expect(add.status == 0 && add.stdout.hasPrefix("ok"), "\(add.stdout)\(add.stderr)")
+        #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
+        #expect(stream.stdout.contains("joined"), "\(stream.stdout)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
+        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
+        let outputs = try #require(report["outputs"] as? [[String: Any]], "\(line)")
+        #expect(outputs.count == 3)
+        let late = outputs[2]
+        let startedAfter = (late["first_audio"] as? Double).map { $0 - added }
+        #expect(startedAfter.map { $0 <= 2 } == true, "the added room sounded \(startedAfter ?? -1) s after the add: \(line)")
+        #expect(late["same"] as? Bool == true, "its audio is the stream's from where it joined: \(line)")
+        for output in outputs.dropFirst() {
+            let skews = output["skews_ms"] as? [Double] ?? []
+            #expect(!skews.isEmpty && skews.allSatisfy { abs($0) <= 1 }, "\(line)")
+        }
+        print("measure: a room added to a buffered stream sounded \(String(format: "%.2f", startedAfter ?? -1)) s after `airplay group add`, skews \(late["skews_ms"] ?? []) ms")
+    }
+
+    /// Space pauses a buffered stream with a rate-0 anchor and resumes it with a new anchor at
+    /// the paused frame: the receiver keeps what it holds, so the audio goes on where it stopped,
+    /// every frame once.
+    @Test func spacePausesAndResumesOnAnchorsWithEveryFrameOnce() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered-pause", count: 1, fifos: false)
+        try group.start()
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pty_keys.py"
+        let result = try group.sender.run(try Products.peerTool("python"), [
+            script, "3=\\s", "5=\\s", "--", try Products.executable("airplay"), "stream", sweep.directory + "/sweep.flac",
+            "--mode", "buffered", "--to", "10.94.1.2:7000",
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        group.daemons[0].process.stop(grace: 2)
+        let log = group.daemons[0].process.stderr
+        #expect(log.contains("buffered audio anchor") && log.contains("rate=0"), "\(log.suffix(2000))")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0])).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        let before = sweep.compare(samples), after = sweep.compare(samples, from: 5 * 44100)
+        #expect(comparison.exact >= 0.999, "every frame once, in order, across the pause: \(comparison.exact), offsets \(before.offset ?? -1) \(after.offset ?? -1), frames \(samples.count / 2)")
+        print("measure: buffered pause/resume, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     @Test func aBufferedStreamArrivesBitExactOnItsPTPTimeline() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let group = try Group(label: "buffered-pause", count: 1, fifos: false)

@@ -67,6 +67,27 @@ extension AudioSessions {
         ])
     }
 
+    /// How long a playing buffered stream waits for a PTP clock (after the follower's own 30 s
+    /// holdover of a silent master) before its session ends.
+    static let clockLossLimit = 5.0
+
+    /// Once a second: a playing buffered session whose PTP master is gone (past the follower's
+    /// holdover) ends after `clockLossLimit`, saying why, rather than hold the output silent.
+    func checkClocks(now: Double) {
+        for resources in sessions.withLockedValue({ Array($0.values) }) {
+            guard let timeline = resources.anchored, timeline.current?.playing == true else { continue }
+            let missing = ptp?.masterTime() == nil
+            let since = resources.state.withLockedValue { state -> Double? in
+                if !missing { state.clockMissingSince = nil } else if state.clockMissingSince == nil { state.clockMissingSince = now }
+                return state.clockMissingSince
+            }
+            guard let since, now - since >= Self.clockLossLimit else { continue }
+            let reason = "the PTP master \(timeline.current?.timeline.map { String($0, radix: 16) } ?? "") has been silent past its holdover"
+            logger.warning("buffered session ends: no PTP clock", metadata: ["session": "\(resources.number)", "reason": "\(reason)"])
+            perform(machine.withLockedValue { $0.clockLost(session: resources.number, reason: reason) })
+        }
+    }
+
     /// FLUSHBUFFERED: an immediate flush drops what is buffered before `until` and stops until
     /// the next anchor; a deferred one drops its range and playing goes on.
     func applyFlush(_ flush: BufferedFlush, session number: Int) {

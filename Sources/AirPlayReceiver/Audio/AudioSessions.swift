@@ -525,6 +525,7 @@ public final class AudioSessions: Sendable {
         group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
             guard let self else { task.cancel(); return }
             self.perform(self.machine.withLockedValue { $0.tick(now: self.now()) })
+            self.checkClocks(now: self.now())
         }
     }
 }

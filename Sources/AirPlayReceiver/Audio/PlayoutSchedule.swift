@@ -129,10 +129,18 @@ struct PlayoutSchedule {
     /// A new anchor (a buffered stream's SETRATEANCHORTIME): what is buffered from `rtpTime` on
     /// is kept and plays on the new schedule; older packets are dropped.
     mutating func restart(at rtpTime: UInt32) {
-        packets = packets.filter { Int32(bitPattern: $0.key &- rtpTime) >= 0 }
-        run = Run(nextTimestamp: rtpTime, anchorTimestamp: rtpTime, anchorTime: 0)
+        // A resume anchors where the sender believes playing stopped; the output got a little
+        // further (the pause took a round trip, and a raw output writes up to 10 ms early).
+        // What it already wrote is not written again: playing goes on from there, on time.
+        var start = rtpTime
+        if let run, run.framesOut > 0 {
+            let ahead = run.nextTimestamp &- rtpTime
+            if Int32(bitPattern: ahead) > 0, ahead < UInt32(sampleRate) { start = run.nextTimestamp }
+        }
+        packets = packets.filter { Int32(bitPattern: $0.key &- start) >= 0 }
+        run = Run(nextTimestamp: start, anchorTimestamp: start, anchorTime: 0)
         flushedBefore = nil
-        waitingForData = packets[rtpTime] == nil
+        waitingForData = packets[start] == nil
     }
 
     /// Drops the packets from `from` up to (not including) `until` that are buffered, and the

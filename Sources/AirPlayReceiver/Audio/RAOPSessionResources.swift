@@ -39,6 +39,8 @@ final class RAOPSessionResources: Sendable {
         var channels: [RAOPPortRole: any Channel] = [:]
         /// A buffered stream's TCP data connection.
         var dataReceiver: BufferedDataReceiver?
+        /// Since when a playing buffered stream has had no PTP clock to play on.
+        var clockMissingSince: Double?
         var ended = false
         /// Datagrams dropped before the playout, by reason: never silent.
         var dropped: [String: Int] = [:]

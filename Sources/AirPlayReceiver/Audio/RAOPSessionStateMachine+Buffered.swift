@@ -59,6 +59,14 @@ extension RAOPSessionStateMachine {
         return [.timingPeers(Array(addresses.prefix(16))), .reply(AirPlayResponse(status: 200))]
     }
 
+    /// The PTP clock a buffered session plays on is gone (its master silent past the holdover):
+    /// the session ends and its connection closes, so the sender knows and the output is free.
+    public mutating func clockLost(session number: Int, reason: String) -> [Action] {
+        guard let session = current, session.number == number else { return [] }
+        current = nil
+        return [.endSession(session, reason: reason), .closeConnection(session.connection)]
+    }
+
     /// The request's body as a property list (binary or XML).
     static func plistBody(_ request: AirPlayRequest) throws -> PropertyList {
         try PropertyList(decoding: Array(request.body.readableBytesView))
