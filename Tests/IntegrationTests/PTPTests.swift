@@ -69,4 +69,47 @@ import Testing
         let summary = phases.map { "\($0.0) p50 \(String(format: "%.1f", ($0.1.isEmpty ? 0 : $0.1[$0.1.count / 2]) / 1000)) µs p99 \(String(format: "%.1f", p99($0.1) / 1000)) µs" }
         print("measure: PTP follower vs ptp4l -S: " + summary.joined(separator: "; "))
     }
+
+    /// The other way round: linuxptp's ptp4l follows `airplay ptp-master`, the grandmaster
+    /// buffered streams are anchored on (free running, so it measures without steering the
+    /// shared clock). Its own idea of its offset (`pmc GET CURRENT_DATA_SET`) is the error of
+    /// our Syncs and Follow_Ups, and its path delay proves our Delay_Resps are understood.
+    @Test func ptp4lFollowsOurGrandmaster() throws {
+        let sender = try TestHost(label: "ptp-ours")
+        defer { sender.close() }
+        let follower = try TestHost(label: "ptp-ptp4l")
+        defer { follower.close() }
+        let link = try follower.link(to: sender, addresses: ["10.97.3.2"], peerAddress: "10.97.3.1")
+        let master = try sender.spawn(try Products.executable("airplay"), ["ptp-master", "--to", "10.97.3.2", "--seconds", "25"], label: "ptp-master")
+        let socket = follower.directory + "/ptp4l.sock"
+        let config = follower.directory + "/follower.cfg"
+        try """
+            [global]
+            slaveOnly 1
+            free_running 1
+            time_stamping software
+            logAnnounceInterval 0
+            announceReceiptTimeout 3
+            uds_address \(socket)
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let ptp4l = try follower.spawn(try #require(TestHost.which("ptp4l")), ["-i", link, "-f", config, "-m"], label: "ptp4l-follower")
+        let pmc = try #require(TestHost.which("pmc"), "pmc (linuxptp) is not installed")
+        Thread.sleep(forTimeInterval: 8)
+        var offsets: [Double] = [], delays: [Double] = []
+        for _ in 0..<20 {
+            let answer = try follower.run(pmc, ["-u", "-b", "0", "-s", socket, "GET CURRENT_DATA_SET"], timeout: 10).stdout
+            for line in answer.split(separator: "\n") {
+                let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                if fields.first == "offsetFromMaster", let value = fields.last.flatMap({ Double($0) }) { offsets.append(value) }
+                if fields.first == "meanPathDelay", let value = fields.last.flatMap({ Double($0) }) { delays.append(value) }
+            }
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        #expect(master.isRunning && ptp4l.isRunning, "\(master.stderr)\(ptp4l.stdout)")
+        #expect(offsets.count >= 15, "\(ptp4l.stdout.suffix(1000))")
+        #expect(offsets.allSatisfy { abs($0) < 10_000 }, "ptp4l's offsets from our grandmaster: \(offsets) ns")
+        #expect(delays.contains { $0 > 0 && $0 < 1_000_000 }, "ptp4l measured a path delay with our Delay_Resps: \(delays)")
+        let sorted = offsets.map(abs).sorted()
+        print("measure: ptp4l following airplay ptp-master: |offset| p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ns, max \(sorted.last ?? -1) ns, path delay \(delays.last ?? -1) ns")
+    }
 }
