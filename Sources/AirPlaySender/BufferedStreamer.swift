@@ -33,14 +33,14 @@ public final class BufferedStreamer: @unchecked Sendable {
     private let clock: PTPGrandmaster
     private let state: Mutex<State>
     /// Held while a packet goes to every receiver, so a receiver joins between two packets.
-    private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])])>
+    private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [RAOPLink])>
     /// Packets kept for receivers that join: a little more than `ahead`.
     static let recentPackets = Int((ahead + 1) * sampleRate) / framesPerPacket
     private let alac = ALACEncoder()
     private let resumeSignal = DispatchSemaphore(value: 0)
 
     init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32) {
-        sending = Mutex((links, []))
+        sending = Mutex((links, [], []))
         self.clock = clock
         state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
     }
@@ -100,7 +100,13 @@ public final class BufferedStreamer: @unchecked Sendable {
             }
             let payload = alac.encode(samples)
             sending.withLock { sending in
-                for link in sending.links { link.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
+                // A receiver whose connection broke (or stalled past its send time-out) leaves;
+                // the others are not held back by it.
+                let failed = sending.links.filter { !$0.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
+                if !failed.isEmpty {
+                    sending.links.removeAll { link in failed.contains { $0 === link } }
+                    sending.dropped += failed
+                }
                 sending.recent.append((sequence, timestamp, payload))
                 if sending.recent.count > Self.recentPackets { sending.recent.removeFirst(sending.recent.count - Self.recentPackets) }
             }
@@ -136,6 +142,24 @@ public final class BufferedStreamer: @unchecked Sendable {
             for packet in missed { link.sendBuffered(sequence: packet.sequence, timestamp: packet.timestamp, payload: packet.payload) }
             sending.links.append(link)
             return missed.count
+        }
+    }
+
+    /// The receivers dropped since the last call because their data connection broke.
+    func takeDropped() -> [RAOPLink] {
+        sending.withLock { sending in
+            defer { sending.dropped = [] }
+            return sending.dropped
+        }
+    }
+
+    /// A receiver leaves (it went away, or failed): the others play on undisturbed. Returns how
+    /// many receivers remain.
+    @discardableResult
+    func leave(_ link: RAOPLink) -> Int {
+        sending.withLock { sending in
+            sending.links.removeAll { $0 === link }
+            return sending.links.count
         }
     }
 

@@ -105,6 +105,10 @@ final class BufferedDataConnection: @unchecked Sendable {
         }
         var on: Int32 = 1
         _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        // A receiver that stops reading for this long (gone without a reset) is given up, so
+        // it cannot hold the others back; a healthy one never makes us wait near this long.
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         descriptor = socket
     }
 

@@ -43,8 +43,25 @@ extension RAOPStreamSession {
                 switch event {
                 case .tick:
                     ticks += 1
+                    // Receivers whose data connection broke were dropped by the streamer: say so.
+                    for link in streamer.takeDropped() {
+                        report(.state("left \(link.name): its data connection broke"))
+                        await link.tearDown()
+                    }
                     report(.progress(elapsed: streamer.secondsPlayed, paused: streamer.isPaused, volume: volume))
-                    if ticks % 2 == 0 { for link in streamer.links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
+                    if ticks % 2 == 0 {
+                        // A receiver that stopped answering leaves the group; the others play on.
+                        for link in streamer.links {
+                            do {
+                                try await link.keepAlive(volumeDecibels: Self.decibels(volume))
+                            } catch {
+                                let remaining = streamer.leave(link)
+                                report(.state("left \(link.name): \(error.message)"))
+                                await link.tearDown()
+                                if remaining == 0 { throw error }
+                            }
+                        }
+                    }
                 case .togglePause:
                     if let resume = streamer.resume() {
                         for link in streamer.links { try await link.sendAnchor(resume) }

@@ -101,6 +101,36 @@ import Testing
         print("measure: buffered, 5 % random loss on one link (\(dropped) packets dropped), largest skew per second \(report.skews) ms, same samples")
     }
 
+    /// A room's receiver is killed mid-stream (`kill -9`): its data connection breaks, the sender
+    /// drops it and says so, and the other rooms play on to the end, in step, the same samples.
+    @Test func aRoomThatDiesLeavesTheOthersPlayingInStep() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered-die", fifos: true)
+        let reader = try ManagedProcess(try Products.peerTool("python"),
+                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_align.py"] + group.outputs + ["60"],
+                                        directory: group.sender.directory, label: "fifo-align")
+        try group.start()
+        let targets = group.receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
+        let stream = try group.sender.spawn(try Products.executable("airplay"),
+                                            ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--json"] + targets, label: "airplay-stream")
+        #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
+        Thread.sleep(forTimeInterval: 3)
+        group.daemons[1].process.signal(SIGKILL)
+        #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
+        #expect(stream.stdout.contains("left 10.94.2.2:7000"), "\(stream.stdout)")
+        for (index, daemon) in group.daemons.enumerated() where index != 1 { daemon.process.stop(grace: 2) }
+        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
+        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
+        let outputs = try #require(report["outputs"] as? [[String: Any]], "\(line)")
+        let survivor = outputs[2]
+        #expect(survivor["same"] as? Bool == true && survivor["offset"] as? Int == 0, "\(line)")
+        #expect((survivor["frames"] as? Int ?? 0) >= 6 * 44100 - 4410, "the survivor played to the end: \(line)")
+        let skews = survivor["skews_ms"] as? [Double] ?? []
+        #expect(skews.count >= 4 && skews.allSatisfy { abs($0) <= 1 }, "\(line)")
+        print("measure: a room killed mid-stream; the others played to the end, skews \(skews) ms")
+    }
+
     /// `airplay group add` while a buffered stream plays to two rooms: the third room gets the
     /// anchor in force and the audio not yet heard, and plays in step with the others within 2 s.
     @Test func aReceiverAddedToARunningStreamJoinsInStepWithin2Seconds() throws {
