@@ -16,8 +16,8 @@ extension RAOPLink {
     /// SETUP phase 1 (PTP, our grandmaster as timing peer), RECORD, SETPEERS, phase 2 (one
     /// buffered ALAC stream with a fresh `shk`), then the TCP data connection.
     func setUpBuffered(grandmaster: PTPGrandmaster, volumeDecibels: Double) async throws(SenderError) {
-        let local = Self.plainAddress(client.connection.localAddress?.ipAddress ?? "")
-        let remote = Self.plainAddress(client.connection.remoteIP ?? client.connection.host)
+        let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
+        let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
         session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
         grandmaster.addFollower(remote)
         codec = .alac
@@ -57,9 +57,6 @@ extension RAOPLink {
         _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
     }
 
-    static func plainAddress(_ address: String) -> String {
-        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
-    }
 }
 
 /// What a sender puts in `SETRATEANCHORTIME` (the receiver reads it as `RateAnchor`): rate 1 at

@@ -97,7 +97,7 @@ public struct PTPFollower: Sendable {
 
     /// Follows only masters at these addresses (a session's timing peers); nil follows any.
     public mutating func setPeers(_ addresses: [String]?) {
-        peers = addresses.map { Set($0.map(Self.plainAddress)) }
+        peers = addresses.map { Set($0.map(IPAddressBytes.plain)) }
     }
 
     /// Prefers the master with this clock identity (an anchor's `networkTimeTimelineID`) while
@@ -119,7 +119,7 @@ public struct PTPFollower: Sendable {
 
     /// A message arrived from `address` at our time `local` (nanoseconds).
     public mutating func receive(_ message: PTPMessage, from address: String, at local: Int64) {
-        let address = Self.plainAddress(address)
+        let address = IPAddressBytes.plain(address)
         if let peers, !peers.contains(address) {
             ignored += 1
             return
@@ -251,8 +251,4 @@ public struct PTPFollower: Sendable {
     /// Sequence numbers wrap: `a` is older than `b` when it lies less than half the space behind.
     private static func isOlder(_ a: UInt16, than b: UInt16) -> Bool { a != b && b &- a < 0x8000 }
 
-    /// An IPv4-mapped IPv6 address as plain IPv4, so either form names one peer.
-    static func plainAddress(_ address: String) -> String {
-        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
-    }
 }

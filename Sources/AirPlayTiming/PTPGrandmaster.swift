@@ -40,6 +40,12 @@ public final class PTPGrandmaster: Sendable {
         DedicatedThread.start(name: "airplay-ptp-gm") { [self] in run() }
     }
 
+    /// A clock identity for a grandmaster of this process: locally administered EUI-64 bits
+    /// (so never a vendor's), random in the rest. Receivers only compare it.
+    public static func randomClockIdentity() -> UInt64 {
+        (UInt64(0x02) << 56) | (UInt64(0xFFFE) << 24) | (UInt64(UInt16.random(in: 0...UInt16.max)) << 40) | UInt64(UInt32.random(in: 0...0xFF_FFFF))
+    }
+
     /// The time on the timeline served: this host's CLOCK_REALTIME in nanoseconds.
     public static func now() -> Int64 { PTPSockets.realtimeNanoseconds() }
 

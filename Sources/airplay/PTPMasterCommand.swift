@@ -26,8 +26,7 @@ struct PTPMasterCommand: ParsableCommand {
 
     func run() throws {
         let logger = Logger(label: "airplay")
-        // A clock identity from this process and time: unique enough on a LAN, never a vendor's EUI-64.
-        let identity = (UInt64(0x02_00_00_FF_FE) << 24) | UInt64(UInt32(truncatingIfNeeded: getpid()) & 0xFFFFFF)
+        let identity = PTPGrandmaster.randomClockIdentity()
         let master: PTPGrandmaster
         do {
             master = try PTPGrandmaster(clockIdentity: identity, priority1: priority1, logger: logger)

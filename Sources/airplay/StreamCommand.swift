@@ -76,11 +76,6 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
-    /// Our PTP clock identity: locally administered, from this process (receivers only compare it).
-    static func clockIdentity() -> UInt64 {
-        (UInt64(0x02) << 56) | (UInt64(0xFFFE) << 24) | UInt64(UInt32.random(in: 0...0xFF_FFFF)) | (UInt64(UInt16.random(in: 0...UInt16.max)) << 40)
-    }
-
     /// 44.1 kHz 16-bit FLAC decoded by libFLAC as it is; anything else (and standard input)
     /// through GStreamer, which converts it.
     static func open(_ file: String, start: Double) throws(MediaError) -> any PCMSource {
@@ -117,7 +112,7 @@ struct StreamCommand: AsyncParsableCommand {
         var grandmaster: PTPGrandmaster?
         if buffered {
             do {
-                grandmaster = try PTPGrandmaster(clockIdentity: Self.clockIdentity(), logger: Logger(label: "airplay"))
+                grandmaster = try PTPGrandmaster(clockIdentity: PTPGrandmaster.randomClockIdentity(), logger: Logger(label: "airplay"))
             } catch {
                 throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
             }

@@ -36,6 +36,14 @@ import Testing
             }
         }
 
+        /// A reader timing every room's output (`fifo_clock` or `fifo_align` in peers/), started
+        /// before the rooms so they find their FIFOs open.
+        func read(with script: String, seconds: Int) throws -> ManagedProcess {
+            try ManagedProcess(try Products.peerTool("python"),
+                               [Products.repositoryRoot + "/Tests/IntegrationTests/peers/\(script).py"] + outputs + ["\(seconds)"],
+                               directory: sender.directory, label: script)
+        }
+
         /// `airplay stream FILE --mode buffered` to every receiver, from the sender's namespace.
         func stream(_ file: String, extra: [String] = []) throws -> CommandResult {
             let targets = receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
@@ -49,12 +57,18 @@ import Testing
         }
     }
 
+    /// What `fifo_align.py` found per output (frames, first audio, offset in A, same, skews), with its line.
+    static func alignedOutputs(_ reader: ManagedProcess) throws -> ([[String: Any]], String) {
+        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
+        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
+        return (try #require(report["outputs"] as? [[String: Any]], "\(line)"), line)
+    }
+
     @Test func threeReceiversPlayTheSameFramesAtTheSameMomentBitExact() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let group = try Group(label: "buffered", fifos: true)
-        let reader = try ManagedProcess(try Products.peerTool("python"),
-                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + group.outputs + ["60"],
-                                        directory: group.sender.directory, label: "fifo-clock")
+        let reader = try group.read(with: "fifo_clock", seconds: 60)
         try group.start()
         let result = try group.stream(sweep.directory + "/sweep.flac")
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -82,9 +96,7 @@ import Testing
             "aevalsrc=0.5*sin(2*PI*(110+7*t)*t)|0.4*sin(2*PI*(330-3*t)*t):s=44100:d=62", "-ac", "2", "-ar", "44100", file,
         ], timeout: 60)
         #expect(made.status == 0, "\(made.stderr)")
-        let reader = try ManagedProcess(try Products.peerTool("python"),
-                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + group.outputs + ["90"],
-                                        directory: group.sender.directory, label: "fifo-clock")
+        let reader = try group.read(with: "fifo_clock", seconds: 90)
         try group.start()
         let result = try group.stream(file)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -111,9 +123,7 @@ import Testing
             let result = try group.receivers[1].run(nft, rule)
             #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
         }
-        let reader = try ManagedProcess(try Products.peerTool("python"),
-                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + group.outputs + ["60"],
-                                        directory: group.sender.directory, label: "fifo-clock")
+        let reader = try group.read(with: "fifo_clock", seconds: 60)
         try group.start()
         let result = try group.stream(sweep.directory + "/sweep.flac")
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -132,9 +142,7 @@ import Testing
     @Test func aRoomThatDiesLeavesTheOthersPlayingInStep() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let group = try Group(label: "buffered-die", fifos: true)
-        let reader = try ManagedProcess(try Products.peerTool("python"),
-                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_align.py"] + group.outputs + ["60"],
-                                        directory: group.sender.directory, label: "fifo-align")
+        let reader = try group.read(with: "fifo_align", seconds: 60)
         try group.start()
         let targets = group.receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
         let stream = try group.sender.spawn(try Products.executable("airplay"),
@@ -145,10 +153,7 @@ import Testing
         #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
         #expect(stream.stdout.contains("left 10.94.2.2:7000"), "\(stream.stdout)")
         for (index, daemon) in group.daemons.enumerated() where index != 1 { daemon.process.stop(grace: 2) }
-        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
-        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
-        let outputs = try #require(report["outputs"] as? [[String: Any]], "\(line)")
+        let (outputs, line) = try Self.alignedOutputs(reader)
         let survivor = outputs[2]
         #expect(survivor["same"] as? Bool == true && survivor["offset"] as? Int == 0, "\(line)")
         #expect((survivor["frames"] as? Int ?? 0) >= 6 * 44100 - 4410, "the survivor played to the end: \(line)")
@@ -162,9 +167,7 @@ import Testing
     @Test func aReceiverAddedToARunningStreamJoinsInStepWithin2Seconds() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let group = try Group(label: "buffered-join", fifos: true)
-        let reader = try ManagedProcess(try Products.peerTool("python"),
-                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_align.py"] + group.outputs + ["60"],
-                                        directory: group.sender.directory, label: "fifo-align")
+        let reader = try group.read(with: "fifo_align", seconds: 60)
         try group.start()
         let runtime = group.sender.directory + "/runtime"
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
@@ -181,10 +184,7 @@ import Testing
         #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
         #expect(stream.stdout.contains("joined"), "\(stream.stdout)")
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
-        #expect(reader.waitForExit(timeout: 45) == 0, "\(reader.stderr)")
-        let line = try #require(reader.stdout.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any], "\(line)")
-        let outputs = try #require(report["outputs"] as? [[String: Any]], "\(line)")
+        let (outputs, line) = try Self.alignedOutputs(reader)
         #expect(outputs.count == 3)
         let late = outputs[2]
         let startedAfter = (late["first_audio"] as? Double).map { $0 - added }

@@ -78,18 +78,11 @@ extension AudioSessions {
             logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
             // A PTP session learns where our follower listens: the address the sender reached us at.
             let ptpSession = machine.withLockedValue { $0.current?.number == number && $0.current?.usesPTP == true }
-            let addresses = ptpSession ? connection.local?.ipAddress.map { [Self.plainAddress($0)] } : nil
+            let addresses = ptpSession ? connection.local?.ipAddress.map { [IPAddressBytes.plain($0)] } : nil
             return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port, timingPeerAddresses: addresses) }
         } catch {
             return machine.withLockedValue { $0.eventPortFailed(session: number, reason: "cannot open the event port: \(error)") }
         }
-    }
-}
-
-extension AudioSessions {
-    /// An IPv4-mapped IPv6 address as plain IPv4.
-    static func plainAddress(_ address: String) -> String {
-        address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
     }
 }
 

@@ -26,10 +26,15 @@ public enum NTPTime {
 /// IP addresses as the bytes RAOP signs (`Apple-Response`): 4 for IPv4, also written as
 /// IPv4-mapped IPv6, else 16; empty for text that is no address.
 public enum IPAddressBytes {
+    /// An IPv4-mapped IPv6 address (`::ffff:10.0.0.5`) as plain IPv4, so either form names one
+    /// host; any other text as it is.
+    public static func plain(_ text: String) -> String {
+        text.hasPrefix("::ffff:") && text.contains(".") ? String(text.dropFirst(7)) : text
+    }
+
     /// The bytes of an address in text form.
     public static func of(_ text: String) -> [UInt8] {
-        var address = text
-        if address.hasPrefix("::ffff:"), address.contains(".") { address = String(address.dropFirst(7)) }
+        let address = plain(text)
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
         var v6 = in6_addr()

@@ -10,34 +10,16 @@ Prints "OK {json}": per output, the monotonic time its first non-silent frame ar
 equal A's from there ("same"), and the per-second skews against A in milliseconds (the median
 over 100 frames of each second it played).
 """
-import json, os, select, sys, time
+import json, sys
+
+from fifo_read import played_at as played_in, read_fifos
 
 paths, timeout = sys.argv[1:-1], float(sys.argv[-1])
-fds = [os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in paths]
-chunks = [[] for _ in paths]
-data = [bytearray() for _ in paths]
-done = [False for _ in paths]
-start = time.monotonic()
-while not all(done) and time.monotonic() - start < timeout:
-    ready, _, _ = select.select([fd for fd, d in zip(fds, done) if not d], [], [], 0.05)
-    for fd in ready:
-        i = fds.index(fd)
-        block = os.read(fd, 1 << 16)
-        if block:
-            data[i] += block
-            chunks[i].append((time.monotonic(), len(data[i])))
-        elif data[i]:
-            done[i] = True
-        else:
-            time.sleep(0.01)
+chunks, data = read_fifos(paths, timeout)
 
 
 def played_at(i, frame):
-    wanted = (frame + 1) * 4
-    for arrival, total in chunks[i]:
-        if total >= wanted:
-            return arrival - (total - wanted) / 4 / 44100
-    return None
+    return played_in(chunks[i], frame)
 
 
 def first_audio_frame(i):

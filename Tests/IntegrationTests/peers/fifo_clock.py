@@ -14,35 +14,16 @@ receiver), and this reader sometimes wakes between the two writes of a pair: one
 arrival can then be off by a packet for one receiver alone. So each second's skew is the
 median over 100 frames spread through it, not one frame's.
 """
-import json, os, select, sys, time
+import json, sys
+
+from fifo_read import played_at as played_in, read_fifos
 
 paths, timeout = sys.argv[1:-1], float(sys.argv[-1])
-fds = [os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in paths]
-chunks = [[] for _ in paths]          # (arrival time, bytes so far) after each read
-data = [bytearray() for _ in paths]
-done = [False for _ in paths]
-start = time.monotonic()
-while not all(done) and time.monotonic() - start < timeout:
-    ready, _, _ = select.select([fd for fd, d in zip(fds, done) if not d], [], [], 0.05)
-    for fd in ready:
-        i = fds.index(fd)
-        block = os.read(fd, 1 << 16)
-        if block:
-            data[i] += block
-            chunks[i].append((time.monotonic(), len(data[i])))
-        elif data[i]:
-            done[i] = True   # the writer closed after writing
-        else:
-            time.sleep(0.01)  # no writer yet: a FIFO reads as end-of-file until one opens it
+chunks, data = read_fifos(paths, timeout)
 
 
 def played_at(i, frame):
-    """When frame `frame` of output i was written: its chunk's arrival, less the frames after it."""
-    wanted = (frame + 1) * 4
-    for arrival, total in chunks[i]:
-        if total >= wanted:
-            return arrival - (total - wanted) / 4 / 44100
-    return None
+    return played_in(chunks[i], frame)
 
 
 def second_skew(other, second):
