@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto",
+            "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto", "AirPlayMedia",
         ], exclude: ["peers"]),
     ]
 )

@@ -1,4 +1,5 @@
-/// Apple Lossless (ALAC) decoding in Swift, for 16-bit RAOP streams of one or two channels.
+/// Apple Lossless (ALAC) decoding in Swift: 16-, 20- and 24-bit streams of one or two channels
+/// (RAOP's 16-bit, AirPlay 2's buffered 24-bit).
 ///
 /// Why our own and not GStreamer's `avdec_alac`: a pipeline per session costs megabytes and a
 /// thread hop per packet, and an answer has to be waited for. This decoder is a plain function
@@ -20,7 +21,7 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     public struct Configuration: Hashable, Sendable {
         /// Frames in a full packet (352 for RAOP).
         public var frameLength: Int
-        /// Bits per sample (16).
+        /// Bits per sample (16, 20 or 24).
         public var bitDepth: Int
         /// Rice history multiplier (pb, 40).
         public var historyMultiplier: UInt32
@@ -36,7 +37,7 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
         public init(fmtp: [Int]) throws(AudioDecodeError) {
             guard fmtp.count >= 11 else { throw .malformed("ALAC fmtp needs 11 values, got \(fmtp.count)") }
             guard (1...16384).contains(fmtp[0]) else { throw .unsupported("frame length \(fmtp[0])") }
-            guard fmtp[2] == 16 else { throw .unsupported("\(fmtp[2])-bit samples (16 only)") }
+            guard [16, 20, 24].contains(fmtp[2]) else { throw .unsupported("\(fmtp[2])-bit samples (16, 20 or 24 only)") }
             guard (1...2).contains(fmtp[6]) else { throw .unsupported("\(fmtp[6]) channels") }
             // FFmpeg writes zeros here for streams of escape frames only.
             guard (0...255).contains(fmtp[3]), (0...0xFFFF).contains(fmtp[4]), (0...31).contains(fmtp[5]) else {
@@ -75,10 +76,15 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
         case single = 0, pair = 1, coupling = 2, lfe = 3, data = 4, program = 5, fill = 6, end = 7
     }
 
-    /// Decodes one packet to interleaved samples.
-    public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int16] {
+    /// The format decoded samples are in: 20-bit streams come out in 24 bits, as Apple's decoder
+    /// writes them.
+    public var outputBitsPerSample: Int { configuration.bitDepth == 16 ? 16 : 24 }
+
+    /// Decodes one packet to interleaved samples (at `outputBitsPerSample`).
+    public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int32] {
         var bits = BitReader(packet)
-        var output: [Int16] = []
+        var output: [Int32] = []
+        let widen = Int32(outputBitsPerSample - configuration.bitDepth)
         var channel = 0
         var frames = 0
         // Some senders leave out the END element when the last bits do not fit it.
@@ -95,14 +101,14 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
             let elementFrames = try decodeElement(&bits, channels: count)
             if channel == 0 {
                 frames = elementFrames
-                output = [Int16](repeating: 0, count: frames * configuration.channels)
+                output = [Int32](repeating: 0, count: frames * configuration.channels)
             } else if elementFrames != frames {
                 throw .malformed("elements of \(frames) and \(elementFrames) frames")
             }
             for offset in 0..<count {
                 let source = samples[offset]
                 for frame in 0..<frames {
-                    output[frame * configuration.channels + channel + offset] = Int16(truncatingIfNeeded: source[frame])
+                    output[frame * configuration.channels + channel + offset] = source[frame] << widen
                 }
             }
             channel += count

@@ -1,10 +1,11 @@
-/// Turns one encoded RAOP audio packet into interleaved 16-bit PCM.
+/// Turns one encoded audio packet into interleaved PCM samples at the stream's depth (see
+/// `PCMFormat`).
 ///
 /// A decoder is fed from one session's decode queue, one packet at a time and in order; it may
 /// block that queue (a GStreamer decoder waits for its pipeline), never an event loop.
 public protocol AudioDecoder: AnyObject, Sendable {
     /// The packet's frames, interleaved by channel.
-    func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int16]
+    func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int32]
 }
 
 /// Why a packet did not decode: a value, so the session can count and log it.

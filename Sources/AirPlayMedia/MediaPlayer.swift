@@ -121,10 +121,11 @@ public protocol MediaPlayer: AnyObject, Sendable {
     func onStateChange(_ handler: @escaping @Sendable (MediaStatus) -> Void)
 }
 
-/// Where received audio goes: interleaved signed 16-bit stereo PCM at 44.1 kHz, written when due.
+/// Where received audio goes: interleaved PCM in the format the output was made for (its
+/// rate, channels and depth: see `PCMFormat`), written when due.
 public protocol PCMOutput: AnyObject, Sendable {
-    /// Writes samples (interleaved, host byte order), called by the playout clock when they are due.
-    func write(_ samples: [Int16])
+    /// Writes interleaved samples at the output's depth, called by the playout clock when they are due.
+    func write(_ samples: [Int32])
     /// Releases the device or file.
     func close()
     /// Seconds between a write and the moment its first frame is heard (the sink's latency):

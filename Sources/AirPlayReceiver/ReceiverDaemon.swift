@@ -86,9 +86,9 @@ public final class ReceiverDaemon: Service, Sendable {
         let (output, media) = (configuration.audioOutput, self.media)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
-            makeOutput: { () throws -> any PCMOutput in
-                if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4))) }
-                return try media.makePCMOutput(sink: output)
+            makeOutput: { format throws -> any PCMOutput in
+                if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4)), format: format) }
+                return try media.makePCMOutput(sink: output, format: format)
             },
             decoders: media.raopDecoders,
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,

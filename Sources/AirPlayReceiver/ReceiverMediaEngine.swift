@@ -20,8 +20,9 @@ public protocol ReceiverMediaEngine: Sendable {
     /// A player for one `/play`, with the configured sinks; `trickPlay` asks for the player
     /// that plays I-frame playlists.
     func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool) throws(MediaError) -> any MediaPlayer
-    /// The output a RAOP session plays to (`raw:PATH` is handled by the receiver itself).
-    func makePCMOutput(sink: String) throws(MediaError) -> any PCMOutput
+    /// The output an audio session plays to, for audio in `format` (`raw:PATH` is handled by
+    /// the receiver itself).
+    func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput
     /// The decoders RAOP sessions use.
     var raopDecoders: any RAOPDecoderFactory { get }
 }

@@ -1,4 +1,5 @@
-/// Apple Lossless (ALAC) frames for RAOP: 16-bit stereo, 352 frames a packet, compressed.
+/// Apple Lossless (ALAC) frames: stereo, 16-bit (RAOP, AirPlay 2 realtime) or 24-bit (AirPlay 2
+/// buffered), 352 frames a packet, compressed.
 ///
 /// Each frame is one channel pair element (ID_CPE) without stereo mixing. Each channel is sent
 /// either as it is or predicted by its previous sample (the format's order-31 shortcut, which
@@ -11,22 +12,42 @@
 public struct ALACEncoder: Sendable {
     /// Frames in a full packet.
     public static let framesPerPacket = 352
-    /// The `a=fmtp` parameters after the payload type: frame length, compatible version, bit
-    /// depth, pb, mb, kb, channels, max run, max frame bytes, average bit rate, sample rate.
-    public static let fmtp = "352 0 16 40 10 14 2 255 0 0 44100"
+    /// The `a=fmtp` parameters of CD audio after the payload type: frame length, compatible
+    /// version, bit depth, pb, mb, kb, channels, max run, max frame bytes, average bit rate,
+    /// sample rate.
+    public static let fmtp = ALACEncoder().fmtp
 
     // The adaptive Golomb code's constants.
     private static let initialMean: UInt32 = 10     // mb
     private static let meanGain: UInt32 = 40        // pb (with pbFactor 4: 40 · 4 / 4)
     private static let maximumK: UInt32 = 14        // kb
-    private static let channelBits = 17             // 16-bit samples in a pair: one bit more
     private static let escapePrefix = 9
 
-    /// An encoder (it keeps no state between frames).
-    public init() {}
+    /// Bits per sample: 16 or 24.
+    public let bitDepth: Int
+    /// The sample rate the `fmtp` announces.
+    public let sampleRate: Int
+    /// Low bits sent as they are, beside the coded part: none for 16-bit, the low byte of a
+    /// 24-bit sample (as Apple's encoder does). Those bits are close to noise and would only
+    /// push the adaptive code past its largest parameter into escapes; the coded part is then
+    /// 16 bits, what pb/mb/kb are tuned for.
+    private var shiftedBits: Int { bitDepth - 16 }
+    /// A pair's residuals carry one bit more than the coded part of a sample.
+    private var channelBits: Int { bitDepth - shiftedBits + 1 }
 
-    /// One ALAC frame for interleaved stereo samples (at most 352 frames).
-    public func encode(_ samples: [Int16]) -> [UInt8] {
+    /// An encoder for samples of `bitDepth` (16 or 24) bits at `sampleRate` (it keeps no state
+    /// between frames).
+    public init(bitDepth: Int = 16, sampleRate: Int = 44100) {
+        precondition(bitDepth == 16 || bitDepth == 24, "ALAC frames are 16- or 24-bit here")
+        self.bitDepth = bitDepth
+        self.sampleRate = sampleRate
+    }
+
+    /// The fmtp values (the ALACSpecificConfig of the magic cookie) for this depth and rate.
+    public var fmtp: String { "352 0 \(bitDepth) 40 10 14 2 255 0 0 \(sampleRate)" }
+
+    /// One ALAC frame for interleaved stereo samples (at most 352 frames) at `bitDepth`.
+    public func encode(_ samples: [Int32]) -> [UInt8] {
         let frames = samples.count / 2
         precondition(frames <= Self.framesPerPacket, "an ALAC packet holds at most 352 frames")
         // Each channel takes whichever codes smaller: its samples as they are (no predictor),
@@ -36,19 +57,20 @@ public struct ALACEncoder: Sendable {
             var plain = [Int32](repeating: 0, count: frames), differences = plain
             var previous: Int32 = 0
             for frame in 0..<frames {
-                let sample = Int32(samples[2 * frame + channel])
+                let sample = samples[2 * frame + channel] >> Int32(shiftedBits)
                 plain[frame] = sample
                 differences[frame] = frame == 0 ? sample : sample - previous
                 previous = sample
             }
             // Sizes first (counting is a fraction of writing), then only the chosen one is written.
             var asIs = BitCounter(), differenced = BitCounter()
-            Self.writeResiduals(plain, to: &asIs)
-            Self.writeResiduals(differences, to: &differenced)
+            Self.writeResiduals(plain, escapeBits: channelBits, to: &asIs)
+            Self.writeResiduals(differences, escapeBits: channelBits, to: &differenced)
             return differenced.bitCount + 31 * 16 < asIs.bitCount ? (31, differences) : (0, plain)
         }
-        var bits = BitWriter(capacity: 4 * frames + 16)
-        header(&bits, frames: frames, escaped: false)
+        let sampleBytes = bitDepth / 8
+        var bits = BitWriter(capacity: 2 * sampleBytes * frames + 16)
+        header(&bits, frames: frames, escaped: false, shiftedBytes: shiftedBits / 8)
         bits.write(0, 8)   // mixBits: channels are coded as they are
         bits.write(0, 8)   // mixRes
         for channel in coded {
@@ -58,28 +80,33 @@ public struct ALACEncoder: Sendable {
             bits.write(channel.order, 5)
             for _ in 0..<channel.order { bits.write(0, 16) }
         }
-        for channel in coded { Self.writeResiduals(channel.residuals, to: &bits) }
+        if shiftedBits > 0 {
+            // The shifted-out low bits, frame by frame, left then right.
+            let mask = UInt32(1) << UInt32(shiftedBits) - 1
+            for sample in samples.prefix(2 * frames) { bits.write(UInt32(bitPattern: sample) & mask, shiftedBits) }
+        }
+        for channel in coded { Self.writeResiduals(channel.residuals, escapeBits: channelBits, to: &bits) }
         bits.write(7, 3)   // ID_END
         let compressed = bits.padded
-        return compressed.count < 4 * frames + 8 ? compressed : escaped(samples)
+        return compressed.count < 2 * sampleBytes * frames + 8 ? compressed : escaped(samples)
     }
 
     /// The frame as an escape: the samples as they are, left and right interleaved.
-    func escaped(_ samples: [Int16]) -> [UInt8] {
+    func escaped(_ samples: [Int32]) -> [UInt8] {
         var bits = BitWriter()
-        header(&bits, frames: samples.count / 2, escaped: true)
-        for sample in samples { bits.write(UInt32(UInt16(bitPattern: sample)), 16) }
+        header(&bits, frames: samples.count / 2, escaped: true, shiftedBytes: 0)
+        for sample in samples { bits.write(UInt32(bitPattern: sample), bitDepth) }
         bits.write(7, 3)
         return bits.padded
     }
 
-    private func header(_ bits: inout BitWriter, frames: Int, escaped: Bool) {
+    private func header(_ bits: inout BitWriter, frames: Int, escaped: Bool, shiftedBytes: Int) {
         let partial = frames != Self.framesPerPacket
         bits.write(1, 3)                    // ID_CPE: a channel pair
         bits.write(0, 4)                    // element instance tag
         bits.write(0, 12)                   // unused
         bits.write(partial ? 1 : 0, 1)      // the frame count follows when not the full 352
-        bits.write(0, 2)                    // no bytes shifted (16-bit)
+        bits.write(UInt32(shiftedBytes), 2) // low bytes sent as they are (escapes send whole samples)
         bits.write(escaped ? 1 : 0, 1)
         if partial {
             bits.write(UInt32(frames) >> 16, 16)
@@ -89,7 +116,7 @@ public struct ALACEncoder: Sendable {
 
     /// ALAC's adaptive Golomb code: the parameter k follows a running mean of the coded values,
     /// and after a stretch of small values a run of zeros is coded as one count.
-    static func writeResiduals<Sink: BitSink>(_ residuals: [Int32], to bits: inout Sink) {
+    static func writeResiduals<Sink: BitSink>(_ residuals: [Int32], escapeBits: Int, to bits: inout Sink) {
         var mean = initialMean
         var afterZeros: UInt32 = 0
         var index = 0
@@ -99,7 +126,7 @@ public struct ALACEncoder: Sendable {
             // Signs interleave: 0, -1, 1, -2, 2 … become 0, 1, 2, 3, 4 …
             let folded = residual >= 0 ? UInt32(residual) << 1 : (UInt32(-residual) << 1) - 1
             let code = folded - afterZeros
-            writeCode(code, k: k, escapeBits: channelBits, to: &bits)
+            writeCode(code, k: k, escapeBits: escapeBits, to: &bits)
             index += 1
             mean = meanGain &* (code &+ afterZeros) &+ mean &- ((meanGain &* mean) >> 9)
             if code > 0xFFFF { mean = 0xFFFF }

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayTiming
 import Foundation
 import Synchronization
@@ -14,7 +15,9 @@ public final class BufferedStreamer: @unchecked Sendable {
     public static let startDelay = 1.0
     /// How far ahead of playing the audio is sent (the receivers hold 4 s).
     public static let ahead = 3.0
-    static let sampleRate = 44100.0
+    /// The stream's format (its rate paces everything; its depth is the ALAC frames').
+    let format: PCMFormat
+    private var sampleRate: Double { Double(format.sampleRate) }
 
     private struct State {
         var sequence: UInt32 = 0
@@ -35,11 +38,13 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Held while a packet goes to every receiver, so a receiver joins between two packets.
     private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [RAOPLink])>
     /// Packets kept for receivers that join: a little more than `ahead`.
-    static let recentPackets = Int((ahead + 1) * sampleRate) / framesPerPacket
-    private let alac = ALACEncoder()
+    private var recentPackets: Int { Int((Self.ahead + 1) * sampleRate) / Self.framesPerPacket }
+    private let alac: ALACEncoder
     private let resumeSignal = DispatchSemaphore(value: 0)
 
-    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32) {
+    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd) {
+        self.format = format
+        alac = ALACEncoder(bitDepth: format.bitsPerSample, sampleRate: format.sampleRate)
         sending = Mutex((links, [], []))
         self.clock = clock
         state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
@@ -60,7 +65,7 @@ public final class BufferedStreamer: @unchecked Sendable {
         return state.withLock { state in
             if state.paused { return state.pausedAt }
             let elapsed = max(0, Double(now - state.anchorTime) / 1e9)
-            return state.anchorTimestamp &+ UInt32(elapsed * Self.sampleRate)
+            return state.anchorTimestamp &+ UInt32(elapsed * sampleRate)
         }
     }
 
@@ -69,14 +74,14 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Seconds played so far.
     var secondsPlayed: Double {
         let start = state.withLock { $0.timestamp &- UInt32($0.framesSent) }
-        return Double(playingTimestamp &- start) / Self.sampleRate
+        return Double(playingTimestamp &- start) / sampleRate
     }
     /// True while paused.
     var isPaused: Bool { state.withLock { $0.paused } }
 
     /// Sends everything `read` returns, paced `ahead` of playing, until it returns nothing or
     /// `stop()`. Blocks: run it on its own thread. Returns when the receivers have the last frame.
-    func play(read: () -> [Int16]) {
+    func play(read: () -> [Int32]) {
         while true {
             let (stopped, paused, timestamp, sequence, anchorTimestamp, anchorTime) = state.withLock {
                 ($0.stopped, $0.paused, $0.timestamp, $0.sequence, $0.anchorTimestamp, $0.anchorTime)
@@ -87,7 +92,7 @@ public final class BufferedStreamer: @unchecked Sendable {
                 continue
             }
             // Ahead enough: wait until playing catches up.
-            let sounds = anchorTime + Int64(Double(Int32(bitPattern: timestamp &- anchorTimestamp)) / Self.sampleRate * 1e9)
+            let sounds = anchorTime + Int64(Double(Int32(bitPattern: timestamp &- anchorTimestamp)) / sampleRate * 1e9)
             let lead = Double(sounds - PTPGrandmaster.now()) / 1e9
             if lead > Self.ahead {
                 usleep(UInt32(min(lead - Self.ahead, 0.1) * 1_000_000) + 1000)
@@ -108,7 +113,7 @@ public final class BufferedStreamer: @unchecked Sendable {
                     sending.dropped += failed
                 }
                 sending.recent.append((sequence, timestamp, payload))
-                if sending.recent.count > Self.recentPackets { sending.recent.removeFirst(sending.recent.count - Self.recentPackets) }
+                if sending.recent.count > recentPackets { sending.recent.removeFirst(sending.recent.count - recentPackets) }
             }
             state.withLock { state in
                 state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
@@ -121,7 +126,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Seconds until the last frame sent has sounded (after `play` returned).
     var secondsToEnd: Double {
         let end = state.withLock { $0.lastTimestamp ?? $0.timestamp }
-        return max(0, Double(Int32(bitPattern: end &- playingTimestamp)) / Self.sampleRate)
+        return max(0, Double(Int32(bitPattern: end &- playingTimestamp)) / sampleRate)
     }
 
     /// The anchor in force, for a receiver that joins: it plays on the same timeline as the others.
@@ -136,7 +141,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// not sounded yet, from `margin` seconds after what sounds now, then every packet as the
     /// others do. Returns how many packets it was sent to catch up.
     func join(_ link: RAOPLink, margin: Double = 0.3) -> Int {
-        let from = playingTimestamp &+ UInt32(margin * Self.sampleRate)
+        let from = playingTimestamp &+ UInt32(margin * sampleRate)
         return sending.withLock { sending in
             let missed = sending.recent.filter { Int32(bitPattern: $0.timestamp &- from) >= 0 }
             for packet in missed { link.sendBuffered(sequence: packet.sequence, timestamp: packet.timestamp, payload: packet.payload) }

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayCrypto
 import AirPlayPlist
 import AirPlayTiming
@@ -14,8 +15,8 @@ extension RAOPLink {
     static let bufferedSequenceBit: UInt32 = 0x80_0000
 
     /// SETUP phase 1 (PTP, our grandmaster as timing peer), RECORD, SETPEERS, phase 2 (one
-    /// buffered ALAC stream with a fresh `shk`), then the TCP data connection.
-    func setUpBuffered(grandmaster: PTPGrandmaster, volumeDecibels: Double) async throws(SenderError) {
+    /// buffered ALAC stream in `format` with a fresh `shk`), then the TCP data connection.
+    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, volumeDecibels: Double) async throws(SenderError) {
         let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
         let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
         session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
@@ -26,8 +27,9 @@ extension RAOPLink {
         _ = try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
                                      contentType: "/peer-list-changed")
         let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-            "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(Int64(Self.framesPerPacket)),
-            "sr": .integer(44100), "shk": .data(key), "audioMode": .string("default"),
+            "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(Int64(Self.alacFormatBit(format))),
+            "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(Int64(format.sampleRate)), "ss": .integer(Int64(format.bitsPerSample)),
+            "shk": .data(key), "audioMode": .string("default"),
             "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false), "clientID": .string("airplay"),
         ])])])
         guard case .array(let described)? = streams["streams"], let stream = described.first,
@@ -57,6 +59,11 @@ extension RAOPLink {
         _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
     }
 
+    /// The `audioFormat` bit of stereo ALAC in `format`: 18 (44.1 kHz 16-bit), 19 (44.1/24),
+    /// 20 (48/16) or 21 (48/24).
+    static func alacFormatBit(_ format: PCMFormat) -> UInt64 {
+        UInt64(1) << (18 + (format.sampleRate == 48000 ? 2 : 0) + (format.bitsPerSample > 16 ? 1 : 0))
+    }
 }
 
 /// What a sender puts in `SETRATEANCHORTIME` (the receiver reads it as `RateAnchor`): rate 1 at

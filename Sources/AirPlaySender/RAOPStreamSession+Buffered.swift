@@ -9,16 +9,17 @@ extension RAOPStreamSession {
         let start = Self.rtpStart()
         var volume = initialVolume
         do {
-            for link in links { try await link.setUpBuffered(grandmaster: grandmaster, volumeDecibels: Self.decibels(volume)) }
+            for link in links { try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, volumeDecibels: Self.decibels(volume)) }
         } catch {
             for link in links { await link.tearDown() }
             throw error
         }
-        let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp)
+        let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format)
         let tags = source.tags
         let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
-        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
-        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
+        let rate = Double(source.format.sampleRate)
+        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
+        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
         for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: start.timestamp) }
         // One anchor for all: every receiver plays the first frame at the same PTP time.
         let anchor = streamer.startAnchor()
@@ -76,7 +77,7 @@ extension RAOPStreamSession {
                     report(.state("volume \(Int(volume))"))
                 case .join(let link, let done):
                     do {
-                        try await link.setUpBuffered(grandmaster: grandmaster, volumeDecibels: Self.decibels(volume))
+                        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, volumeDecibels: Self.decibels(volume))
                         try await link.sendAnchor(streamer.currentAnchor())
                         let caughtUp = streamer.join(link)
                         joined.append(link)
@@ -104,6 +105,6 @@ extension RAOPStreamSession {
         for link in streamer.links { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly, joined: joined)
+        return summary(seconds: Double(streamer.framesSent) / rate, quit: quitEarly, joined: joined)
     }
 }

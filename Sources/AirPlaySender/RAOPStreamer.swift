@@ -37,9 +37,9 @@ public final class RAOPStreamer: @unchecked Sendable {
         var paused = false
         var stopped = false
         /// The packets sent within the last latency: sent, but not heard yet.
-        var unheard: [[Int16]] = []
+        var unheard: [[Int32]] = []
         /// What to send again after a resume before reading on.
-        var replay: [[Int16]] = []
+        var replay: [[Int32]] = []
     }
 
     private let state: Mutex<State>
@@ -66,7 +66,7 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// Sends everything `read` returns, in real time, until it returns nothing or `stop()`.
     /// Blocks: run it on its own thread. `sent` is called after every packet.
-    public func play(read: () -> [Int16], sent: (Int) -> Void = { _ in }) {
+    public func play(read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
         state.withLock { $0.anchorUptime = ProcessInfo.processInfo.systemUptime }
         var lastSync = -1.0, lastTiming = -10.0
         while true {
@@ -115,7 +115,7 @@ public final class RAOPStreamer: @unchecked Sendable {
     }
 
     /// Encodes once per codec in use, then sends to every receiver (each encrypts with its key).
-    private func send(_ samples: [Int16], sequence: UInt16, timestamp: UInt32, marker: Bool) {
+    private func send(_ samples: [Int32], sequence: UInt16, timestamp: UInt32, marker: Bool) {
         var pcm: [UInt8]?, compressed: [UInt8]?
         for link in links {
             let payload: [UInt8]
@@ -132,11 +132,11 @@ public final class RAOPStreamer: @unchecked Sendable {
     }
 
     /// L16 on the wire: big-endian samples.
-    static func bigEndian(_ samples: [Int16]) -> [UInt8] {
+    static func bigEndian(_ samples: [Int32]) -> [UInt8] {
         var payload = [UInt8](repeating: 0, count: samples.count * 2)
         for (index, sample) in samples.enumerated() {
-            payload[2 * index] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample) >> 8)
-            payload[2 * index + 1] = UInt8(truncatingIfNeeded: UInt16(bitPattern: sample))
+            payload[2 * index] = UInt8(truncatingIfNeeded: UInt16(truncatingIfNeeded: sample) >> 8)
+            payload[2 * index + 1] = UInt8(truncatingIfNeeded: sample)
         }
         return payload
     }

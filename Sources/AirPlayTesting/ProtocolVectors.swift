@@ -13,8 +13,8 @@ public enum ProtocolVectors {
     }
 
     /// Interleaved S16LE bytes as samples.
-    public static func samples(littleEndian bytes: [UInt8]) -> [Int16] {
-        stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+    public static func samples(littleEndian bytes: [UInt8]) -> [Int32] {
+        stride(from: 0, to: bytes.count - 1, by: 2).map { Int32(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) }
     }
 }
 

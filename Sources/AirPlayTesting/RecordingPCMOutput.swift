@@ -10,7 +10,7 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
         /// Monotonic seconds (`ProcessInfo.systemUptime`) when it came.
         public var time: Double
         /// The interleaved samples.
-        public var samples: [Int16]
+        public var samples: [Int32]
     }
 
     private let state = Mutex<(writes: [Write], closed: Bool)>(([], false))
@@ -21,7 +21,7 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
     public init(presentationDelay: Double = 0) { self.presentationDelay = presentationDelay }
 
     /// Records the samples.
-    public func write(_ samples: [Int16]) {
+    public func write(_ samples: [Int32]) {
         let now = ProcessInfo.processInfo.systemUptime
         state.withLock { $0.writes.append(Write(time: now, samples: samples)) }
     }
@@ -32,7 +32,7 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
     /// The writes so far.
     public var writes: [Write] { state.withLock { $0.writes } }
     /// Every sample written so far, in order.
-    public var samples: [Int16] { state.withLock { $0.writes.flatMap(\.samples) } }
+    public var samples: [Int32] { state.withLock { $0.writes.flatMap(\.samples) } }
     /// Whether `close()` was called.
     public var isClosed: Bool { state.withLock { $0.closed } }
 }

@@ -2,10 +2,12 @@ import AirPlayMedia
 import CFLAC
 import Foundation
 
-/// A FLAC file at 44.1 kHz and 16 bits (mono or stereo) decoded with libFLAC straight into the
-/// PCM RAOP receivers take: no GStreamer pipeline, no conversion, no thread. What most music
+/// A FLAC file (mono or stereo, 16 or 24 bits, 44.1 or 48 kHz) decoded with libFLAC straight
+/// into the PCM receivers take: no GStreamer pipeline, no conversion, no thread. What most music
 /// collections hold costs `airplay stream` a fraction of what a decodebin pipeline does (pyatv
-/// decodes with miniaudio the same way); any other file goes through GStreamer.
+/// decodes with miniaudio the same way). RAOP and realtime streams are CD audio only, so a
+/// hi-res file is opened with `allowHiRes` only for AirPlay 2's buffered mode; any other file
+/// goes through GStreamer.
 ///
 /// `@unchecked Sendable`: `read` is called from one thread at a time (the streamer's); the
 /// decoder and the pending samples are touched only there and in `init`/`deinit`.
@@ -14,8 +16,10 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
     public private(set) var tags = TrackTags()
 
     private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
+    /// The file's format, as stereo (20-bit files are carried in 24 bits).
+    public private(set) var format = PCMFormat.cd
     /// Decoded interleaved stereo samples not read yet.
-    private var pending: [Int16] = []
+    private var pending: [Int32] = []
     private var readIndex = 0
     private var streamInfo: (rate: UInt32, channels: UInt32, bits: UInt32, total: UInt64)?
     /// Set by the write callback when a frame is not what the stream info promised.
@@ -28,9 +32,10 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
         return (try? handle.read(upToCount: 4)) == Data("fLaC".utf8)
     }
 
-    /// Opens a FLAC file, `start` seconds in. Throws when it is not FLAC, not 44.1 kHz 16-bit
-    /// mono or stereo (GStreamer converts those), or cannot seek there.
-    public init(path: String, start: Double = 0) throws(MediaError) {
+    /// Opens a FLAC file, `start` seconds in. Throws when it is not FLAC, not mono or stereo at
+    /// 44.1 kHz 16-bit (or, with `allowHiRes`, at 44.1 or 48 kHz and 16, 20 or 24 bits: GStreamer
+    /// converts the others), or cannot seek there.
+    public init(path: String, start: Double = 0, allowHiRes: Bool = false) throws(MediaError) {
         guard let decoder = FLAC__stream_decoder_new() else { throw Self.error("cannot create a FLAC decoder") }
         self.decoder = decoder
         FLAC__stream_decoder_set_metadata_respond(decoder, FLAC__METADATA_TYPE_VORBIS_COMMENT)
@@ -47,12 +52,15 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
         guard FLAC__stream_decoder_process_until_end_of_metadata(decoder) != 0, let info = streamInfo else {
             throw Self.error("\(path) has no FLAC stream info")
         }
-        guard info.rate == 44100, info.bits == 16, (1...2).contains(info.channels) else {
+        let played = allowHiRes ? [44100, 48000].contains(info.rate) && [16, 20, 24].contains(info.bits)
+                                : info.rate == 44100 && info.bits == 16
+        guard played, (1...2).contains(info.channels) else {
             throw Self.error("\(path) is \(info.rate) Hz, \(info.bits)-bit, \(info.channels) channels: not played as it is")
         }
-        if info.total > 0 { tags.duration = Double(info.total) / 44100 }
+        format = PCMFormat(sampleRate: Int(info.rate), channels: 2, bitsPerSample: info.bits == 16 ? 16 : 24)
+        if info.total > 0 { tags.duration = Double(info.total) / Double(info.rate) }
         if start > 0 {
-            guard FLAC__stream_decoder_seek_absolute(decoder, UInt64(start * 44100)) != 0 else {
+            guard FLAC__stream_decoder_seek_absolute(decoder, UInt64(start * Double(info.rate))) != 0 else {
                 throw Self.error("\(path) cannot seek to \(start) s")
             }
         }
@@ -64,7 +72,7 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
     }
 
     /// Up to `frames` stereo frames; fewer only at the end of the file, empty after it.
-    public func read(frames: Int) -> [Int16] {
+    public func read(frames: Int) -> [Int32] {
         let wanted = frames * 2
         while pending.count - readIndex < wanted, failure == nil {
             let state = FLAC__stream_decoder_get_state(decoder)
@@ -87,16 +95,18 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
     /// A decoded frame: its samples appended, interleaved, as stereo.
     private func take(_ frame: FLAC__Frame, _ buffer: UnsafePointer<UnsafePointer<FLAC__int32>?>) -> FLAC__StreamDecoderWriteStatus {
         let header = frame.header
-        guard header.bits_per_sample == 16, header.channels >= 1, header.channels <= 2,
+        guard header.bits_per_sample == streamInfo?.bits, header.channels >= 1, header.channels <= 2,
               let left = buffer[0], let right = header.channels == 2 ? buffer[1] : buffer[0] else {
             failure = "a FLAC frame changed format mid-stream"
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
         }
+        // 20-bit samples are carried in 24 bits, as ALAC decoders write them.
+        let widen = Int32(header.bits_per_sample == 20 ? 4 : 0)
         let count = Int(header.blocksize)
         pending.reserveCapacity(pending.count + 2 * count)
         for index in 0..<count {
-            pending.append(Int16(truncatingIfNeeded: left[index]))
-            pending.append(Int16(truncatingIfNeeded: right[index]))
+            pending.append(left[index] << widen)
+            pending.append(right[index] << widen)
         }
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
     }

@@ -1,8 +1,8 @@
 import AirPlayMedia
 import CGStreamer
 
-/// Decodes compressed RAOP packets (AAC; ALAC for cross-checks) to interleaved S16 PCM, one packet
-/// in, its frames out, through GStreamer's decoders (`avdec_aac`, `avdec_alac` from gst-libav).
+/// Decodes compressed packets (AAC to 16 bits; ALAC, for cross-checks, at its own depth) to
+/// interleaved samples, one packet in, its frames out, through GStreamer's decoders (`avdec_aac`, `avdec_alac` from gst-libav).
 ///
 /// Building the pipeline and each `decode` wait on GStreamer's threads: call them from a
 /// session's decode queue, never from an event loop. Calls are serialised by that queue.
@@ -11,12 +11,13 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
     private let source: UnsafeMutablePointer<GstElement>
     private let sink: UnsafeMutablePointer<GstElement>
     private let maximumBytes: Int
+    private let format: PCMFormat
 
     /// A decoder for ALAC with the stream's `fmtp` parameters (frame length, bit depth, rice
     /// parameters, channels, max run, max frame bytes, average bit rate, sample rate).
     public convenience init(alacFmtp fmtp: [Int]) throws(MediaError) {
-        guard fmtp.count >= 11, fmtp[2] == 16 else {
-            throw MediaError(code: -7, domain: "airplayd.alac", message: "ALAC needs 11 fmtp values and 16-bit samples")
+        guard fmtp.count >= 11, [16, 24].contains(fmtp[2]) else {
+            throw MediaError(code: -7, domain: "airplayd.alac", message: "ALAC needs 11 fmtp values and 16- or 24-bit samples")
         }
         GStreamerRuntime.initialize()
         guard GStreamerRuntime.hasElement("avdec_alac") else {
@@ -25,7 +26,7 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
         let cookie = Self.magicCookie(fmtp)
         let hex = cookie.map(Self.hexByte).joined()
         try self.init(caps: "audio/x-alac,rate=\(fmtp[10]),channels=\(fmtp[6]),codec_data=(buffer)\(hex)", decoder: "avdec_alac",
-                      maximumFrames: fmtp[0], channels: fmtp[6])
+                      maximumFrames: fmtp[0], format: PCMFormat(sampleRate: fmtp[10], channels: fmtp[6], bitsPerSample: fmtp[2]))
     }
 
     /// A byte as two lower-case hex digits, as GStreamer caps spell `codec_data`.
@@ -42,19 +43,21 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
         }
         let hex = config.map(Self.hexByte).joined()
         try self.init(caps: "audio/mpeg,mpegversion=4,stream-format=raw,rate=\(sampleRate),channels=\(channels),codec_data=(buffer)\(hex)",
-                      decoder: "avdec_aac", maximumFrames: 2048, channels: channels)
+                      decoder: "avdec_aac", maximumFrames: 2048,
+                      format: PCMFormat(sampleRate: sampleRate, channels: channels, bitsPerSample: 16))
     }
 
-    private init(caps: String, decoder: String, maximumFrames: Int, channels: Int) throws(MediaError) {
-        // No dithering: the conversion to 16 bits must be deterministic.
+    private init(caps: String, decoder: String, maximumFrames: Int, format: PCMFormat) throws(MediaError) {
+        // No dithering: the conversion to the output depth must be deterministic.
         let launch = "appsrc name=in format=time caps=\(caps) ! \(decoder) ! audioconvert dithering=none noise-shaping=none "
-            + "! audio/x-raw,format=S16LE,layout=interleaved ! appsink name=out sync=false"
+            + "! audio/x-raw,format=\(format.gstreamerName),layout=interleaved ! appsink name=out sync=false"
         let built = try GStreamerRuntime.launch(launch, named: ["in", "out"], domain: "airplayd.decoder")
         let (element, source, sink) = (built.pipeline, built.elements[0], built.elements[1])
         pipeline = element
         self.source = source
         self.sink = sink
-        maximumBytes = max(1, maximumFrames) * channels * 2
+        maximumBytes = max(1, maximumFrames) * format.channels * format.bytesPerSample
+        self.format = format
         gst_element_set_state(pipeline, GST_STATE_PLAYING)
     }
 
@@ -66,21 +69,21 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
     }
 
     /// The decoded samples of one packet; throws `noOutput` when nothing comes out in 200 ms.
-    public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int16] {
+    public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int32] {
         let samples = decodeOrEmpty(packet)
         guard !samples.isEmpty else { throw .noOutput }
         return samples
     }
 
     /// The decoded samples of one packet; empty when the packet does not decode in time.
-    public func decodeOrEmpty(_ packet: [UInt8]) -> [Int16] {
+    public func decodeOrEmpty(_ packet: [UInt8]) -> [Int32] {
         packet.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
-        var samples = [Int16](repeating: 0, count: maximumBytes / 2)
-        let count = samples.withUnsafeMutableBytes { raw in
+        var bytes = [UInt8](repeating: 0, count: maximumBytes)
+        let count = bytes.withUnsafeMutableBytes { raw in
             cairplay_pull_bytes(sink, raw.baseAddress, gsize(raw.count), 200_000_000)
         }
         guard count > 0 else { return [] }
-        return Array(samples.prefix(Int(count) / 2))
+        return format.samples(littleEndian: Array(bytes.prefix(Int(count))))
     }
 
     /// The ALAC "magic cookie" decoders take: an `alac` atom (size, tag, version) holding the

@@ -4,18 +4,22 @@ import Dispatch
 import Synchronization
 
 /// Received audio played on a GStreamer sink (`autoaudiosink`, `alsasink device=hw:0`,
-/// `pulsesink`, `pipewiresink`): a live app source, converted and resampled for the sink.
-/// Buffers are stamped when pushed; the playout pushes them when due.
+/// `pulsesink`, `pipewiresink`): a live app source in the stream's own format (S16LE or S24LE at
+/// its rate), so a sink that takes 24-bit or 48 kHz audio gets it untouched; `audioconvert` and
+/// `audioresample` act only where the sink's caps differ. Buffers are stamped when pushed; the
+/// playout pushes them when due.
 public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let source: UnsafeMutablePointer<GstElement>
     private let latency = Mutex<(value: Double?, askedAt: Double)>((nil, -10))
+    private let format: PCMFormat
 
     /// Builds and starts the pipeline; throws when the sink description does not parse.
-    public init(sink description: String, sampleRate: Int = 44100, channels: Int = 2) throws(MediaError) {
+    public init(sink description: String, format: PCMFormat = .cd) throws(MediaError) {
         GStreamerRuntime.initialize()
+        self.format = format
         let launch = "appsrc name=raop format=time is-live=true do-timestamp=true "
-            + "caps=audio/x-raw,format=S16LE,layout=interleaved,rate=\(sampleRate),channels=\(channels) "
+            + "caps=audio/x-raw,format=\(format.gstreamerName),layout=interleaved,rate=\(format.sampleRate),channels=\(format.channels) "
             + "! queue max-size-time=2000000000 ! audioconvert ! audioresample ! \(description)"
         let built: (pipeline: UnsafeMutablePointer<GstElement>, elements: [UnsafeMutablePointer<GstElement>])
         do {
@@ -32,9 +36,9 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
         }
     }
 
-    /// Pushes samples as one buffer.
-    public func write(_ samples: [Int16]) {
-        samples.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
+    /// Pushes samples as one buffer, in the source's format.
+    public func write(_ samples: [Int32]) {
+        format.littleEndianBytes(samples).withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
     }
 
     /// The pipeline's latency, asked once, on the first call (from the playout, outside its

@@ -9,7 +9,7 @@ import Glibc
 public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let sink: UnsafeMutablePointer<GstElement>
-    private var pending: [Int16] = []
+    private var pending: [Int32] = []
     private var finished = false
     /// The read end of standard input's pipe, which `fdsrc` does not close.
     private var ownedDescriptor: Int32 = -1
@@ -134,7 +134,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
     }
 
     /// The next `frames` stereo frames; fewer at the end of the file, empty after it.
-    public func read(frames: Int) -> [Int16] {
+    public func read(frames: Int) -> [Int32] {
         while pending.count < frames * 2 && !finished {
             var chunk = [Int16](repeating: 0, count: 131_072)
             let count = chunk.withUnsafeMutableBytes { raw in
@@ -143,7 +143,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
             if count <= 0 {
                 finished = true
             } else {
-                pending += chunk.prefix(Int(count) / 2)
+                pending += chunk.prefix(Int(count) / 2).map(Int32.init)
             }
         }
         let taken = Array(pending.prefix(frames * 2))

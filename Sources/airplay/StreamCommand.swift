@@ -62,7 +62,7 @@ struct StreamCommand: AsyncParsableCommand {
         let display = StreamDisplay(json: json)
         let source: any PCMSource
         do {
-            source = try Self.open(file, start: start)
+            source = try Self.open(file, start: start, hiRes: mode == .buffered)
         } catch {
             display.fail("\(file == "-" ? "standard input" : file): \(error.message)", kind: "badInput")
             throw ExitCode(ExitStatus.badInput)
@@ -76,11 +76,12 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
-    /// 44.1 kHz 16-bit FLAC decoded by libFLAC as it is; anything else (and standard input)
-    /// through GStreamer, which converts it.
-    static func open(_ file: String, start: Double) throws(MediaError) -> any PCMSource {
+    /// FLAC decoded by libFLAC as it is: 44.1 kHz 16-bit, or with `hiRes` (buffered mode, which
+    /// carries 24-bit and 48 kHz ALAC) also 24-bit and 48 kHz; anything else (and standard input)
+    /// through GStreamer, which converts it to CD audio.
+    static func open(_ file: String, start: Double, hiRes: Bool) throws(MediaError) -> any PCMSource {
         if file == "-" { return try GStreamerPCMSource.standardInput() }
-        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start) { return flac }
+        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start, allowHiRes: hiRes) { return flac }
         return try GStreamerPCMSource(path: file, start: start)
     }
 
@@ -151,7 +152,7 @@ struct StreamCommand: AsyncParsableCommand {
         }
         defer { ticker.cancel() }
         let receivers = links.map { link in
-            buffered ? "\(link.name) (ALAC, AirPlay 2 buffered)"
+            buffered ? "\(link.name) (ALAC \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
                      : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? ", AirPlay 2" : link.encryptor == nil ? "" : ", RSA"))"
         }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in

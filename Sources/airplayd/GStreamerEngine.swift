@@ -46,8 +46,8 @@ struct GStreamerEngine: ReceiverMediaEngine {
         return try PlaybinPlayer(configuration: configuration)
     }
 
-    func makePCMOutput(sink: String) throws(MediaError) -> any PCMOutput {
-        try GStreamerPCMOutput(sink: sink)
+    func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput {
+        try GStreamerPCMOutput(sink: sink, format: format)
     }
 
     var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC) }

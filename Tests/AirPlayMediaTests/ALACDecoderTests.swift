@@ -39,12 +39,15 @@ import Testing
         + "anoisesrc=r=44100:c=white:a=1:d=0.3,aformat=channel_layouts=stereo[d];"
         + "[s][a][b][c][d]concat=n=5:v=0:a=1"
 
-    /// Packets of 4096 frames at each compression level and predictor order range, and mono.
+    /// Packets of 4096 frames at each compression level and predictor order range, mono, and
+    /// 24-bit (which FFmpeg codes with its low byte shifted out, as Apple's encoder does).
     @Test(arguments: [
         ["-compression_level", "0"],
         ["-compression_level", "1", "-min_prediction_order", "1", "-max_prediction_order", "4"],
         ["-compression_level", "2", "-min_prediction_order", "8", "-max_prediction_order", "30"],
         ["-compression_level", "2", "-ac", "1"],
+        ["-compression_level", "2", "-sample_fmt", "s32p"],
+        ["-compression_level", "0", "-sample_fmt", "s32p"],
     ])
     func ffmpegEncodedStreamsDecodeLosslessly(options: [String]) throws {
         let ffmpeg = try #require(TestHost.which("ffmpeg"), "ffmpeg is a test dependency (tools/setup-deps --test)")
@@ -52,18 +55,20 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let channels = options.contains("-ac") ? 1 : 2
         let pcmPath = directory + "/in.raw", cafPath = directory + "/out.caf"
+        let format = PCMFormat(sampleRate: 44100, channels: channels, bitsPerSample: options.contains("s32p") ? 24 : 16)
+        let raw = format.bitsPerSample == 24 ? "s24le" : "s16le"
         let render = try runCommand(ffmpeg, ["-loglevel", "error", "-y", "-filter_complex", Self.mix, "-ac", "\(channels)",
-                                             "-f", "s16le", "-c:a", "pcm_s16le", pcmPath], timeout: 60)
+                                             "-f", raw, "-c:a", "pcm_" + raw, pcmPath], timeout: 60)
         #expect(render.status == 0, "\(render.stderr)")
-        let encode = try runCommand(ffmpeg, ["-loglevel", "error", "-y", "-f", "s16le", "-ar", "44100", "-ac", "\(channels)",
+        let encode = try runCommand(ffmpeg, ["-loglevel", "error", "-y", "-f", raw, "-ar", "44100", "-ac", "\(channels)",
                                              "-i", pcmPath, "-c:a", "alac"] + options + [cafPath], timeout: 60)
         #expect(encode.status == 0, "\(encode.stderr)")
-        let reference = ProtocolVectors.samples(littleEndian: Array(try Data(contentsOf: URL(fileURLWithPath: pcmPath))))
+        let reference = format.samples(littleEndian: Array(try Data(contentsOf: URL(fileURLWithPath: pcmPath))))
         let caf = try CAFPackets(path: cafPath)
         let fmtp = try #require(caf.alacFmtp, "the CAF cookie holds an ALACSpecificConfig")
-        #expect(fmtp[6] == channels)
+        #expect(fmtp[6] == channels && fmtp[2] == format.bitsPerSample)
         let decoder = try ALACDecoder(fmtp: fmtp)
-        var decoded: [Int16] = []
+        var decoded: [Int32] = []
         for (index, packet) in caf.packets.enumerated() {
             do {
                 decoded += try decoder.decode(packet)
@@ -80,7 +85,7 @@ import Testing
     /// count and no END element (it would not fit the last byte): 23 header bits, 32 bits of
     /// count, 352 × 2 big-endian samples, one bit of padding.
     @Test func aLinuxSinkEscapeFrameWithoutEndDecodes() throws {
-        let samples = (0..<704).map { Int16(truncatingIfNeeded: $0 &* 97 &- 30000) }
+        let samples = (0..<704).map { Int32(Int16(truncatingIfNeeded: $0 &* 97 &- 30000)) }
         var bits = TestBitWriter()
         bits.write(1, 3)          // channel pair
         bits.write(0, 4 + 12)     // instance tag, unused
@@ -88,7 +93,7 @@ import Testing
         bits.write(0, 2)          // no shifted bytes
         bits.write(1, 1)          // escape: samples as they are
         bits.write(352, 32)
-        for sample in samples { bits.write(UInt64(UInt16(bitPattern: sample)), 16) }
+        for sample in samples { bits.write(UInt64(UInt16(truncatingIfNeeded: sample)), 16) }
         let frame = bits.bytes
         #expect(frame.count == 1415, "the 1427-byte datagram less its 12-byte RTP header")
         let decoder = try ALACDecoder(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100])
@@ -129,7 +134,7 @@ import Testing
     /// The fmtp values a decoder refuses, each with a reason.
     @Test func unsupportedParametersAreRefused() {
         #expect(throws: AudioDecodeError.self) { try ALACDecoder(fmtp: [352, 0, 16]) }
-        #expect(throws: AudioDecodeError.self) { try ALACDecoder(fmtp: [352, 0, 24, 40, 10, 14, 2, 255, 0, 0, 44100]) }
+        #expect(throws: AudioDecodeError.self) { try ALACDecoder(fmtp: [352, 0, 32, 40, 10, 14, 2, 255, 0, 0, 44100]) }
         #expect(throws: AudioDecodeError.self) { try ALACDecoder(fmtp: [352, 0, 16, 40, 10, 14, 6, 255, 0, 0, 44100]) }
         #expect(throws: AudioDecodeError.self) { try ALACDecoder(fmtp: [0, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]) }
     }

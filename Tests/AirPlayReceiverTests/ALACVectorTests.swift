@@ -32,10 +32,10 @@ import Testing
     }()
 
     /// Interleaved S16LE bytes (the vectors' pcm, base64) as samples.
-    private static func samples(base64: String) -> [Int16]? {
+    private static func samples(base64: String) -> [Int32]? {
         guard let data = Data(base64Encoded: base64) else { return nil }
         let bytes = Array(data)
-        return stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+        return stride(from: 0, to: bytes.count - 1, by: 2).map { Int32(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) }
     }
 
     /// Hex of bytes, lower case.

@@ -1,5 +1,6 @@
 @testable import AirPlayReceiver
 import AirPlayCrypto
+import AirPlayMedia
 import AirPlayPlist
 import AirPlayWire
 import NIOCore
@@ -128,7 +129,8 @@ import Testing
         #expect(flush.contains(.flush(session: number, before: 66150)))
     }
 
-    /// The plist's stream as the decoders know it: the format bit decides, `ct` only without one.
+    /// The plist's stream as the decoders know it: the format bit decides (codec, rate and
+    /// depth), `ct`, `sr` and `ss` only without one.
     @Test func theFormatBitDecidesTheCodec() throws {
         func stream(ct: Int, format: UInt64) -> AirPlay2Setup.Stream {
             AirPlay2Setup.Stream(type: 96, compression: ct, audioFormat: format, samplesPerFrame: 352, sampleRate: 44100,
@@ -138,7 +140,17 @@ import Testing
         #expect(try stream(ct: 2, format: 0x40000).description().codec == .alac(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]))
         #expect(try stream(ct: 4, format: 0x400000).description().codec == .aacLC)
         #expect(try stream(ct: 2, format: 0).description().codec == .alac(fmtp: [352, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]))
-        #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 1, format: 0x8000).description() }   // PCM 48 kHz
+        let pcm48 = try stream(ct: 1, format: 0x8000).description()   // PCM 48 kHz 16-bit
+        #expect(pcm48.codec == .pcm && pcm48.sampleRate == 48000 && pcm48.bitsPerSample == 16)
+        let alac24 = try stream(ct: 2, format: 0x200000).description()   // ALAC 48 kHz 24-bit
+        #expect(alac24.codec == .alac(fmtp: [352, 0, 24, 40, 10, 14, 2, 255, 0, 0, 48000]))
+        #expect(alac24.pcmFormat == PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 24))
+        let aac48 = try stream(ct: 4, format: 0x800000).description()
+        #expect(aac48.sampleRate == 48000 && aac48.aacConfig == [0x11, 0x90])
+        var unflagged = stream(ct: 2, format: 0)
+        (unflagged.sampleRate, unflagged.bitsPerSample) = (48000, 24)
+        #expect(try unflagged.description().codec == .alac(fmtp: [352, 0, 24, 40, 10, 14, 2, 255, 0, 0, 48000]))
+        #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 1, format: 0x1000).description() }   // PCM mono
         #expect(throws: AirPlay2Setup.Refusal.self) { try stream(ct: 8, format: 1 << 24).description() }  // AAC-ELD
     }
 

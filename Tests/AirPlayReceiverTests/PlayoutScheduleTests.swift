@@ -15,9 +15,9 @@ import Testing
     }
 
     /// Packet `index`'s samples: all equal to `index + 1`.
-    static func samples(_ index: Int) -> [Int16] { [Int16](repeating: Int16(index + 1), count: frames * 2) }
+    static func samples(_ index: Int) -> [Int32] { [Int32](repeating: Int32(index + 1), count: frames * 2) }
 
-    static func written(_ step: PlayoutSchedule.Step) -> [Int16]? {
+    static func written(_ step: PlayoutSchedule.Step) -> [Int32]? {
         if case .write(let samples, _) = step { return samples }
         return nil
     }
@@ -46,7 +46,7 @@ import Testing
         _ = schedule.receive(timestamp: 704, samples: Self.samples(2), arrival: 0)
         _ = schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 0)
         _ = schedule.receive(timestamp: 352, samples: Self.samples(1), arrival: 0)
-        var played: [[Int16]] = []
+        var played: [[Int32]] = []
         var now = 0.5
         for _ in 0..<3 {
             if let samples = Self.written(schedule.next(now: now, delay: 0)) { played.append(samples) }
@@ -64,7 +64,7 @@ import Testing
         _ = schedule.receive(timestamp: 0, samples: Self.samples(0), arrival: 0)
         _ = schedule.receive(timestamp: 704, samples: Self.samples(2), arrival: 0)
         #expect(Self.written(schedule.next(now: 0.5, delay: 0)) == Self.samples(0))
-        #expect(Self.written(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0)) == [Int16](repeating: 0, count: 704))
+        #expect(Self.written(schedule.next(now: 0.5 + Self.packetSeconds, delay: 0)) == [Int32](repeating: 0, count: 704))
         #expect(Self.written(schedule.next(now: 0.5 + 2 * Self.packetSeconds, delay: 0)) == Self.samples(2))
         #expect(schedule.stats.lost == 1)
     }

@@ -69,12 +69,12 @@ import Testing
     /// the buffer (0.1 s here), then every packet reaches the output once, in order.
     @Test func aPlayoutPlaysWhatItsPortReceives() throws {
         let output = RecordingPCMOutput()
-        let playout = AudioPlayout(output: output, sampleRate: 44100, channels: 2, framesPerPacket: 4, bufferDelay: 0.1)
+        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 4, bufferDelay: 0.1)
         let (descriptor, port) = try RAOPPorts.bindUDP(host: "127.0.0.1")
         playout.attach(UDPDatagramSocket(descriptor: descriptor, expectedHost: nil, handle: { datagram, _ in
             guard let header = RAOPAudioPacket.header(of: datagram) else { return }
             playout.receive(timestamp: header.timestamp,
-                            samples: RAOPPacketDecoding.l16Samples(UnsafeRawBufferPointer(rebasing: datagram[12...])))
+                            samples: RAOPPacketDecoding.bigEndianSamples(UnsafeRawBufferPointer(rebasing: datagram[12...]), width: 2))
         }, truncated: {}))
         let start = ProcessInfo.processInfo.systemUptime
         // Three packets of 4 stereo frames each, L16 big-endian: sample values 0...23.
@@ -83,12 +83,12 @@ import Testing
             return header + (0..<8).flatMap { sample -> [UInt8] in [0, UInt8(index * 8 + sample)] }
         }
         Self.send(packets, to: port)
-        var played: [Int16] = []
+        var played: [Int32] = []
         for _ in 0..<100 where played.count < 24 {
             usleep(10_000)
             played = output.samples
         }
-        #expect(played == (0..<24).map { Int16($0) })
+        #expect(played == (0..<24).map { Int32($0) })
         let first = try #require(output.writes.first)
         #expect(first.time - start >= 0.09, "the buffer delay was waited out")
         playout.stop()

@@ -3,6 +3,30 @@ import AirPlayWire
 import Foundation
 import Testing
 
+/// Aligns stereo `output` on `reference` (20 samples from frame `start`) and returns the offset
+/// (output frame = reference frame + offset) and the share of reference frames from `start` on
+/// that the output holds, each sample within `tolerance`.
+func alignAndCompare<Sample: BinaryInteger>(_ output: [Sample], with reference: [Sample], tolerance: Int = 0,
+                                            from start: Int) -> (offset: Int?, exact: Double) {
+    let frames = reference.count / 2
+    guard output.count >= 40, 2 * start + 20 <= reference.count else { return (nil, 0) }
+    let probe = Array(reference[(2 * start)..<(2 * start + 20)])
+    func close(_ a: Sample, _ b: Sample) -> Bool { abs(Int(a) - Int(b)) <= tolerance }
+    var offset: Int?
+    for k in 0..<(output.count / 2 - 10) where Array(output[(2 * k)..<(2 * k + 20)]).elementsEqual(probe, by: close) {
+        offset = k - start
+        break
+    }
+    guard let offset else { return (nil, 0) }
+    var equal = 0
+    for frame in start..<frames {
+        let at = 2 * (frame + offset)
+        guard at >= 0, at + 1 < output.count else { continue }
+        if close(output[at], reference[2 * frame]), close(output[at + 1], reference[2 * frame + 1]) { equal += 1 }
+    }
+    return (offset, Double(equal) / Double(frames - start))
+}
+
 /// A sweep made by ffmpeg (different tones left and right) as a WAV reference and as a tagged FLAC.
 final class SweepMedia: @unchecked Sendable {
     let directory: String
@@ -33,25 +57,7 @@ final class SweepMedia: @unchecked Sendable {
     /// share of frames after the first 100 ms that match `transform(reference)` exactly.
     func compare(_ output: [Int16], transform: (Int16) -> Int16 = { $0 }, tolerance: Int = 0,
                  from start: Int = 4410) -> (offset: Int?, exact: Double) {
-        let frames = reference.count / 2
-        let probe = Array(reference[(2 * start)..<(2 * start + 20)]).map(transform)
-        guard output.count >= 40 else { return (nil, 0) }
-        var offset: Int?
-        for k in 0..<(output.count / 2 - 10) where Array(output[(2 * k)..<(2 * k + 20)]).elementsEqual(probe, by: { abs(Int($0) - Int($1)) <= tolerance }) {
-            offset = k - start
-            break
-        }
-        guard let offset else { return (nil, 0) }
-        var equal = 0
-        for frame in start..<frames {
-            let at = 2 * (frame + offset)
-            guard at >= 0, at + 1 < output.count else { continue }
-            if abs(Int(output[at]) - Int(transform(reference[2 * frame]))) <= tolerance,
-               abs(Int(output[at + 1]) - Int(transform(reference[2 * frame + 1]))) <= tolerance {
-                equal += 1
-            }
-        }
-        return (offset, Double(equal) / Double(frames - start))
+        alignAndCompare(output, with: reference.map(transform), tolerance: tolerance, from: start)
     }
 
     /// The share of reference frames after the first 100 ms found in `output` at any of
@@ -368,8 +374,8 @@ final class SweepMedia: @unchecked Sendable {
         #expect(refused.status == 400, "AAC without its AudioSpecificConfig")
         #expect(refused.text.contains("config="))
         let wideALAC = Self.sdp.replacingOccurrences(of: "L16/44100/2", with: "AppleLossless")
-            .replacingOccurrences(of: "352 0 16 40", with: "352 0 24 40")
-        #expect(try rtsp(c, "ANNOUNCE", 6, headers: ["Content-Type": "application/sdp"], body: wideALAC).status == 415)
+            .replacingOccurrences(of: "352 0 16 40", with: "352 0 32 40")
+        #expect(try rtsp(c, "ANNOUNCE", 6, headers: ["Content-Type": "application/sdp"], body: wideALAC).status == 415, "32-bit ALAC")
         let badKey = Self.sdp + "a=rsaaeskey:AAAA\r\na=aesiv:AAAAAAAAAAAAAAAAAAAAAA==\r\n"
         let refusedKey = try rtsp(c, "ANNOUNCE", 2, headers: ["Content-Type": "application/sdp"], body: badKey)
         #expect(refusedKey.status == 400, "a key that does not unwrap with the AirPort key")

@@ -40,6 +40,8 @@ public enum AirPlay2Setup: Equatable, Sendable {
         public var samplesPerFrame: Int
         /// Sample rate (`sr`).
         public var sampleRate: Int
+        /// Bits per sample (`ss`, 16 when absent): used only when `audioFormat` is not given.
+        public var bitsPerSample = 16
         /// The 32-byte ChaCha20-Poly1305 key of the stream's audio packets (`shk`).
         public var streamKey: [UInt8]
         /// The sender's control port (sync and resend traffic).
@@ -114,13 +116,35 @@ public enum AirPlay2Setup: Equatable, Sendable {
         let control = item["controlPort"]?.integerValue.map(Int.init)
         if let control, !(1...65535).contains(control) { throw Refusal(status: 400, description: "controlPort \(control) is not a port") }
         return Stream(type: type, compression: compression, audioFormat: UInt64(bitPattern: item["audioFormat"]?.integerValue ?? 0),
-                      samplesPerFrame: frames, sampleRate: rate, streamKey: key, controlPort: control,
+                      samplesPerFrame: frames, sampleRate: rate, bitsPerSample: Int(item["ss"]?.integerValue ?? 16),
+                      streamKey: key, controlPort: control,
                       latencyMin: item["latencyMin"]?.integerValue.map(Int.init), latencyMax: item["latencyMax"]?.integerValue.map(Int.init))
     }
 
-    /// The formats of `audioFormat` played here: bit 11 PCM, bit 18 ALAC, bit 22 AAC-LC, each
-    /// 44100 Hz, 16-bit, stereo (the playout's format).
-    static let playedFormats: [(bit: Int, compression: Int, name: String)] = [(11, 1, "PCM"), (18, 2, "ALAC"), (22, 4, "AAC-LC")]
+    /// A stereo format of the `audioFormat` bit table played here.
+    struct PlayedFormat: Sendable {
+        /// The bit of `audioFormat` (and of `/info`'s `supportedFormats`).
+        var bit: Int
+        /// The `ct` it goes with: 1 PCM, 2 ALAC, 4 AAC-LC.
+        var compression: Int
+        var sampleRate: Int
+        /// 16 or 24 (AAC decodes to 16).
+        var bitsPerSample: Int
+        var name: String { "\(["PCM", "ALAC", "", "AAC-LC"][compression - 1]) \(sampleRate)/\(bitsPerSample)" }
+    }
+
+    /// Every stereo PCM, ALAC and AAC-LC format at 44.1 and 48 kHz: bits 11, 13, 15, 17 (PCM
+    /// 44.1/16, 44.1/24, 48/16, 48/24), 18 to 21 (ALAC, the same four), 22 and 23 (AAC-LC).
+    static let playedFormats: [PlayedFormat] = [
+        .init(bit: 11, compression: 1, sampleRate: 44100, bitsPerSample: 16), .init(bit: 13, compression: 1, sampleRate: 44100, bitsPerSample: 24),
+        .init(bit: 15, compression: 1, sampleRate: 48000, bitsPerSample: 16), .init(bit: 17, compression: 1, sampleRate: 48000, bitsPerSample: 24),
+        .init(bit: 18, compression: 2, sampleRate: 44100, bitsPerSample: 16), .init(bit: 19, compression: 2, sampleRate: 44100, bitsPerSample: 24),
+        .init(bit: 20, compression: 2, sampleRate: 48000, bitsPerSample: 16), .init(bit: 21, compression: 2, sampleRate: 48000, bitsPerSample: 24),
+        .init(bit: 22, compression: 4, sampleRate: 44100, bitsPerSample: 16), .init(bit: 23, compression: 4, sampleRate: 48000, bitsPerSample: 16),
+    ]
+
+    /// The `audioFormat` mask of every played format (for `/info`'s `supportedFormats`).
+    public static var playedFormatMask: UInt64 { playedFormats.reduce(0) { $0 | UInt64(1) << $1.bit } }
 
     /// Phase 1's reply: where the event channel listens, and our timing port; for PTP also our
     /// own timing peer entry (the addresses a sender reaches our PTP follower at).
@@ -150,29 +174,34 @@ extension AirPlay2Setup.Stream {
     /// values above 2 mean, so it is only the fallback). PCM is big-endian, as in RAOP.
     public func description() throws(AirPlay2Setup.Refusal) -> RAOPStreamDescription {
         let played = AirPlay2Setup.playedFormats
-        let format: (bit: Int, compression: Int, name: String)?
+        let format: AirPlay2Setup.PlayedFormat?
         if audioFormat != 0 {
             format = played.first { audioFormat == UInt64(1) << $0.bit }
             guard format != nil else {
                 throw AirPlay2Setup.Refusal(status: 461, description: "audioFormat 0x\(String(audioFormat, radix: 16)) is not played here "
-                    + "(0x800 PCM, 0x40000 ALAC, 0x400000 AAC-LC: 44100 Hz 16-bit stereo)")
+                    + "(stereo PCM, ALAC and AAC-LC at 44100 or 48000 Hz: mask 0x\(String(AirPlay2Setup.playedFormatMask, radix: 16)))")
             }
         } else {
-            format = played.first { $0.compression == compression }
+            format = played.first { $0.compression == compression && $0.sampleRate == sampleRate && $0.bitsPerSample == bitsPerSample }
         }
-        guard let format, sampleRate == 44100 else {
-            throw AirPlay2Setup.Refusal(status: 461, description: "only 44100 Hz stereo is played (sr \(sampleRate), ct \(compression))")
+        guard let format else {
+            throw AirPlay2Setup.Refusal(status: 461, description: "ct \(compression) at \(sampleRate) Hz, \(bitsPerSample) bits is not played here")
         }
+        let rate = format.sampleRate, depth = format.bitsPerSample
         switch format.compression {
         case 1:
-            return RAOPStreamDescription(codec: .pcm, sampleRate: 44100, channels: 2, framesPerPacket: samplesPerFrame)
+            return RAOPStreamDescription(codec: .pcm, sampleRate: rate, channels: 2, framesPerPacket: samplesPerFrame, bitsPerSample: depth)
         case 2:
-            // The ALAC "magic cookie" RAOP gives in its fmtp, for 16-bit stereo at 44100 Hz.
-            let cookie = [samplesPerFrame, 0, 16, 40, 10, 14, 2, 255, 0, 0, 44100]
-            return RAOPStreamDescription(codec: .alac(fmtp: cookie), sampleRate: 44100, channels: 2, framesPerPacket: samplesPerFrame)
+            // The ALAC "magic cookie" values RAOP gives in its fmtp: frame length, version,
+            // depth, pb 40, mb 10, kb 14, channels, max run, max frame bytes, bit rate, rate.
+            let cookie = [samplesPerFrame, 0, depth, 40, 10, 14, 2, 255, 0, 0, rate]
+            return RAOPStreamDescription(codec: .alac(fmtp: cookie), sampleRate: rate, channels: 2, framesPerPacket: samplesPerFrame,
+                                         bitsPerSample: depth)
         default:
-            // AudioSpecificConfig: AAC-LC (object type 2), 44100 Hz (index 4), 2 channels.
-            return RAOPStreamDescription(codec: .aacLC, sampleRate: 44100, channels: 2, framesPerPacket: 1024, aacConfig: [0x12, 0x10])
+            // AudioSpecificConfig: AAC-LC (object type 2), the rate's index (4: 44100, 3:
+            // 48000), 2 channels.
+            return RAOPStreamDescription(codec: .aacLC, sampleRate: rate, channels: 2, framesPerPacket: 1024,
+                                         aacConfig: rate == 48000 ? [0x11, 0x90] : [0x12, 0x10])
         }
     }
 }

@@ -72,17 +72,19 @@ public final class AudioPlayout: @unchecked Sendable {
     }
 
     private let output: any PCMOutput
+    private let maximumSample: Int32
     private let state: Mutex<Locked>
     /// An eventfd: a packet arrived while the thread waited for data, or `stop()`.
     private let wakeEvent = clinuxio_eventfd()
     private let finished = DispatchSemaphore(value: 0)
 
-    /// A playout to an output; without a trusted `timeline`, `bufferDelay` seconds of audio are
-    /// buffered before playing.
-    public init(output: any PCMOutput, timeline: (any PlayoutTimeline)? = nil, sampleRate: Int, channels: Int, framesPerPacket: Int,
+    /// A playout of audio in `format` to an output; without a trusted `timeline`, `bufferDelay`
+    /// seconds of audio are buffered before playing.
+    public init(output: any PCMOutput, timeline: (any PlayoutTimeline)? = nil, format: PCMFormat, framesPerPacket: Int,
                 bufferDelay: Double = 0.5) {
         self.output = output
-        state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: sampleRate, channels: channels,
+        maximumSample = format.maximumSample
+        state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: format.sampleRate, channels: format.channels,
                                                        framesPerPacket: framesPerPacket, bufferDelay: bufferDelay)))
         DedicatedThread.start(name: "raop-playout") { [self] in
             run()
@@ -93,7 +95,7 @@ public final class AudioPlayout: @unchecked Sendable {
     private static func now() -> Double { SenderTimeline.now() }
 
     /// Takes decoded samples (interleaved) for the packet at an RTP timestamp.
-    public func receive(timestamp: UInt32, samples: [Int16]) {
+    public func receive(timestamp: UInt32, samples: [Int32]) {
         let arrival = Self.now()
         let wakeNeeded = state.withLock { $0.schedule.receive(timestamp: timestamp, samples: samples, arrival: arrival) }
         if wakeNeeded { clinuxio_signal(wakeEvent) }
@@ -181,9 +183,15 @@ public final class AudioPlayout: @unchecked Sendable {
             case .wait(let seconds):
                 _ = clinuxio_wait(wakeEvent, port, Int64(max(200_000, min(seconds * 1e9, 50_000_000))))
             case .write(let samples, let gain):
-                output.write(gain == 1 ? samples : samples.map { Int16(clamping: Int((Double($0) * gain).rounded())) })
+                output.write(gain == 1 ? samples : scaled(samples, by: gain))
                 woke = false
             }
         }
+    }
+
+    /// Samples scaled by a software gain, clamped to the stream's depth.
+    private func scaled(_ samples: [Int32], by gain: Double) -> [Int32] {
+        let limit = Double(maximumSample)
+        return samples.map { Int32(max(-limit - 1, min(limit, (Double($0) * gain).rounded()))) }
     }
 }

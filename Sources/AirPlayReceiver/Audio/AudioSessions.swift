@@ -20,8 +20,8 @@ public enum AudioTakeover: String, Hashable, Sendable {
 /// (replies, UDP ports, playout, resend requests, now-playing) and feeds it requests, packets
 /// and time. The exchanges are written down in `Protocol/raop.md`.
 public final class AudioSessions: Sendable {
-    /// Makes the output a new session plays to.
-    public typealias OutputFactory = @Sendable () throws -> any PCMOutput
+    /// Makes the output a new session plays to, for audio in the given format.
+    public typealias OutputFactory = @Sendable (PCMFormat) throws -> any PCMOutput
 
     /// RTSP methods handled here.
     public static let methods = RAOPSessionStateMachine.methods
@@ -221,8 +221,8 @@ public final class AudioSessions: Sendable {
                 return .refused(.text(status: 400, "rsaaeskey: \(error)"))
             }
         }
-        guard stream.sampleRate == 44100, stream.channels == 2 else {
-            return .refused(.text(status: 415, "only 44100 Hz stereo is played"))
+        guard [44100, 48000].contains(stream.sampleRate), stream.channels == 2 else {
+            return .refused(.text(status: 415, "only 44100 or 48000 Hz stereo is played"))
         }
         return .playable(PreparedStream(description: stream, cipher: cipher))
     }
@@ -294,7 +294,7 @@ public final class AudioSessions: Sendable {
         let stream = prepared.description
         let decoding: RAOPPacketDecoding
         if stream.codec == .pcm {
-            decoding = .l16
+            decoding = .bigEndianPCM(bytesPerSample: stream.pcmFormat.bytesPerSample)
         } else if decoders.decodesWithoutWaiting(stream), let decoder = try? decoders.makeDecoder(for: stream) {
             decoding = .inline(InlineDecoder(decoder))
         } else {
@@ -304,9 +304,9 @@ public final class AudioSessions: Sendable {
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
                                              cipher: prepared.cipher, decoding: decoding, anchored: anchored)
         sessions.withLockedValue { $0[number] = resources }
-        nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown")
+        nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown", format: "\(stream.pcmFormat)")
         logger.info("audio announced", metadata: ["session": "\(number)", "codec": "\(Self.codecName(stream.codec))",
-                                                  "rate": "\(stream.sampleRate)", "encrypted": "\(prepared.cipher != nil)",
+                                                  "format": "\(stream.pcmFormat)", "encrypted": "\(prepared.cipher != nil)",
                                                   "buffered": "\(prepared.buffered)"])
     }
 
@@ -316,15 +316,15 @@ public final class AudioSessions: Sendable {
             return machine.withLockedValue { $0.portsFailed(session: number, reason: "the session is gone") }
         }
         // Built on the playout's thread: a GStreamer sink must not be built on this event loop.
-        let makeOutput = self.makeOutput
-        let output = DeferredPCMOutput(make: makeOutput, failed: { [weak self] reason in
+        let makeOutput = self.makeOutput, format = resources.stream.pcmFormat
+        let output = DeferredPCMOutput(make: { try makeOutput(format) }, failed: { [weak self] reason in
             guard let self else { return }
             self.logger.error("audio output failed", metadata: ["session": "\(number)", "reason": "\(reason)"])
             self.perform(self.machine.withLockedValue { $0.outputFailed(session: number, reason: reason) })
         })
         let stream = resources.stream
-        let playout = AudioPlayout(output: output, timeline: resources.playoutTimeline, sampleRate: stream.sampleRate,
-                                   channels: stream.channels, framesPerPacket: stream.framesPerPacket)
+        let playout = AudioPlayout(output: output, timeline: resources.playoutTimeline, format: format,
+                                   framesPerPacket: stream.framesPerPacket)
         if resources.anchored != nil { return openBufferedPorts(resources, playout: playout) }
         let remote = resources.connection.remote
         resources.state.withLockedValue { state in
@@ -441,9 +441,9 @@ public final class AudioSessions: Sendable {
             return
         }
         guard let cipher = resources.cipher else {
-            if case .l16 = resources.decoding {
-                // Clear L16: straight from the receive buffer to samples.
-                playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.l16Samples(encrypted))
+            if case .bigEndianPCM = resources.decoding {
+                // Clear PCM: straight from the receive buffer to samples.
+                playout.receive(timestamp: timestamp, samples: resources.decoding.pcmSamples(encrypted))
             } else {
                 decode(Array(encrypted), timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
             }
@@ -459,8 +459,8 @@ public final class AudioSessions: Sendable {
                         session resources: RAOPSessionResources) {
         let queue: RAOPDecodeQueue
         switch resources.decoding {
-        case .l16:
-            playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.l16Samples(payload))
+        case .bigEndianPCM(let width):
+            playout.receive(timestamp: timestamp, samples: RAOPPacketDecoding.bigEndianSamples(payload, width: width))
             return
         case .inline(let decoder):
             switch decoder.decode(payload) {

@@ -48,17 +48,23 @@ public final class NowPlaying: Sendable {
     }
 
     private let state = NIOLockedValueBox<(sender: String?, item: Item, playback: Playback)>((nil, Item(), Playback()))
+    /// The current session's PCM format, as `raw:` writes it (`S24LE 48000 Hz 2 ch`).
+    private let format = NIOLockedValueBox<String?>(nil)
 
     /// An empty now-playing state.
     public init() {}
 
-    /// A sender started a session: clear what the previous one left.
-    public func begin(sender: String) {
+    /// A sender started a session whose audio is in `format`: clear what the previous one left.
+    public func begin(sender: String, format: String? = nil) {
         state.withLockedValue { $0 = (sender, Item(), Playback(updatedAt: Self.now())) }
+        self.format.withLockedValue { $0 = format }
     }
 
     /// The session ended: nothing plays.
-    public func end() { state.withLockedValue { $0 = (nil, Item(), Playback()) } }
+    public func end() {
+        state.withLockedValue { $0 = (nil, Item(), Playback()) }
+        format.withLockedValue { $0 = nil }
+    }
 
     /// Replaces the text metadata, keeping artwork only when the item did not change.
     public func setText(title: String?, artist: String?, album: String?, genre: String?) {
@@ -109,6 +115,7 @@ public final class NowPlaying: Sendable {
         let (sender, item, playback) = state.withLockedValue { $0 }
         var object: [String: JSONValue] = ["state": .string(sender == nil ? "idle" : (playback.rate > 0 ? "playing" : "paused"))]
         object["sender"] = .string(sender)
+        object["format"] = .string(format.withLockedValue { $0 })
         object["title"] = .string(item.title)
         object["artist"] = .string(item.artist)
         object["album"] = .string(item.album)

@@ -3,15 +3,25 @@ import FoundationEssentials
 import Glibc
 import NIOConcurrencyHelpers
 
-/// Raw S16LE PCM written to a file or FIFO (`audio_output = "raw:PATH"`), like shairport-sync's
-/// pipe backend: for other programs on the box, and for tests. Writes are paced by the playout.
+/// Raw PCM written to a file or FIFO (`audio_output = "raw:PATH"`), like shairport-sync's pipe
+/// backend: for other programs on the box, and for tests. Writes are paced by the playout.
+///
+/// The bytes are the stream's own format, never converted: interleaved little-endian, S16LE for
+/// 16-bit streams and packed S24LE (3 bytes a sample) for 24-bit ones, at the stream's rate.
+/// RAOP and AirPlay 2 realtime streams are always S16LE 44100 Hz stereo; the format of the
+/// current session is in the log and in `GET /now-playing` (`format`).
 public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     private let path: String
+    private let format: PCMFormat
     private var descriptor: Int32 = -1
     private let lock = NIOLock()
 
-    /// An output to a path; the file is opened (created, appended to) on the first write.
-    public init(path: String) { self.path = path }
+    /// An output to a path for audio in `format`; the file is opened (created, appended to) on
+    /// the first write.
+    public init(path: String, format: PCMFormat = .cd) {
+        self.path = path
+        self.format = format
+    }
 
     /// A file has no clock and a FIFO's reader buffers far more than this: frames may arrive
     /// up to 10 ms (a little more than one 352-frame packet) before their time. This halves
@@ -21,13 +31,14 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     deinit { close() }
 
     /// Writes interleaved samples; a FIFO with no reader drops them instead of blocking playout.
-    public func write(_ samples: [Int16]) {
+    public func write(_ samples: [Int32]) {
+        let bytes = format.littleEndianBytes(samples)
         lock.withLock {
             if descriptor < 0 {
                 descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else { return }
             }
-            samples.withUnsafeBytes { raw in
+            bytes.withUnsafeBytes { raw in
                 var offset = 0
                 while offset < raw.count {
                     let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
@@ -92,7 +103,7 @@ final class DeferredPCMOutput: PCMOutput, @unchecked Sendable {
     var writeAhead: Double { lock.withLock { output }?.writeAhead ?? 0 }
 
     /// Writes to the built output.
-    func write(_ samples: [Int16]) { built()?.write(samples) }
+    func write(_ samples: [Int32]) { built()?.write(samples) }
 
     /// Closes the output if it was built.
     func close() {

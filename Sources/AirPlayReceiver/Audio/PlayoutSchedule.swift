@@ -34,7 +34,7 @@ struct PlayoutSchedule {
         /// Wait this many seconds (or for a packet, while `waitingForData`).
         case wait(Double)
         /// Write these samples, scaled by `gain`.
-        case write([Int16], gain: Double)
+        case write([Int32], gain: Double)
     }
 
 
@@ -58,7 +58,7 @@ struct PlayoutSchedule {
     /// Packets in a second: how long the output must be out of tolerance before it is corrected.
     private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
 
-    private var packets: [UInt32: [Int16]] = [:]   // by RTP timestamp
+    private var packets: [UInt32: [Int32]] = [:]   // by RTP timestamp
     private var run: Run?
     private var lastArrival: Double = 0
     private var gain: Double = 1
@@ -82,7 +82,7 @@ struct PlayoutSchedule {
 
     /// Takes a packet's samples that arrived at `arrival`; true when the output thread waits
     /// for data and must be woken.
-    mutating func receive(timestamp: UInt32, samples: [Int16], arrival: Double) -> Bool {
+    mutating func receive(timestamp: UInt32, samples: [Int32], arrival: Double) -> Bool {
         stats.received += 1
         lastArrival = arrival
         if let flushed = flushedBefore {
@@ -208,7 +208,7 @@ struct PlayoutSchedule {
             run.framesOut += frames
             self.stats.framesPlayed += frames
             self.run = run
-            return .write([Int16](repeating: 0, count: frames * channels), gain: self.gain)
+            return .write([Int32](repeating: 0, count: frames * channels), gain: self.gain)
         }
 
         // When this packet should be written: its meant time, less the output's own delay.
@@ -269,13 +269,13 @@ struct PlayoutSchedule {
 
     /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added
     /// or the pair replaced is the average of its neighbours, so the waveform stays continuous.
-    static func stretch(_ samples: [Int16], channels: Int, by change: Int) -> [Int16] {
+    static func stretch(_ samples: [Int32], channels: Int, by change: Int) -> [Int32] {
         let frames = samples.count / channels
         guard frames >= 2, channels > 0 else { return change > 0 ? samples + samples.suffix(channels) : samples }
         let middle = frames / 2
-        var average = [Int16](repeating: 0, count: channels)
+        var average = [Int32](repeating: 0, count: channels)
         for channel in 0..<channels {
-            average[channel] = Int16((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
+            average[channel] = Int32((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
         }
         var out = samples
         if change > 0 {

@@ -20,8 +20,8 @@ public protocol RAOPDecoderFactory: Sendable {
 
 /// How a session turns its packets into PCM.
 enum RAOPPacketDecoding: Sendable {
-    /// L16: big-endian samples, converted where they arrive.
-    case l16
+    /// PCM: big-endian samples of 2 (L16) or 3 bytes, converted where they arrive.
+    case bigEndianPCM(bytesPerSample: Int)
     /// A decoder that never waits, run where packets arrive (audio and control ports may be on
     /// different event loops, so calls are serialised).
     case inline(InlineDecoder)
@@ -36,7 +36,7 @@ final class InlineDecoder: Sendable {
     init(_ decoder: any AudioDecoder) { self.decoder = NIOLockedValueBox(decoder) }
 
     /// Decodes one packet.
-    func decode(_ payload: [UInt8]) -> Result<[Int16], AudioDecodeError> {
+    func decode(_ payload: [UInt8]) -> Result<[Int32], AudioDecodeError> {
         decoder.withLockedValue { decoder in Result { () throws(AudioDecodeError) in try decoder.decode(payload) } }
     }
 }
@@ -67,7 +67,7 @@ final class RAOPDecodeQueue: @unchecked Sendable {
 
     /// Decodes `payload` on the queue and hands the samples (or the reason they are missing) to
     /// `deliver` there. Returns false, without queueing, when too many packets already wait.
-    func decode(_ payload: [UInt8], deliver: @escaping @Sendable (Result<[Int16], AudioDecodeError>) -> Void) -> Bool {
+    func decode(_ payload: [UInt8], deliver: @escaping @Sendable (Result<[Int32], AudioDecodeError>) -> Void) -> Bool {
         let admitted = waiting.withLock { count -> Bool in
             guard count < Self.maximumWaiting else { return false }
             count += 1
@@ -81,7 +81,7 @@ final class RAOPDecodeQueue: @unchecked Sendable {
         return true
     }
 
-    private func decodeNow(_ payload: [UInt8]) -> Result<[Int16], AudioDecodeError> {
+    private func decodeNow(_ payload: [UInt8]) -> Result<[Int32], AudioDecodeError> {
         if let failure { return .failure(failure) }
         if decoder == nil {
             do {
@@ -98,16 +98,39 @@ final class RAOPDecodeQueue: @unchecked Sendable {
 }
 
 extension RAOPPacketDecoding {
-    /// L16 is big-endian on the wire.
-    static func l16Samples(_ payload: [UInt8]) -> [Int16] { payload.withUnsafeBytes(l16Samples) }
+    /// Big-endian PCM of `width` bytes a sample (2 for L16, 3 for 24-bit) as samples; a
+    /// trailing partial sample is dropped.
+    static func bigEndianSamples(_ payload: [UInt8], width: Int) -> [Int32] {
+        payload.withUnsafeBytes { bigEndianSamples($0, width: width) }
+    }
 
-    /// L16 from bytes read in place.
-    static func l16Samples(_ payload: UnsafeRawBufferPointer) -> [Int16] {
-        [Int16](unsafeUninitializedCapacity: payload.count / 2) { samples, count in
-            for index in 0..<payload.count / 2 {
-                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1]))
+    /// Big-endian PCM read in place.
+    static func bigEndianSamples(_ payload: UnsafeRawBufferPointer, width: Int) -> [Int32] {
+        let count = payload.count / width
+        return [Int32](unsafeUninitializedCapacity: count) { samples, written in
+            if width == 2 {
+                for index in 0..<count {
+                    samples[index] = Int32(Int16(bitPattern: UInt16(payload[2 * index]) << 8 | UInt16(payload[2 * index + 1])))
+                }
+            } else {
+                for index in 0..<count {
+                    let at = 3 * index
+                    let bits = UInt32(payload[at]) << 24 | UInt32(payload[at + 1]) << 16 | UInt32(payload[at + 2]) << 8
+                    samples[index] = Int32(bitPattern: bits) >> 8
+                }
             }
-            count = payload.count / 2
+            written = count
         }
     }
+
+    /// The samples of a PCM payload (only for `.bigEndianPCM`; empty otherwise).
+    func pcmSamples(_ payload: UnsafeRawBufferPointer) -> [Int32] {
+        guard case .bigEndianPCM(let width) = self else { return [] }
+        return Self.bigEndianSamples(payload, width: width)
+    }
+}
+
+extension RAOPStreamDescription {
+    /// The PCM the stream decodes to: its rate and channels, at 16 or 24 bits.
+    public var pcmFormat: PCMFormat { PCMFormat(sampleRate: sampleRate, channels: channels, bitsPerSample: bitsPerSample) }
 }

@@ -22,6 +22,9 @@ public struct RAOPStreamDescription: Hashable, Sendable {
     public var channels: Int
     /// Frames in one RTP packet (352 for iTunes-style senders).
     public var framesPerPacket: Int
+    /// Bits per decoded sample: 16, or 24 for AirPlay 2's hi-res PCM and ALAC (RAOP's L16 and
+    /// AAC decode to 16; ALAC says its depth in the fmtp).
+    public var bitsPerSample = 16
     /// The RSA-wrapped AES key (`a=rsaaeskey`), when the stream is encrypted.
     public var rsaAESKey: [UInt8]?
     /// The AES IV (`a=aesiv`).
@@ -36,8 +39,9 @@ public struct RAOPStreamDescription: Hashable, Sendable {
     }
 
     /// A stream described some other way than SDP (AirPlay 2's SETUP plist), in the clear.
-    public init(codec: Codec, sampleRate: Int, channels: Int, framesPerPacket: Int, aacConfig: [UInt8]? = nil) {
+    public init(codec: Codec, sampleRate: Int, channels: Int, framesPerPacket: Int, bitsPerSample: Int = 16, aacConfig: [UInt8]? = nil) {
         self.codec = codec
+        self.bitsPerSample = bitsPerSample
         self.sampleRate = sampleRate
         self.channels = channels
         self.framesPerPacket = framesPerPacket
@@ -90,6 +94,7 @@ public struct RAOPStreamDescription: Hashable, Sendable {
             framesPerPacket = numbers[0]
             channels = numbers[6]
             sampleRate = numbers[10]
+            bitsPerSample = numbers[2] > 16 ? 24 : 16
         case "mpeg4-generic":
             codec = rtpmap.lowercased().contains("eld") || fmtp.joined().lowercased().contains("mode=aac-eld") ? .aacELD : .aacLC
             sampleRate = parts.count > 1 ? Int(parts[1]) ?? 44100 : 44100

@@ -2,7 +2,8 @@
 """Times when several receivers play the same frames: reads every receiver's raw PCM FIFO and
 notes the monotonic time each chunk arrives (raw outputs are written when the frames are due).
 
-Usage: fifo_clock.py FIFO_A FIFO_B [FIFO_C ...] TIMEOUT_SECONDS
+Usage: fifo_clock.py [--pcm s24le/48000] [--save PATH] FIFO_A FIFO_B [FIFO_C ...] TIMEOUT_SECONDS
+(`--save` writes what output A played to PATH.)
 Opens the FIFOs for reading (so the receivers can open them for writing), reads until every
 writer has come and gone or the timeout passes, then prints "OK {json}" with, for each whole
 second of the output, how much later the others played its frames than A (milliseconds; with
@@ -16,10 +17,16 @@ median over 100 frames spread through it, not one frame's.
 """
 import json, sys
 
+import fifo_read
 from fifo_read import played_at as played_in, read_fifos
 
-paths, timeout = sys.argv[1:-1], float(sys.argv[-1])
+arguments, save = fifo_read.options(sys.argv[1:])
+paths, timeout = arguments[:-1], float(arguments[-1])
 chunks, data = read_fifos(paths, timeout)
+if save:
+    with open(save, "wb") as out:
+        out.write(data[0])
+size, rate = fifo_read.FRAME_BYTES, fifo_read.RATE
 
 
 def played_at(i, frame):
@@ -30,7 +37,7 @@ def second_skew(other, second):
     """The median over 100 frames of one second of how much later output `other` played them than A."""
     differences = []
     for step in range(100):
-        frame = second * 44100 + step * 441
+        frame = second * rate + step * (rate // 100)
         if frame >= frames:
             break
         a, b = played_at(0, frame), played_at(other, frame)
@@ -39,12 +46,12 @@ def second_skew(other, second):
     return sorted(differences)[len(differences) // 2] if differences else None
 
 
-frames = min(len(d) for d in data) // 4
+frames = min(len(d) for d in data) // size
 skews = []
-for second in range(1, int(frames / 44100)):
+for second in range(1, int(frames / rate)):
     found = [s for s in (second_skew(i, second) for i in range(1, len(paths))) if s is not None]
     if found:
         skews.append(round(max(found, key=abs) * 1000, 2))
-same = all(d[:frames * 4] == data[0][:frames * 4] for d in data)
+same = all(d[:frames * size] == data[0][:frames * size] for d in data)
 print("OK " + json.dumps({"frames": frames, "skews_ms": skews, "same_samples": same,
                           "max_ms": max((abs(s) for s in skews), default=None)}))

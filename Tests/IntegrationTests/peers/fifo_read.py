@@ -1,6 +1,25 @@
-"""What fifo_clock.py and fifo_align.py share: reading receivers' raw PCM FIFOs (S16LE stereo,
-44.1 kHz) with the monotonic time each chunk arrived, and when a frame was played."""
+"""What fifo_clock.py and fifo_align.py share: reading receivers' raw PCM FIFOs (stereo, S16LE
+at 44.1 kHz unless `--pcm s24le/48000` says otherwise) with the monotonic time each chunk
+arrived, and when a frame was played."""
 import os, select, time
+
+# Bytes per stereo frame and frames per second of the outputs read (set by `options`).
+FRAME_BYTES, RATE = 4, 44100
+
+
+def options(argv):
+    """Takes `--pcm FORMAT/RATE` (s16le or s24le) and `--save PATH` off the front of argv;
+    returns (the remaining arguments, the save path or None). Sets FRAME_BYTES and RATE."""
+    global FRAME_BYTES, RATE
+    save = None
+    while argv and argv[0] in ("--pcm", "--save"):
+        if argv[0] == "--pcm":
+            kind, rate = argv[1].split("/")
+            FRAME_BYTES, RATE = {"s16le": 4, "s24le": 6}[kind], int(rate)
+        else:
+            save = argv[1]
+        argv = argv[2:]
+    return argv, save
 
 
 def read_fifos(paths, timeout):
@@ -28,8 +47,8 @@ def read_fifos(paths, timeout):
 
 def played_at(chunks, frame):
     """When frame `frame` of one output was written: its chunk's arrival, less the frames after it."""
-    wanted = (frame + 1) * 4
+    wanted = (frame + 1) * FRAME_BYTES
     for arrival, total in chunks:
         if total >= wanted:
-            return arrival - (total - wanted) / 4 / 44100
+            return arrival - (total - wanted) / FRAME_BYTES / RATE
     return None
