@@ -30,9 +30,11 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     private var pairingID: String?
     private var pairingPublicKey: String?
     /// AirPlay 2 is served: HAP and transient pairing (features 43, 46, 48) and sessions set up
-    /// with plists, realtime audio on NTP (38, "unified media control"). Buffered audio (40)
-    /// and PTP (41) are not.
+    /// with plists, realtime audio on NTP (38, "unified media control").
     public var airPlay2Pairing = false
+    /// Buffered audio on a PTP timeline is served (features 40, 41 and 47, and `/info`'s
+    /// `supportedFormats`): only with AirPlay 2 and while the PTP follower runs.
+    public var bufferedAudio = false
     /// Only paired senders may play (status flag bit 9).
     public var pairingRequired = false
 
@@ -54,7 +56,10 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         if audio {
             features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
         }
-        if airPlay2Pairing, pairingID != nil { features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing, .unifiedMediaControl]) }
+        if airPlay2Pairing, pairingID != nil {
+            features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing, .unifiedMediaControl])
+            if audio, bufferedAudio { features.formUnion([.bufferedAudio, .ptpClock, .peerManagement]) }
+        }
         return features
     }
 

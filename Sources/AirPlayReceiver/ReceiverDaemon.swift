@@ -96,6 +96,16 @@ public final class ReceiverDaemon: Service, Sendable {
             faultDropPercent: Self.faultDropPercent(logger: logger), ptp: ptp, logger: logger)
     }
 
+    /// Test-only: `AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS=N` (1 to 30) shortens how long a silent PTP
+    /// master's clock is still used, so a test can see a buffered session end without waiting
+    /// half a minute. Never set in production.
+    static func testHoldoverSeconds(logger: Logger) -> Int? {
+        guard let text = ProcessInfo.processInfo.environment["AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS"],
+              let seconds = Int(text), (1...30).contains(seconds) else { return nil }
+        logger.warning("test setting: PTP holdover shortened", metadata: ["seconds": "\(seconds)"])
+        return seconds
+    }
+
     /// Test-only: `AIRPLAYD_FAULT_DROP_AUDIO_PERCENT=N` drops N % of first-time audio packets on
     /// arrival, so tests can show that resend requests recover them. Never set in production.
     static func faultDropPercent(logger: Logger) -> Int {
@@ -117,8 +127,10 @@ public final class ReceiverDaemon: Service, Sendable {
         // The clock identity is the device id as an EUI-64 (FF FE in the middle), as PTP derives it from a MAC.
         let bytes = deviceID.bytes
         let eui64 = (bytes[0..<3] + [0xFF, 0xFE] + bytes[3..<6]).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        var follower = PTPFollower.Configuration()
+        if let seconds = Self.testHoldoverSeconds(logger: logger) { follower.holdover = Int64(seconds) * 1_000_000_000 }
         do {
-            let service = try PTPClockService(identity: eui64, logger: logger)
+            let service = try PTPClockService(identity: eui64, configuration: follower, logger: logger)
             logger.info("PTP follower listening on UDP 319 and 320")
             return service
         } catch {
@@ -213,6 +225,9 @@ public final class ReceiverDaemon: Service, Sendable {
         }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let ptp = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : nil
+        // Buffered audio is advertised only while a PTP follower runs to play it on.
+        capabilities.bufferedAudio = ptp != nil
+        currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
@@ -282,6 +297,7 @@ public final class ReceiverDaemon: Service, Sendable {
                     var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
                     // Pairing settings only change with a restart (listed below when they differ).
                     Self.describe(pairing, airPlay2: configuration.airPlay2, in: &newCapabilities)
+                    newCapabilities.bufferedAudio = currentCapabilities.withLockedValue { $0.bufferedAudio }
                     // The password itself only changes with a restart, so the pw flag stays as it is.
                     newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
                     for key in Self.keysNeedingRestart(old: configuration, new: fresh) {

@@ -42,6 +42,12 @@ public struct ServerInfo: Hashable, Sendable {
             // The Ed25519 key as 32 bytes of data (the TXT record carries it in hex).
             info["pk"] = TextFormatting.bytes(hex: pairing.publicKey).map(PropertyList.data) ?? .string(pairing.publicKey)
         }
+        if capabilities.features.contains(.bufferedAudio) {
+            // The `audioFormat` bits a SETUP may name, per stream type (AirPlay 2 senders pick
+            // the stream's format from these).
+            let formats = Int64(AirPlay2Setup.playedFormatMask)
+            info["supportedFormats"] = .dictionary(["audioStream": .integer(formats), "bufferStream": .integer(formats)])
+        }
         if capabilities.airPlay2Pairing {
             // iOS asks for the `_airplay._tcp` record itself (`qualifier: [txtAirPlay]`): its
             // strings, each behind its length byte, as in DNS.

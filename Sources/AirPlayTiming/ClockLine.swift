@@ -6,7 +6,10 @@
 /// too small by however long it waited. The fit therefore runs three times: through all samples,
 /// then twice more through those at or above the median residual of the fit before (the
 /// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share. Drift
-/// comes out as the slope.
+/// comes out as the slope, when the samples can tell it: on a link so noisy that the slope's
+/// own uncertainty is above `driftResolution` (tens of milliseconds of jitter over a few
+/// seconds), a slope would be noise that moves every frame's time, so the line is level there
+/// and follows the clock by being refitted as the samples slide.
 public struct ClockLine: Hashable, Sendable {
     /// Our time the line is anchored at, in nanoseconds.
     public var local: Int64
@@ -27,6 +30,8 @@ public struct ClockLine: Hashable, Sendable {
 
     /// Drift beyond this is a broken clock, not a crystal.
     public static let maximumDrift = 500e-6
+    /// The slope is only believed when its standard error is below this (20 ppm).
+    public static let driftResolution = 20e-6
 
     /// The line through `samples` (our time, remote minus ours, both in nanoseconds), or nil
     /// with none. Fewer than three samples, or ones spanning less than `driftSpan`, give a
@@ -37,23 +42,32 @@ public struct ClockLine: Hashable, Sendable {
             let best = samples.max { $0.offset < $1.offset }!
             return ClockLine(local: best.local, offset: best.offset, drift: 0, samples: 1, residual: 0)
         }
-        // Two passes: the first fit leans toward the queued samples, so the upper half of its
-        // residuals may still hold a few that waited a little; the second pass drops those.
+        let sloped = luckyFit(samples, anchor: last.local, level: false)
+        let span = Double(sloped.span)
+        let slopeError = span > 0 ? sloped.line.residual * (12 / Double(sloped.line.samples)).squareRoot() / span : .infinity
+        return slopeError <= driftResolution ? sloped.line : luckyFit(samples, anchor: last.local, level: true).line
+    }
+
+    /// Two passes: the first fit leans toward the queued samples, so the upper half of its
+    /// residuals may still hold a few that waited a little; the second pass drops those. Returns
+    /// the line and the time the samples it went through span.
+    private static func luckyFit(_ samples: [(local: Int64, offset: Double)], anchor: Int64, level: Bool) -> (line: ClockLine, span: Int64) {
         var chosen = samples
-        var fitted = line(through: chosen, anchor: last.local)
+        var fitted = line(through: chosen, anchor: anchor, level: level)
         for _ in 0..<2 {
             let residuals = chosen.map { $0.offset - fitted.offset(at: $0.local) }
             let median = residuals.sorted()[residuals.count / 2]
             let lucky = zip(chosen, residuals).filter { $0.1 >= median }.map(\.0)
             guard lucky.count >= 3 else { break }
             chosen = lucky
-            fitted = line(through: chosen, anchor: last.local)
+            fitted = line(through: chosen, anchor: anchor, level: level)
         }
-        return fitted
+        let times = chosen.map(\.local)
+        return (fitted, (times.max() ?? 0) - (times.min() ?? 0))
     }
 
-    /// Least squares through the samples, anchored at `anchor`.
-    private static func line(through samples: [(local: Int64, offset: Double)], anchor: Int64) -> ClockLine {
+    /// Least squares through the samples (a level one when `level`), anchored at `anchor`.
+    private static func line(through samples: [(local: Int64, offset: Double)], anchor: Int64, level: Bool = false) -> ClockLine {
         let count = Double(samples.count)
         let meanTime = samples.map { Double($0.local - anchor) }.reduce(0, +) / count
         let meanOffset = samples.map(\.offset).reduce(0, +) / count
@@ -63,7 +77,7 @@ public struct ClockLine: Hashable, Sendable {
             covariance += time * (sample.offset - meanOffset)
             variance += time * time
         }
-        let slope = variance > 0 ? min(max(covariance / variance, -maximumDrift), maximumDrift) : 0
+        let slope = variance > 0 && !level ? min(max(covariance / variance, -maximumDrift), maximumDrift) : 0
         let offset = meanOffset - slope * meanTime
         var squares = 0.0
         for sample in samples {

@@ -56,22 +56,40 @@ public struct PTPFollower: Sendable {
         public var followed: Bool
     }
 
+    /// The halves of a two-step Sync, in whichever order they came.
+    private struct PendingSync {
+        /// Our time the Sync arrived, and its correction field.
+        var arrival: Int64?
+        var syncCorrection: Int64 = 0
+        /// The Follow_Up's precise origin plus its correction field.
+        var preciseOrigin: Int64?
+    }
+
     private struct Master {
         var address: String
         var announce: PTPAnnounce?
         var lastHeard: Int64
-        var pendingSyncs: [UInt16: (arrival: Int64, origin: Int64?, correction: Int64)] = [:]
+        /// Two-step Syncs waiting for their Follow_Up, or Follow_Ups that overtook their Sync
+        /// (a link that reorders), by sequence id.
+        var pendingSyncs: [UInt16: PendingSync] = [:]
         /// Our time and (master minus ours) of each completed Sync, before the path delay.
         var samples: [(local: Int64, offset: Double)] = []
         var pendingRequests: [UInt16: Int64] = [:]
-        var delays: [Int64] = []
+        /// Each answered Delay_Req: our send time and the master's receive time minus it.
+        var requests: [(sent: Int64, masterMinusSent: Int64)] = []
         var line: ClockLine?
 
-        /// The path delay: the mean of the quickest quarter of the measurements (queueing only adds).
+        /// The path delay: the mean of the quickest quarter of the measurements (queueing only
+        /// adds). A Sync's (t2 - t1) plus a request's (t4 - t3) is twice the path delay, and the
+        /// Syncs' line taken at t3 stands for a (t2 - t1) measured then. The line in force now
+        /// is the one used for every request, so early requests, answered while the line was
+        /// still settling, are as good as late ones: the lucky Syncs and the lucky requests
+        /// meet half way, whatever the link's queueing.
         var pathDelay: Int64? {
-            guard !delays.isEmpty else { return nil }
-            let quickest = delays.sorted().prefix(max(1, delays.count / 4))
-            return quickest.reduce(0, +) / Int64(quickest.count)
+            guard let line, !requests.isEmpty else { return nil }
+            let delays = requests.map { Double($0.masterMinusSent) - line.offset(at: $0.sent) }.sorted()
+            let quickest = delays.prefix(max(1, delays.count / 4))
+            return max(0, Int64((quickest.reduce(0, +) / Double(quickest.count) / 2).rounded()))
         }
     }
 
@@ -142,31 +160,23 @@ public struct PTPFollower: Sendable {
         case .sync(let origin):
             let correction = message.header.correctionNanoseconds
             if message.header.isTwoStep {
-                master.pendingSyncs[message.header.sequence] = (local, nil, correction)
-                if master.pendingSyncs.count > 8, let oldest = master.pendingSyncs.keys.min(by: { Self.isOlder($0, than: $1) }) {
-                    master.pendingSyncs[oldest] = nil
-                    unmatched += 1
+                pairSync(in: &master, sequence: message.header.sequence) { pending in
+                    pending.arrival = local
+                    pending.syncCorrection = correction
                 }
             } else {
                 addSample(to: &master, arrival: local, origin: origin.totalNanoseconds + correction)
             }
         case .followUp(let precise):
-            if let sync = master.pendingSyncs.removeValue(forKey: message.header.sequence) {
-                addSample(to: &master, arrival: sync.arrival, origin: precise.totalNanoseconds + sync.correction + message.header.correctionNanoseconds)
-            } else {
-                unmatched += 1
+            pairSync(in: &master, sequence: message.header.sequence) { pending in
+                pending.preciseOrigin = precise.totalNanoseconds + message.header.correctionNanoseconds
             }
         case .delayResponse(let received, let requester):
             guard requester == identity else { break }
-            if let sent = master.pendingRequests.removeValue(forKey: message.header.sequence), let line = master.line {
-                // Sync's (t2 - t1) plus this request's (t4 - t3) is twice the path delay; the Syncs'
-                // line, taken at t3, stands for a (t2 - t1) measured at the same moment.
+            if let sent = master.pendingRequests.removeValue(forKey: message.header.sequence) {
                 let masterReceived = received.totalNanoseconds - message.header.correctionNanoseconds
-                let delay = (masterReceived - sent - Int64(line.offset(at: sent).rounded())) / 2
-                if delay >= 0 {
-                    master.delays.append(delay)
-                    if master.delays.count > configuration.delayWindow { master.delays.removeFirst() }
-                }
+                master.requests.append((sent, masterReceived - sent))
+                if master.requests.count > configuration.delayWindow { master.requests.removeFirst() }
             } else {
                 unmatched += 1
             }
@@ -176,12 +186,31 @@ public struct PTPFollower: Sendable {
         masters[key] = master
     }
 
+    /// Adds one half of a two-step Sync; once both halves are there, the sample. At most 8 wait
+    /// (a second of Syncs): the oldest half left over is dropped and counted as unmatched.
+    private mutating func pairSync(in master: inout Master, sequence: UInt16, _ update: (inout PendingSync) -> Void) {
+        var pending = master.pendingSyncs[sequence] ?? PendingSync()
+        update(&pending)
+        if let arrival = pending.arrival, let origin = pending.preciseOrigin {
+            master.pendingSyncs[sequence] = nil
+            addSample(to: &master, arrival: arrival, origin: origin + pending.syncCorrection)
+            return
+        }
+        master.pendingSyncs[sequence] = pending
+        if master.pendingSyncs.count > 8, let oldest = master.pendingSyncs.keys.min(by: { Self.isOlder($0, than: $1) }) {
+            master.pendingSyncs[oldest] = nil
+            unmatched += 1
+        }
+    }
+
     /// Time passes: forgets masters silent beyond the holdover, and asks the followed master
     /// for a path delay measurement every `delayRequestInterval`.
     public mutating func tick(now: Int64) -> [Action] {
         masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
         guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
-        nextRequest = now + configuration.delayRequestInterval
+        // Eight times as often until the window is full: a path delay within the first second.
+        let filling = master.requests.count < configuration.delayWindow
+        nextRequest = now + configuration.delayRequestInterval / (filling ? 8 : 1)
         requestSequence &+= 1
         master.pendingRequests[requestSequence] = now
         if master.pendingRequests.count > 4, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {

@@ -63,6 +63,8 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let systemPairing = FeatureSet(bits: [43])
     /// Bit 46: HomeKit pairing and access control.
     public static let homeKitPairing = FeatureSet(bits: [46])
+    /// Bit 47: peer management, the SETPEERS a PTP group's sender keeps the receivers in step with.
+    public static let peerManagement = FeatureSet(bits: [47])
     /// Bit 48: CoreUtils pairing and encryption (transient pairing).
     public static let coreUtilsPairing = FeatureSet(bits: [48])
     /// Bit 49: AirPlay video v2 (the AirPlay 2 video protocol).
@@ -87,7 +89,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
         27: "LegacyPairing", 30: "UnifiedAdvertiserInfo", 32: "IsCarPlay",
         33: "VideoPlayQueue", 34: "AirPlayFromCloud", 35: "TLS_PSK", 38: "UnifiedMediaControl",
         40: "BufferedAudio", 41: "PTP", 42: "ScreenMultiCodec", 43: "SystemPairing",
-        44: "ValeriaScreenSender", 46: "HomeKitPairing", 48: "CoreUtilsPairing",
+        44: "ValeriaScreenSender", 46: "HomeKitPairing", 47: "PeerManagement", 48: "CoreUtilsPairing",
         49: "AirPlayVideoV2", 50: "NowPlayingInfo", 51: "UnifiedPairSetupAndMFi",
         52: "SetPeersExtendedMessage", 54: "APSync", 55: "WakeOnLAN", 56: "WakeOnLAN2",
         58: "HangdogRemoteControl", 59: "AudioStreamConnectionSetup",

@@ -75,6 +75,26 @@ import Testing
         #expect(paired.airPlayTXT["flags"] == "0x204", "pairing required (bit 9) beside the output bit")
     }
 
+    /// Buffered audio and PTP (bits 40, 41, with 47 for SETPEERS) are advertised only when a
+    /// PTP follower runs to play them on, and `/info` then says which formats a SETUP may name.
+    @Test func bufferedAudioIsAdvertisedOnlyWithPTP() throws {
+        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        capabilities.airPlay2Pairing = true
+        #expect(capabilities.features.isDisjoint(with: [.bufferedAudio, .ptpClock, .peerManagement]))
+        #expect(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"] == nil)
+        capabilities.bufferedAudio = true
+        #expect(capabilities.features.isSuperset(of: [.bufferedAudio, .ptpClock, .peerManagement]))
+        let formats = try #require(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"])
+        // PCM, ALAC at 44.1/48 kHz and 16/24 bits, AAC-LC at 44.1/48 kHz: bits 11, 13, 15, 17-23.
+        #expect(formats["bufferStream"]?.integerValue == 0xFE_A800)
+        capabilities.audio = false
+        #expect(capabilities.features.isDisjoint(with: [.bufferedAudio, .ptpClock]), "no audio, no buffered audio")
+        capabilities.audio = true
+        capabilities.airPlay2Pairing = false
+        #expect(capabilities.features.isDisjoint(with: [.bufferedAudio, .ptpClock]), "AirPlay 1 only")
+    }
+
     @Test func alacIsAnnouncedOnlyWithADecoder() {
         let without = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: ReceiverCapabilities(video: false, hls: false, audio: true))
         let with = ReceiverAdvertisement(deviceID: id, port: 7000,

@@ -146,7 +146,7 @@ import Testing
 
     /// Runs `seconds` of 8 Syncs a second from each master, with Delay_Req answered; returns the follower.
     func run(_ masters: inout [SimulatedMaster], seconds: Int, start: Int64 = 1_000_000_000_000, follower: PTPFollower? = nil,
-             silent: Set<Int> = [], answerDelayRequests: Bool = true) -> (PTPFollower, Int64) {
+             silent: Set<Int> = [], answerDelayRequests: Bool = true, followUpFirst: Bool = false) -> (PTPFollower, Int64) {
         var follower = follower ?? PTPFollower(identity: PTPPortIdentity(clockIdentity: 0x02FC_00FF_FE00_0001, port: 1))
         var random = SystemRandomNumberGenerator()
         var now = start
@@ -155,7 +155,8 @@ import Testing
                 if step % 8 == 0 { follower.receive(masters[index].announcement(sequence: UInt16(step)), from: masters[index].address, at: now) }
                 // One Sync in four waits in a queue for up to 400 us.
                 let queueing = Int64.random(in: 0...3, using: &random) == 0 ? Int64.random(in: 0...400, using: &random) * Self.us : 0
-                for (message, arrival) in masters[index].sync(at: now, queueing: queueing) {
+                let pair = masters[index].sync(at: now, queueing: queueing)
+                for (message, arrival) in followUpFirst ? pair.reversed() : pair {
                     follower.receive(message, from: masters[index].address, at: arrival)
                 }
             }
@@ -221,14 +222,40 @@ import Testing
         #expect(followed.ignored >= 3 * 8 * 2, "its Syncs and Follow_Ups were counted as ignored: \(followed.ignored)")
     }
 
-    @Test func followUpsWithoutTheirSyncAreCountedAndDropped() {
+    /// A Follow_Up waits for its Sync (a link may swap them) among at most 8 halves; beyond that
+    /// the oldest is dropped and counted.
+    @Test func followUpsWithoutTheirSyncWaitThenAreCountedAndDropped() {
         var follower = PTPFollower(identity: PTPPortIdentity(clockIdentity: 1, port: 1))
         let source = PTPPortIdentity(clockIdentity: 0xA, port: 1)
         follower.receive(PTPMessage(header: PTPHeader(type: .announce, source: source, sequence: 1), body: .announce(PTPAnnounce(grandmasterIdentity: 0xA))),
                          from: "10.0.0.1", at: 0)
-        follower.receive(PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: 9), body: .followUp(PTPTimestamp(totalNanoseconds: 5))),
-                         from: "10.0.0.1", at: 10)
-        #expect(follower.unmatched == 1)
+        for sequence in UInt16(1)...9 {
+            follower.receive(PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: sequence), body: .followUp(PTPTimestamp(totalNanoseconds: 5))),
+                             from: "10.0.0.1", at: 10)
+            #expect(follower.unmatched == (sequence <= 8 ? 0 : 1), "after \(sequence) orphans")
+        }
         #expect(follower.masterTime(at: 20) == nil, "no Sync completed yet")
+    }
+
+    /// Three seconds of Syncs through 20 ± 10 ms of jitter cannot tell a drift: the line stays
+    /// level, on the quickest of them, instead of swinging by hundreds of ppm.
+    @Test func aJitteryLinkGivesALevelLineOnItsQuickestSyncs() throws {
+        var random = SystemRandomNumberGenerator()
+        let samples = (0..<24).map { step -> (local: Int64, offset: Double) in
+            (Int64(step) * 125_000_000, -Double(Int64.random(in: 10_000_000...30_000_000, using: &random)))
+        }
+        let line = try #require(ClockLine.fit(samples))
+        #expect(line.drift == 0)
+        #expect(abs(line.offset + 10_000_000) < 3_000_000, "offset \(line.offset) ns: the quickest samples")
+    }
+
+    /// On a link that reorders (Wi-Fi, a jittery relay) a Follow_Up may come before its Sync:
+    /// the pair still makes a sample, and the clock is tracked as well as in order.
+    @Test func followUpsThatOvertakeTheirSyncStillCount() throws {
+        var masters = [master(0xA, "10.0.0.1")]
+        let (follower, now) = run(&masters, seconds: 10, followUpFirst: true)
+        let error = try #require(follower.masterTime(at: now)) - masters[0].time(atLocal: now)
+        #expect(abs(error) < 5 * Self.us, "error \(error) ns")
+        #expect(follower.unmatched == 0)
     }
 }

@@ -1,6 +1,31 @@
+import AirPlayMedia
 import AirPlayTesting
 import Foundation
 import Testing
+
+/// A 24-bit 48 kHz stereo sweep made by ffmpeg, with quiet noise that fills the low bits (so a
+/// 16-bit path anywhere would show), as FLAC and as the samples it holds.
+final class HiResSweep: @unchecked Sendable {
+    static let format = PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 24)
+    let flac: String
+    let reference: [Int32]
+
+    init() throws {
+        let directory = Products.scratchDirectory("hires-sweep")
+        let ffmpeg = try #require(TestHost.which("ffmpeg"))
+        let raw = directory + "/sweep24.raw"
+        flac = directory + "/sweep24.flac"
+        let tone = "aevalsrc=0.5*sin(2*PI*(100+400*t)*t)+0.0001*(random(0)-0.5)|0.4*sin(2*PI*(300+200*t)*t)+0.0001*(random(1)-0.5):s=48000:d=6"
+        for job in [
+            ["-loglevel", "error", "-y", "-f", "lavfi", "-i", tone, "-ac", "2", "-f", "s24le", "-c:a", "pcm_s24le", raw],
+            ["-loglevel", "error", "-y", "-f", "s24le", "-ar", "48000", "-ac", "2", "-i", raw, "-metadata", "title=Hi-Res Sweep", "-c:a", "flac", flac],
+        ] {
+            let result = try runCommand(ffmpeg, job, timeout: 60)
+            guard result.status == 0 else { throw TestHostError("ffmpeg: \(result.stderr)") }
+        }
+        reference = Self.format.samples(littleEndian: Array(try Data(contentsOf: URL(fileURLWithPath: raw))))
+    }
+}
 
 /// Buffered AirPlay 2 audio (stream type 103) as senders play to a group: `airplay stream
 /// --mode buffered` serves a PTP clock from its own host, sets each receiver up with a PTP
@@ -14,13 +39,22 @@ import Testing
         let receivers: [TestHost]
         let outputs: [String]
         var daemons: [RunningDaemon] = []
+        /// The namespace between the sender and room 1 when the group was made `relayed`, and
+        /// its two interfaces (towards the sender, towards the room).
+        private(set) var relay: (host: TestHost, interfaces: [String])?
 
-        init(label: String, count: Int = 3, fifos: Bool) throws {
+        /// `relayed`: room 1 is reached through a third namespace whose two links a bridge of
+        /// ours (`jitter_bridge.py`) joins, so its frames can be delayed, reordered and lost.
+        init(label: String, count: Int = 3, fifos: Bool, relayed: Bool = false) throws {
             sender = try TestHost(label: label + "-sender")
             var receivers: [TestHost] = []
             for index in 0..<count {
                 let receiver = try TestHost(label: "\(label)-\(index)")
-                try sender.link(to: receiver, addresses: ["10.94.\(index + 1).1"], peerAddress: "10.94.\(index + 1).2")
+                if relayed && index == 0 {
+                    relay = try Self.relay(label: label, from: sender, to: receiver, addresses: ("10.94.1.1", "10.94.1.2"))
+                } else {
+                    try sender.link(to: receiver, addresses: ["10.94.\(index + 1).1"], peerAddress: "10.94.\(index + 1).2")
+                }
                 receivers.append(receiver)
             }
             self.receivers = receivers
@@ -28,20 +62,61 @@ import Testing
             if fifos { for output in outputs { guard mkfifo(output, 0o600) == 0 else { throw TestHostError("mkfifo \(output)") } } }
         }
 
-        func start() throws {
+        func start(environment: [String: String] = [:]) throws {
             daemons = try receivers.enumerated().map { index, receiver in
                 try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
                     "--airplay2", "on", "--audio-output", "raw:\(outputs[index])", "--video-sink", "fakesink sync=true",
-                ])
+                ], environment: environment)
             }
+        }
+
+        /// A namespace with a link to each of `from` and `to` (which get the addresses), its own
+        /// ends promiscuous and every end without segmentation offloads: the bridge then sees
+        /// and sends plain frames of at most 1500 bytes.
+        static func relay(label: String, from: TestHost, to: TestHost, addresses: (String, String)) throws -> (TestHost, [String]) {
+            let relay = try TestHost(label: label + "-relay")
+            let ethtool = try #require(TestHost.which("ethtool"), "ethtool is a test dependency (tools/setup-deps --test)")
+            let ip = try #require(TestHost.which("ip"))
+            var interfaces: [String] = []
+            for (peer, address) in [(from, addresses.0), (to, addresses.1)] {
+                let mine = try relay.link(to: peer, addresses: [], peerAddress: address)
+                let peerEnd = mine.dropLast() + "p"   // link(to:) names the far end like the near one, ending in p
+                for (host, arguments) in [(relay, [ip, "link", "set", mine, "promisc", "on"]),
+                                          (relay, [ethtool, "-K", mine, "tso", "off", "gso", "off", "gro", "off", "tx", "off"]),
+                                          (peer, [ethtool, "-K", String(peerEnd), "tso", "off", "gso", "off", "gro", "off", "tx", "off"])] {
+                    let result = try host.run(arguments[0], Array(arguments.dropFirst()), timeout: 10)
+                    guard result.status == 0 else { throw TestHostError("\(arguments.joined(separator: " ")): \(result.stderr)") }
+                }
+                interfaces.append(mine)
+            }
+            return (relay, interfaces)
+        }
+
+        /// Starts the bridge between the sender and room 1 (a `relayed` group only).
+        func impair(delayMilliseconds: Int, jitterMilliseconds: Int, lossPercent: Int, seconds: Int) throws -> ManagedProcess {
+            let relay = try #require(relay)
+            return try relay.host.spawn(try Products.peerTool("python"),
+                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/jitter_bridge.py"] + relay.interfaces
+                                            + ["\(delayMilliseconds)", "\(jitterMilliseconds)", "\(lossPercent)", "\(seconds)"],
+                                        label: "jitter-bridge")
         }
 
         /// A reader timing every room's output (`fifo_clock` or `fifo_align` in peers/), started
         /// before the rooms so they find their FIFOs open.
-        func read(with script: String, seconds: Int) throws -> ManagedProcess {
+        func read(with script: String, seconds: Int, options: [String] = []) throws -> ManagedProcess {
             try ManagedProcess(try Products.peerTool("python"),
-                               [Products.repositoryRoot + "/Tests/IntegrationTests/peers/\(script).py"] + outputs + ["\(seconds)"],
+                               [Products.repositoryRoot + "/Tests/IntegrationTests/peers/\(script).py"] + options + outputs + ["\(seconds)"],
                                directory: sender.directory, label: script)
+        }
+
+        /// `airplay stream FILE --mode buffered` to every receiver, started in the background;
+        /// returns once it says it started.
+        func startStream(_ file: String) throws -> ManagedProcess {
+            let targets = receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
+            let stream = try sender.spawn(try Products.executable("airplay"), ["stream", file, "--mode", "buffered", "--json"] + targets,
+                                          label: "airplay-stream")
+            #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
+            return stream
         }
 
         /// `airplay stream FILE --mode buffered` to every receiver, from the sender's namespace.
@@ -53,6 +128,7 @@ import Testing
         deinit {
             for daemon in daemons { daemon.process.stop(grace: 2) }
             for receiver in receivers { receiver.close() }
+            relay?.host.close()
             sender.close()
         }
     }
@@ -86,6 +162,33 @@ import Testing
         print("measure: airplay stream --mode buffered to three airplayd (PTP), largest skew per second \(report.skews) ms")
     }
 
+    /// Hi-res: a 24-bit 48 kHz FLAC goes out as 24-bit 48 kHz ALAC (`audioFormat` bit 21) and
+    /// every room writes it as packed S24LE at 48 kHz, untouched: the same samples in all three,
+    /// bit-exact against the file, within 1 ms of each other.
+    @Test func threeRoomsPlay24Bit48kHzALACBitExactInStep() throws {
+        let sweep = try HiResSweep()
+        let group = try Group(label: "buffered-hires", fifos: true)
+        let saved = group.sender.directory + "/room1.pcm"
+        let reader = try group.read(with: "fifo_clock", seconds: 60, options: ["--pcm", "s24le/48000", "--save", saved])
+        try group.start()
+        let result = try group.stream(sweep.flac)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("ALAC 48 kHz") && result.stdout.contains("24-bit"), "\(result.stdout)")
+        for daemon in group.daemons {
+            let log = daemon.process.stderr
+            #expect(log.contains("format=\"S24LE 48000 Hz 2 ch\"") || log.contains("format=S24LE 48000 Hz 2 ch"), "\(log.suffix(3000))")
+        }
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let report = try FifoClockReport(reader)
+        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+        let played = HiResSweep.format.samples(littleEndian: Array(try Data(contentsOf: URL(fileURLWithPath: saved))))
+        let comparison = alignAndCompare(played, with: sweep.reference, from: 4800)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), offset \(comparison.offset ?? -1), \(played.count / 2) frames")
+        print("measure: 24-bit 48 kHz ALAC to three airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %, "
+              + "largest skew per second \(report.skews) ms")
+    }
+
     /// A minute of music in three rooms: every second of it, the rooms within 1 ms of each
     /// other (p99 over the 60 per-second skews), the same samples throughout.
     @Test func aMinuteInThreeRoomsStaysInStep() throws {
@@ -108,6 +211,36 @@ import Testing
         #expect(p99 <= 1, "p99 \(p99) ms: \(report.line)")
         #expect(report.sameSamples, "\(report.line)")
         print("measure: 60 s buffered in three rooms, per-second skew p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(p99) ms, max \(sorted.last ?? -1) ms")
+    }
+
+    /// One room's link is a bad Wi-Fi: every frame both ways waits 20 ± 10 ms (so frames pass
+    /// each other) and 5 % of them are lost, through a bridge of ours. The follower takes its
+    /// line from the quickest exchanges, TCP resends and reorders, the buffer rides it out: the
+    /// three rooms play the same samples, within 1 ms of each other, room 1 bit-exact.
+    @Test func jitterAndLossOnOneLinkChangeNothingAudible() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "buffered-jitter", fifos: true, relayed: true)
+        let bridge = try group.impair(delayMilliseconds: 20, jitterMilliseconds: 10, lossPercent: 5, seconds: 70)
+        let saved = group.sender.directory + "/room1.pcm"
+        let reader = try group.read(with: "fifo_clock", seconds: 60, options: ["--save", saved])
+        try group.start()
+        let stream = try group.startStream(sweep.directory + "/sweep.flac")
+        Thread.sleep(forTimeInterval: 3)
+        // The follower's own error is on record: every namespace shares the kernel's clock.
+        let curl = try #require(TestHost.which("curl"))
+        let clock = try group.receivers[0].run(curl, ["-s", "http://127.0.0.1:7000/ptp"]).stdout
+        #expect(stream.waitForExit(timeout: 40) == 0, "\(stream.stdout)\(stream.stderr)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        bridge.stop(grace: 1)
+        let report = try FifoClockReport(reader)
+        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+        let played = try Data(contentsOf: URL(fileURLWithPath: saved)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(played)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); the follower mid-stream: \(clock)")
+        let error = clock.components(separatedBy: "\"offset_to_system_clock_ns\":").dropFirst().first?.prefix { $0 != "," && $0 != "}" } ?? "?"
+        print("measure: follower error behind the bridge \(error) ns; buffered, one link 20 ± 10 ms jitter and 5 % loss: largest skew per second \(report.skews) ms, "
+              + "room 1 bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; bridge \(bridge.stdout.split(separator: "\n").last ?? "")")
     }
 
     /// One room's link loses 5 % of what reaches it, at random (nftables in its namespace: TCP
@@ -137,6 +270,45 @@ import Testing
         print("measure: buffered, 5 % random loss on one link (\(dropped) packets dropped), largest skew per second \(report.skews) ms, same samples")
     }
 
+    /// Room 1 stops hearing the PTP clock mid-stream (nftables drops UDP 319/320 in its
+    /// namespace): it plays on on its last line through the holdover (shortened to 2 s here by a
+    /// test setting; 30 s in service), then ends the session saying why; the sender drops it
+    /// and the other rooms play to the end.
+    @Test func aRoomThatLosesTheClockEndsItsSessionAndTheOthersPlayOn() throws {
+        let group = try Group(label: "buffered-clockloss", fifos: false)
+        let file = group.sender.directory + "/twenty.flac"
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*(110+7*t)*t)|0.4*sin(2*PI*330*t):s=44100:d=20",
+            "-ac", "2", "-ar", "44100", file,
+        ], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        try group.start(environment: ["AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS": "2"])
+        let stream = try group.startStream(file)
+        Thread.sleep(forTimeInterval: 3)
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in [["add", "table", "inet", "noclock"],
+                     ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "noclock", "in", "udp", "dport", "{", "319", ",", "320", "}", "counter", "drop"]] {
+            let result = try group.receivers[0].run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let cut = Date()
+        let room1 = group.daemons[0].process
+        #expect(poll(timeout: 20, interval: 0.1) { room1.stderr.contains("buffered session ends: no PTP clock") }, "\(room1.stderr.suffix(3000))")
+        let ended = Date().timeIntervalSince(cut)
+        // Silent after 2 s, forgotten 2 s later, the session ends 5 s after that.
+        #expect(ended > 7 && ended < 13, "the session ended \(ended) s after the clock went")
+        #expect(room1.stderr.contains("has been silent past its holdover"), "\(room1.stderr.suffix(2000))")
+        #expect(stream.waitForExit(timeout: 40) == 0, "\(stream.stdout)\(stream.stderr)")
+        #expect(stream.stdout.contains("left 10.94.1.2:7000"), "\(stream.stdout)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        for index in [1, 2] {
+            let frames = ((try? Data(contentsOf: URL(fileURLWithPath: group.outputs[index])))?.count ?? 0) / 4
+            #expect(frames >= 19 * 44100, "room \(index + 1) played \(frames) frames of 20 s")
+        }
+        print("measure: buffered room without its PTP clock (holdover 2 s) ended its session \(String(format: "%.1f", ended)) s after the clock went; the others played on")
+    }
+
     /// A room's receiver is killed mid-stream (`kill -9`): its data connection breaks, the sender
     /// drops it and says so, and the other rooms play on to the end, in step, the same samples.
     @Test func aRoomThatDiesLeavesTheOthersPlayingInStep() throws {
@@ -144,10 +316,7 @@ import Testing
         let group = try Group(label: "buffered-die", fifos: true)
         let reader = try group.read(with: "fifo_align", seconds: 60)
         try group.start()
-        let targets = group.receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
-        let stream = try group.sender.spawn(try Products.executable("airplay"),
-                                            ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--json"] + targets, label: "airplay-stream")
-        #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
+        let stream = try group.startStream(sweep.directory + "/sweep.flac")
         Thread.sleep(forTimeInterval: 3)
         group.daemons[1].process.signal(SIGKILL)
         #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
