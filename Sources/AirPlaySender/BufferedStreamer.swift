@@ -9,8 +9,8 @@ import Synchronization
 /// receiver rides out seconds of network trouble. A pause is a rate-0 anchor (the receivers keep
 /// what they hold); a resume is a new anchor at the frame where playing stopped.
 public final class BufferedStreamer: @unchecked Sendable {
-    /// Frames per packet (ALAC, as Apple's buffered ALAC streams).
-    public static let framesPerPacket = 352
+    /// Frames read for each packet: 352 for ALAC, 1024 for AAC.
+    var framesPerPacket: Int { encoder.framesPerPacket }
     /// How long after the anchor is sent the first frame sounds: every receiver must have it by then.
     public static let startDelay = 1.0
     /// How far ahead of playing the audio is sent (the receivers hold 4 s).
@@ -38,13 +38,13 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Held while a packet goes to every receiver, so a receiver joins between two packets.
     private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [RAOPLink])>
     /// Packets kept for receivers that join: a little more than `ahead`.
-    private var recentPackets: Int { Int((Self.ahead + 1) * sampleRate) / Self.framesPerPacket }
-    private let alac: ALACEncoder
+    private var recentPackets: Int { Int((Self.ahead + 1) * sampleRate) / framesPerPacket }
+    private let encoder: any BufferedEncoder
     private let resumeSignal = DispatchSemaphore(value: 0)
 
-    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd) {
+    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd, encoder: (any BufferedEncoder)? = nil) {
         self.format = format
-        alac = ALACEncoder(bitDepth: format.bitsPerSample, sampleRate: format.sampleRate)
+        self.encoder = encoder ?? ALACBufferedEncoder(format: format)
         sending = Mutex((links, [], []))
         self.clock = clock
         state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
@@ -83,8 +83,8 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// `stop()`. Blocks: run it on its own thread. Returns when the receivers have the last frame.
     func play(read: () -> [Int32]) {
         while true {
-            let (stopped, paused, timestamp, sequence, anchorTimestamp, anchorTime) = state.withLock {
-                ($0.stopped, $0.paused, $0.timestamp, $0.sequence, $0.anchorTimestamp, $0.anchorTime)
+            let (stopped, paused, timestamp, anchorTimestamp, anchorTime) = state.withLock {
+                ($0.stopped, $0.paused, $0.timestamp, $0.anchorTimestamp, $0.anchorTime)
             }
             if stopped { return }
             if paused {
@@ -99,27 +99,33 @@ public final class BufferedStreamer: @unchecked Sendable {
                 continue
             }
             let samples = read()
-            guard !samples.isEmpty else {
+            for packet in samples.isEmpty ? encoder.finish() : encoder.encode(samples) { send(packet) }
+            if samples.isEmpty {
                 state.withLock { $0.lastTimestamp = $0.timestamp }
                 return
             }
-            let payload = alac.encode(samples)
-            sending.withLock { sending in
-                // A receiver whose connection broke (or stalled past its send time-out) leaves;
-                // the others are not held back by it.
-                let failed = sending.links.filter { !$0.sendBuffered(sequence: sequence, timestamp: timestamp, payload: payload) }
-                if !failed.isEmpty {
-                    sending.links.removeAll { link in failed.contains { $0 === link } }
-                    sending.dropped += failed
-                }
-                sending.recent.append((sequence, timestamp, payload))
-                if sending.recent.count > recentPackets { sending.recent.removeFirst(sending.recent.count - recentPackets) }
+        }
+    }
+
+    /// Sends one packet to every receiver at the next sequence number and RTP time.
+    private func send(_ packet: (payload: [UInt8], frames: Int)) {
+        let (sequence, timestamp) = state.withLock { ($0.sequence, $0.timestamp) }
+        let keep = recentPackets
+        sending.withLock { sending in
+            // A receiver whose connection broke (or stalled past its send time-out) leaves;
+            // the others are not held back by it.
+            let failed = sending.links.filter { !$0.sendBuffered(sequence: sequence, timestamp: timestamp, payload: packet.payload) }
+            if !failed.isEmpty {
+                sending.links.removeAll { link in failed.contains { $0 === link } }
+                sending.dropped += failed
             }
-            state.withLock { state in
-                state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
-                state.timestamp &+= UInt32(samples.count / 2)
-                state.framesSent += samples.count / 2
-            }
+            sending.recent.append((sequence, timestamp, packet.payload))
+            if sending.recent.count > keep { sending.recent.removeFirst(sending.recent.count - keep) }
+        }
+        state.withLock { state in
+            state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
+            state.timestamp &+= UInt32(packet.frames)
+            state.framesSent += packet.frames
         }
     }
 

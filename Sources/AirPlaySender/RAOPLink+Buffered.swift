@@ -15,20 +15,21 @@ extension RAOPLink {
     static let bufferedSequenceBit: UInt32 = 0x80_0000
 
     /// SETUP phase 1 (PTP, our grandmaster as timing peer), RECORD, SETPEERS, phase 2 (one
-    /// buffered ALAC stream in `format` with a fresh `shk`), then the TCP data connection.
-    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, volumeDecibels: Double) async throws(SenderError) {
+    /// buffered stream in `codec` and `format` with a fresh `shk`), then the TCP data connection.
+    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, codec: BufferedCodec, volumeDecibels: Double) async throws(SenderError) {
         let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
         let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
         session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
         grandmaster.addFollower(remote)
-        codec = .alac
+        self.codec = .alac
         let key = try makeStreamKey()
         try await record(sequence: 0, rtpTime: 0)
         _ = try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
                                      contentType: "/peer-list-changed")
         let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-            "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(Int64(Self.alacFormatBit(format))),
-            "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(Int64(format.sampleRate)), "ss": .integer(Int64(format.bitsPerSample)),
+            "type": .integer(103), "ct": .integer(codec == .aac ? 4 : 2), "audioFormat": .integer(Int64(Self.formatBit(format, codec: codec))),
+            "spf": .integer(codec == .aac ? 1024 : Int64(Self.framesPerPacket)), "sr": .integer(Int64(format.sampleRate)),
+            "ss": .integer(Int64(format.bitsPerSample)),
             "shk": .data(key), "audioMode": .string("default"),
             "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false), "clientID": .string("airplay"),
         ])])])
@@ -59,10 +60,12 @@ extension RAOPLink {
         _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
     }
 
-    /// The `audioFormat` bit of stereo ALAC in `format`: 18 (44.1 kHz 16-bit), 19 (44.1/24),
-    /// 20 (48/16) or 21 (48/24).
-    static func alacFormatBit(_ format: PCMFormat) -> UInt64 {
-        UInt64(1) << (18 + (format.sampleRate == 48000 ? 2 : 0) + (format.bitsPerSample > 16 ? 1 : 0))
+    /// The `audioFormat` bit of the stream: stereo ALAC 18 (44.1 kHz 16-bit), 19 (44.1/24),
+    /// 20 (48/16) or 21 (48/24); AAC-LC 22 (44.1 kHz) or 23 (48 kHz).
+    static func formatBit(_ format: PCMFormat, codec: BufferedCodec) -> UInt64 {
+        let rate48 = format.sampleRate == 48000
+        if codec == .aac { return UInt64(1) << (rate48 ? 23 : 22) }
+        return UInt64(1) << (18 + (rate48 ? 2 : 0) + (format.bitsPerSample > 16 ? 1 : 0))
     }
 }
 

@@ -8,13 +8,22 @@ extension RAOPStreamSession {
                      report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
         let start = Self.rtpStart()
         var volume = initialVolume
+        let encoder: any BufferedEncoder
         do {
-            for link in links { try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, volumeDecibels: Self.decibels(volume)) }
+            encoder = try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
+        } catch {
+            throw SenderError(.badInput, error.message)
+        }
+        let codec = bufferedCodec
+        do {
+            for link in links {
+                try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
+            }
         } catch {
             for link in links { await link.tearDown() }
             throw error
         }
-        let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format)
+        let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format, encoder: encoder)
         let tags = source.tags
         let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
         let rate = Double(source.format.sampleRate)
@@ -32,7 +41,7 @@ extension RAOPStreamSession {
         report(.started)
         let source = self.source
         let player = Thread {
-            streamer.play(read: { source.read(frames: BufferedStreamer.framesPerPacket) })
+            streamer.play(read: { source.read(frames: streamer.framesPerPacket) })
             continuation.yield(.ended)
         }
         if failure == nil { player.start() }
@@ -77,7 +86,7 @@ extension RAOPStreamSession {
                     report(.state("volume \(Int(volume))"))
                 case .join(let link, let done):
                     do {
-                        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, volumeDecibels: Self.decibels(volume))
+                        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
                         try await link.sendAnchor(streamer.currentAnchor())
                         let caughtUp = streamer.join(link)
                         joined.append(link)

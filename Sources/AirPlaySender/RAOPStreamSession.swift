@@ -72,13 +72,17 @@ public final class RAOPStreamSession: Sendable {
     let initialVolume: Double
     /// Buffered mode (AirPlay 2 receivers, type 103): the PTP grandmaster the anchors are on.
     private let grandmaster: PTPGrandmaster?
+    /// Buffered mode's codec.
+    let bufferedCodec: BufferedCodec
 
     /// A session over connected links; `item` is the metadata sent, `startOffset` how many
     /// seconds into the track the source starts, `volume` 0-100. With `grandmaster` the
-    /// receivers get buffered audio anchored on its clock; without, realtime audio.
+    /// receivers get buffered audio anchored on its clock, in `bufferedCodec`; without,
+    /// realtime audio.
     public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double,
-                grandmaster: PTPGrandmaster? = nil) {
+                grandmaster: PTPGrandmaster? = nil, bufferedCodec: BufferedCodec = .alac) {
         self.grandmaster = grandmaster
+        self.bufferedCodec = bufferedCodec
         self.links = links
         self.source = source
         self.item = item

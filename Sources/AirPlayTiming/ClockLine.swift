@@ -8,8 +8,9 @@
 /// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share. Drift
 /// comes out as the slope, when the samples can tell it: on a link so noisy that the slope's
 /// own uncertainty is above `driftResolution` (tens of milliseconds of jitter over a few
-/// seconds), a slope would be noise that moves every frame's time, so the line is level there
-/// and follows the clock by being refitted as the samples slide.
+/// seconds) and the slope is not three times that, a slope would be noise that moves every
+/// frame's time, so the line is level there and follows the clock by being refitted as the
+/// samples slide.
 public struct ClockLine: Hashable, Sendable {
     /// Our time the line is anchored at, in nanoseconds.
     public var local: Int64
@@ -45,7 +46,10 @@ public struct ClockLine: Hashable, Sendable {
         let sloped = luckyFit(samples, anchor: last.local, level: false)
         let span = Double(sloped.span)
         let slopeError = span > 0 ? sloped.line.residual * (12 / Double(sloped.line.samples)).squareRoot() / span : .infinity
-        return slopeError <= driftResolution ? sloped.line : luckyFit(samples, anchor: last.local, level: true).line
+        // A slope is believed when it is known to 20 ppm, or stands well clear of its own noise
+        // (a sender hundreds of ppm off, seen through a noisy timing channel).
+        let believed = slopeError <= driftResolution || abs(sloped.line.drift) >= 3 * slopeError
+        return believed ? sloped.line : luckyFit(samples, anchor: last.local, level: true).line
     }
 
     /// Two passes: the first fit leans toward the queued samples, so the upper half of its

@@ -124,4 +124,21 @@ static inline gssize cairplay_pull_bytes(GstElement *appsink, void *out, gsize c
     gst_sample_unref(sample);
     return (gssize)size;
 }
+/// Pushes bytes as one buffer stamped with its time and duration (nanoseconds), for elements
+/// that need a continuous timeline (an encoder treats unstamped buffers as discontinuities).
+static inline GstFlowReturn cairplay_push_samples_at(GstElement *appsrc, const void *data, gsize size, guint64 pts, guint64 duration) {
+    GstBuffer *buffer = gst_buffer_new_allocate(NULL, size, NULL);
+    gst_buffer_fill(buffer, 0, data, size);
+    GST_BUFFER_PTS(buffer) = pts;
+    GST_BUFFER_DURATION(buffer) = duration;
+    return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
+}
+/// Tells an app source that no more buffers come (the pipeline drains, then its sink sees EOS).
+static inline GstFlowReturn cairplay_end_of_stream(GstElement *appsrc) {
+    return gst_app_src_end_of_stream(GST_APP_SRC(appsrc));
+}
+/// True once an app sink has seen end-of-stream and holds no more samples.
+static inline gboolean cairplay_sink_is_eos(GstElement *appsink) {
+    return gst_app_sink_is_eos(GST_APP_SINK(appsink));
+}
 #endif

@@ -42,6 +42,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "realtime (default) or buffered: AirPlay 2 buffered audio anchored on a PTP clock this command serves (UDP 319/320: root or CAP_NET_BIND_SERVICE), as senders play to a group.")
     var mode: StreamMode = .realtime
 
+    @Option(name: .long, help: "Buffered mode's codec: alac (lossless, at the file's depth and rate; default) or aac (AAC-LC 256 kb/s, 16-bit, as Apple's senders send music).")
+    var codec: BufferedCodec = .alac
+
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
 
@@ -53,6 +56,7 @@ struct StreamCommand: AsyncParsableCommand {
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
         guard mode == .realtime || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
+        guard codec == .alac || mode == .buffered else { throw ValidationError("--codec aac is for --mode buffered (realtime streams are ALAC or PCM)") }
     }
 
     func run() async throws {
@@ -62,7 +66,7 @@ struct StreamCommand: AsyncParsableCommand {
         let display = StreamDisplay(json: json)
         let source: any PCMSource
         do {
-            source = try Self.open(file, start: start, hiRes: mode == .buffered)
+            source = try Self.open(file, start: start, hiRes: mode == .buffered && codec == .alac)
         } catch {
             display.fail("\(file == "-" ? "standard input" : file): \(error.message)", kind: "badInput")
             throw ExitCode(ExitStatus.badInput)
@@ -118,7 +122,8 @@ struct StreamCommand: AsyncParsableCommand {
                 throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
             }
         }
-        let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume, grandmaster: grandmaster)
+        let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume,
+                                        grandmaster: grandmaster, bufferedCodec: codec)
 
         let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self)
         let keys = file != "-" && isatty(0) == 1 ? KeyReader(continuation) : nil
@@ -152,7 +157,7 @@ struct StreamCommand: AsyncParsableCommand {
         }
         defer { ticker.cancel() }
         let receivers = links.map { link in
-            buffered ? "\(link.name) (ALAC \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
+            buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
                      : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? ", AirPlay 2" : link.encryptor == nil ? "" : ", RSA"))"
         }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
@@ -296,3 +301,5 @@ final class StreamDisplay: @unchecked Sendable {
         return String(format: "%d:%02d", whole / 60, whole % 60)
     }
 }
+
+extension BufferedCodec: ExpressibleByArgument {}

@@ -52,7 +52,16 @@ extension AudioSessions {
         guard let payload else {
             return dropped(resources, "buffered audio packet does not authenticate (AirPlay 2 shk)")
         }
-        decode(payload, timestamp: packet.timestamp, sequence: UInt16(truncatingIfNeeded: packet.sequence), playout: playout, session: resources)
+        let sequence = UInt16(truncatingIfNeeded: packet.sequence)
+        guard case .queued(let queue) = resources.decoding else {
+            return decode(payload, timestamp: packet.timestamp, sequence: sequence, playout: playout, session: resources)
+        }
+        // A decoder that may wait (AAC through GStreamer) is waited for here, on the reader's
+        // thread: seconds of packets arrive at once, and queueing them would overflow the queue.
+        switch queue.decodeAndWait(payload) {
+        case .success(let samples): playout.receive(timestamp: packet.timestamp, samples: samples)
+        case .failure(let error): dropped(resources, "\(error)", sequence: sequence)
+        }
     }
 
     /// SETRATEANCHORTIME: the timeline takes the anchor; a play anchor restarts the playout there.

@@ -81,6 +81,13 @@ final class RAOPDecodeQueue: @unchecked Sendable {
         return true
     }
 
+    /// Decodes `payload` on the queue and waits for it, for a caller on a thread of its own that
+    /// may block: a buffered stream's reader, whose waiting holds the sender back through TCP
+    /// (its packets come seconds ahead, in bursts far beyond `maximumWaiting`).
+    func decodeAndWait(_ payload: [UInt8]) -> Result<[Int32], AudioDecodeError> {
+        queue.sync { decodeNow(payload) }
+    }
+
     private func decodeNow(_ payload: [UInt8]) -> Result<[Int32], AudioDecodeError> {
         if let failure { return .failure(failure) }
         if decoder == nil {
