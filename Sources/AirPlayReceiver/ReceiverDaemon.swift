@@ -82,7 +82,7 @@ public final class ReceiverDaemon: Service, Sendable {
     }
 
     /// RAOP sessions playing to the configured audio output.
-    private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: PTPClockService?) -> AudioSessions {
+    private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: (any PTPClock)?) -> AudioSessions {
         let (output, media) = (configuration.audioOutput, self.media)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
@@ -123,14 +123,15 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// The PTP follower for AirPlay 2 senders' clocks, on UDP 319/320. Without the privilege to
     /// bind them (no CAP_NET_BIND_SERVICE) the daemon runs on without PTP, and says so.
-    private func startPTP(deviceID: DeviceID) -> PTPClockService? {
+    private func startPTP(deviceID: DeviceID) -> (any PTPClock)? {
         // The clock identity is the device id as an EUI-64 (FF FE in the middle), as PTP derives it from a MAC.
         let bytes = deviceID.bytes
         let eui64 = (bytes[0..<3] + [0xFF, 0xFE] + bytes[3..<6]).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         var follower = PTPFollower.Configuration()
         if let seconds = Self.testHoldoverSeconds(logger: logger) { follower.holdover = Int64(seconds) * 1_000_000_000 }
         do {
-            let service = try PTPClockService(identity: eui64, configuration: follower, logger: logger)
+            // One follower for every instance on the box (zones), run by whichever came first.
+            let service = try SharedPTPClock(identity: eui64, configuration: follower, logger: logger)
             logger.info("PTP follower listening on UDP 319 and 320")
             return service
         } catch {

@@ -13,7 +13,7 @@ import Synchronization
 /// Ports below 1024 need privilege: under systemd the unit grants `CAP_NET_BIND_SERVICE` and
 /// nothing else. Both sockets set `SO_REUSEADDR`, so several airplayd on one box (zones) each
 /// hear the multicast Syncs, Announces and Delay_Resps; unicast PTP reaches one of them only.
-public final class PTPClockService: Sendable {
+public final class PTPClockService: PTPClock {
     private let follower: Mutex<PTPFollower>
     private let sockets: (event: Int32, general: Int32)
     private let stopped = Atomic<Bool>(false)
@@ -68,6 +68,12 @@ public final class PTPClockService: Sendable {
         return follower.withLock { $0.masterTime(at: now) }.map { ($0, now) }
     }
 
+    /// Every master tracked, as of now (what `SharedPTPClock` hands the box's other instances).
+    public func snapshot() -> [PTPFollower.MasterStatus] {
+        let now = PTPSockets.monotonicNanoseconds()
+        return follower.withLock { $0.statuses(now: now) }
+    }
+
     /// What the follower knows, as JSON for `GET /ptp` on the box: every master heard, the one
     /// followed, and how far the followed master's clock is from this box's system clock.
     public func status() -> JSONValue {
@@ -76,22 +82,7 @@ public final class PTPClockService: Sendable {
         let (statuses, masterTime, ignored, unmatched) = follower.withLock {
             ($0.statuses(now: now), $0.masterTime(at: now), $0.ignored, $0.unmatched)
         }
-        let clocks: [JSONValue] = statuses.map { status in
-            var object: [String: JSONValue] = [
-                "identity": .string(status.identity.description), "address": .string(status.address),
-                "silent_ms": .number(Double(status.silentFor) / 1e6), "followed": .bool(status.followed),
-                "path_delay_ns": status.pathDelay.map { .integer(Int($0)) } ?? .null,
-                "drift_ppm": status.line.map { .number($0.drift * 1e6) } ?? .null,
-                "samples": .integer(status.line?.samples ?? 0),
-                "residual_ns": status.line.map { .number($0.residual) } ?? .null,
-            ]
-            if let announce = status.announce {
-                object["priority1"] = .integer(Int(announce.priority1))
-                object["clock_class"] = .integer(Int(announce.clockClass))
-                object["grandmaster"] = .string(PTPPortIdentity(clockIdentity: announce.grandmasterIdentity, port: 0).description.dropLast(2).description)
-            }
-            return .object(object)
-        }
+        let clocks = statuses.map(\.json)
         return .object([
             "clocks": .array(clocks),
             "offset_to_system_clock_ns": masterTime.map { .integer(Int($0 - wall)) } ?? .null,

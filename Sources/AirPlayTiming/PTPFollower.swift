@@ -127,12 +127,7 @@ public struct PTPFollower: Sendable {
     /// Our time (nanoseconds) at which the followed master's clock reads `masterTime`, for a
     /// moment near our time `now`; nil with no usable master.
     public func localTime(ofMaster masterTime: Int64, now: Int64) -> Int64? {
-        guard let master = followed(now: now), let line = master.line else { return nil }
-        let delay = Double(master.pathDelay ?? 0)
-        // master = local + line(local) + delay; the line's slope is tiny, so two steps settle it.
-        var local = masterTime - Int64((line.offset(at: now) + delay).rounded())
-        local = masterTime - Int64((line.offset(at: local) + delay).rounded())
-        return local
+        followed(now: now)?.localTime(ofMaster: masterTime, near: now)
     }
 
     /// A message arrived from `address` at our time `local` (nanoseconds).
@@ -236,8 +231,7 @@ public struct PTPFollower: Sendable {
 
     /// The followed master's time at our time `now`, in nanoseconds; nil with no usable master.
     public func masterTime(at now: Int64) -> Int64? {
-        guard let master = followed(now: now), let line = master.line else { return nil }
-        return line.remoteTime(at: now) + (master.pathDelay ?? 0)
+        followed(now: now)?.masterTime(at: now)
     }
 
     /// Every master tracked, the followed one marked.

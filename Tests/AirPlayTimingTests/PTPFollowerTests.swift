@@ -259,3 +259,30 @@ import Testing
         #expect(follower.unmatched == 0)
     }
 }
+
+/// What the box's shared follower and its other instances say to each other (`SharedPTPClock`).
+@Suite struct PTPShareMessageTests {
+    @Test func aSnapshotAndPeersComeBackAsSent() throws {
+        let line = ClockLine(local: 123_456_789, offset: -1_234.5, drift: 40e-6, samples: 16, residual: 310)
+        let masters = [
+            PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 0x02FC_00FF_FE00_0001, port: 1), address: "10.0.0.1",
+                                     announce: PTPAnnounce(priority1: 100, clockClass: 6, grandmasterIdentity: 0xAB), silentFor: 80_000_000,
+                                     line: line, pathDelay: 45_000, followed: true),
+            PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 7, port: 2), address: "fe80::1", announce: nil,
+                                     silentFor: 3, line: nil, pathDelay: nil, followed: false),
+        ]
+        for message in [PTPShareMessage.snapshot(masters), .peers(["10.0.0.1", "10.0.0.2"]), .peers(nil), .snapshot([])] {
+            #expect(PTPShareMessage.decode(message.encoded()) == message)
+        }
+    }
+
+    @Test func truncatedOrUnknownDatagramsAreNotMessages() {
+        let bytes = PTPShareMessage.snapshot([PTPFollower.MasterStatus(
+            identity: PTPPortIdentity(clockIdentity: 1, port: 1), address: "a", announce: nil, silentFor: 0, line: nil, pathDelay: nil,
+            followed: false)]).encoded()
+        for cut in 0..<bytes.count { #expect(PTPShareMessage.decode(Array(bytes.prefix(cut))) == nil, "cut at \(cut)") }
+        #expect(PTPShareMessage.decode(bytes + [0]) == nil)
+        #expect(PTPShareMessage.decode([9, 0]) == nil)
+        #expect(PTPShareMessage.decode([1, 200]) == nil, "more than 16 masters")
+    }
+}

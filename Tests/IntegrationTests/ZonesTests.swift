@@ -233,4 +233,51 @@ import Testing
         #expect(report.sameSamples)
         print("measure: airplay stream to three zones (protocol \(protocolVersion)), largest skew per second \(skews) ms")
     }
+
+    /// One PTP follower for the box: the first zone runs it (UDP 319/320), the others follow it
+    /// through the abstract socket `airplayd/ptp`. `airplay stream --mode buffered`, from a laptop
+    /// on the link, to the three zones on the box's one address (the grandmaster's Syncs reach
+    /// one socket only) plays them in step. Then the zone running the follower is killed: another
+    /// takes it over, and a second stream plays the two left in step.
+    @Test func zonesShareOnePTPFollowerAndPlayBufferedInStep() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let zones = try Zones(label: "zones-ptp", linked: true)
+        let client = try #require(zones.client)
+        for output in zones.outputs { #expect(mkfifo(output, 0o600) == 0) }
+        func reader(_ outputs: [String]) throws -> ManagedProcess {
+            try ManagedProcess(try Products.peerTool("python"),
+                               [Products.repositoryRoot + "/Tests/IntegrationTests/peers/fifo_clock.py"] + outputs + ["45"],
+                               directory: zones.host.directory, label: "fifo-clock")
+        }
+        func stream(to ports: [Int]) throws -> CommandResult {
+            try client.run(try Products.executable("airplay"), ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--json"]
+                           + ports.flatMap { ["--to", "10.99.0.1:\($0)"] }, timeout: 60)
+        }
+        let first = try reader(zones.outputs)
+        try zones.start(extra: ["--airplay2", "on"])
+        let logs = zones.daemons.map(\.process)
+        #expect(logs[0].stderr.contains("this instance runs the box's follower"), "\(logs[0].stderr.suffix(2000))")
+        for log in logs.dropFirst() {
+            #expect(poll(timeout: 5, interval: 0.05) { log.stderr.contains("following through the box's shared follower") }, "\(log.stderr.suffix(2000))")
+        }
+        let result = try stream(to: [7000, 7001, 7002])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)\n\(logs[0].stderr.suffix(3000))")
+        let report = try FifoClockReport(first)
+        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+
+        logs[0].signal(SIGKILL)
+        _ = logs[0].waitForExit(timeout: 5)
+        #expect(poll(timeout: 5, interval: 0.05) { logs.dropFirst().contains { $0.stderr.contains("taking over") } },
+                "\(logs[1].stderr.suffix(1500))\n\(logs[2].stderr.suffix(1500))")
+        let second = try reader(Array(zones.outputs.dropFirst()))
+        let again = try stream(to: [7001, 7002])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        zones.stop()
+        let after = try FifoClockReport(second)
+        #expect(after.skews.count >= 4 && after.skews.allSatisfy { abs($0) <= 1 }, "\(after.line)")
+        #expect(after.sameSamples, "\(after.line)")
+        print("measure: three zones on one PTP follower, largest skew per second \(report.skews) ms; "
+              + "after its zone was killed and another took it over \(after.skews) ms")
+    }
 }

@@ -6,12 +6,12 @@ import Synchronization
 /// monotonic clock reaches that time. Until an anchor with rate 1 arrives, or after one with
 /// rate 0, nothing plays (`holdsWithoutTime`).
 final class AnchoredTimeline: PlayoutTimeline {
-    private let clock: PTPClockService
+    private let clock: any PTPClock
     private let sampleRate: Double
     private let anchor = Mutex<RateAnchor?>(nil)
 
     /// A timeline at `sampleRate` on the PTP clock `clock` follows.
-    init(clock: PTPClockService, sampleRate: Int) {
+    init(clock: any PTPClock, sampleRate: Int) {
         self.clock = clock
         self.sampleRate = Double(sampleRate)
     }

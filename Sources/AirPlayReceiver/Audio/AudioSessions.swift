@@ -67,7 +67,7 @@ public final class AudioSessions: Sendable {
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
     /// The PTP follower: PTP sessions and buffered streams are served only with it.
-    let ptp: PTPClockService?
+    let ptp: (any PTPClock)?
     let logger: Logger
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
@@ -82,7 +82,7 @@ public final class AudioSessions: Sendable {
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
                 decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying,
-                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), ptp: PTPClockService? = nil, logger: Logger) {
+                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), ptp: (any PTPClock)? = nil, logger: Logger) {
         self.ptp = ptp
         self.clock = clock
         self.faultDropPercent = faultDropPercent
