@@ -1,5 +1,6 @@
 import AirPlayMedia
 import AirPlayWire
+import CLinuxIO
 import Glibc
 import Logging
 import Synchronization
