@@ -55,7 +55,7 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     /// Who may change what plays (`access`): `anyone`, `password` or `paired`.
     public var access: String = "anyone"
     /// Whether AirPlay 2 is served and advertised beside AirPlay 1 (`airplay2`, `--airplay2`).
-    public var airPlay2: Bool = false
+    public var airPlay2: Bool = true
     /// Whether AirPlay 2 senders' PTP clocks are followed on UDP 319/320 (`ptp`, `--ptp`; with `airplay2`).
     public var ptp: Bool = true
     /// The instance name when several daemons run on one box, one per zone (`instance`,
@@ -178,7 +178,7 @@ public struct ConfigurationKey: Sendable {
         .init(name: "access", allowed: "\"anyone\", \"password\" or \"paired\"",
               summary: "Who may play: anyone (default), senders with the password, or only paired senders (others get 470)."),
         .init(name: "airplay2", allowed: "true or false",
-              summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime audio, video; features 38, 43, 46, 48); default false."),
+              summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime and, with ptp, buffered audio, video; features 38, 43, 46, 48, and 40, 41, 47 with PTP); default true."),
         .init(name: "ptp", allowed: "true or false",
               summary: "With airplay2: follow AirPlay 2 senders' PTP clocks on UDP 319 and 320 (needs CAP_NET_BIND_SERVICE, which the unit grants); default true."),
         .init(name: "address", allowed: "an IPv4 or IPv6 address of this box",

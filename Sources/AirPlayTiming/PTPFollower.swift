@@ -17,14 +17,16 @@ public struct PTPFollower: Sendable {
     public struct Configuration: Hashable, Sendable {
         /// Syncs kept per master for the fit (8 s of Apple's and ptp4l's 8 a second).
         public var window = 64
-        /// Path delay measurements kept per master.
-        public var delayWindow = 16
+        /// Path delay measurements kept per master: as many as Syncs, so the quickest of each
+        /// direction are drawn from samples alike (their biases cancel on a jittery link).
+        public var delayWindow = 64
         /// A master not heard from for this long is silent (nanoseconds).
         public var silence: Int64 = 2_000_000_000
         /// How long a silent master's last line is still used, then it is forgotten (nanoseconds).
         public var holdover: Int64 = 30_000_000_000
-        /// How often the followed master is sent a Delay_Req (nanoseconds).
-        public var delayRequestInterval: Int64 = 1_000_000_000
+        /// How often the followed master is sent a Delay_Req (nanoseconds): as often as it sends
+        /// Syncs (ptp4l and our grandmaster answer every one; Apple's may answer none).
+        public var delayRequestInterval: Int64 = 125_000_000
         /// The most masters tracked at once; more are ignored (and counted).
         public var maximumMasters = 16
 
@@ -203,9 +205,7 @@ public struct PTPFollower: Sendable {
     public mutating func tick(now: Int64) -> [Action] {
         masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
         guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
-        // Eight times as often until the window is full: a path delay within the first second.
-        let filling = master.requests.count < configuration.delayWindow
-        nextRequest = now + configuration.delayRequestInterval / (filling ? 8 : 1)
+        nextRequest = now + configuration.delayRequestInterval
         requestSequence &+= 1
         master.pendingRequests[requestSequence] = now
         if master.pendingRequests.count > 4, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {

@@ -10,7 +10,7 @@ import Testing
         defer { host.close() }
         try host.startAvahi()
         let started = monotonicSeconds()
-        let daemon = try RunningDaemon.start(in: host, name: "Integration Box", port: 7000)
+        let daemon = try RunningDaemon.start(in: host, name: "Integration Box", port: 7000, extra: ["--airplay2", "off"])
         let airplay = try #require(try host.waitForService("_airplay._tcp") { $0.name == "Integration Box" })
         let resolvedAfter = monotonicSeconds() - started
         let id = daemon.storedDeviceID
@@ -41,17 +41,38 @@ import Testing
         print("measure: process start to _airplay._tcp resolving: \(String(format: "%.2f", resolvedAfter)) s")
     }
 
+    /// Out of the box airplayd is an AirPlay 2 receiver beside AirPlay 1: the pairing and
+    /// session bits (38, 43, 46, 48) and, with its PTP follower running, buffered audio, PTP and
+    /// peer management (40, 41, 47), in both records; `/info` lists the formats it plays.
+    @Test func theDefaultAdvertisesAirPlay2WithBufferedAudio() throws {
+        let host = try TestHost(label: "default-ap2")
+        defer { host.close() }
+        try host.startAvahi()
+        _ = try RunningDaemon.start(in: host, name: "Default Box", port: 7000)
+        let airplay = try #require(try host.waitForService("_airplay._tcp") { $0.name == "Default Box" })
+        let raop = try #require(try host.waitForService("_raop._tcp") { $0.name.hasSuffix("@Default Box") })
+        for features in [airplay.txtValue("features"), raop.txtValue("ft")] {
+            let words = (features ?? "").split(separator: ",").compactMap { UInt64($0.dropFirst(2), radix: 16) }
+            let value = words.count == 2 ? words[1] << 32 | words[0] : 0
+            let bits = (0..<64).filter { value & (1 << UInt64($0)) != 0 }
+            #expect(Set([38, 40, 41, 43, 46, 47, 48]).isSubset(of: bits), "\(features ?? "none"): bits \(bits)")
+        }
+        let curl = try #require(TestHost.which("curl"))
+        let info = try host.run(curl, ["-s", "-H", "Accept: application/x-apple-plist+xml", "http://127.0.0.1:7000/info"]).stdout
+        #expect(info.contains("<key>supportedFormats</key>") && info.contains("<key>bufferStream</key>"), "\(info.prefix(2000))")
+    }
+
     @Test func videoOffClearsTheVideoBitsAndAudioOffWithdrawsRAOP() throws {
         let host = try TestHost(label: "caps")
         defer { host.close() }
         try host.startAvahi()
-        _ = try RunningDaemon.start(in: host, name: "Speaker Only", extra: ["--video", "off"])
+        _ = try RunningDaemon.start(in: host, name: "Speaker Only", extra: ["--video", "off", "--airplay2", "off"])
         let airplay = try #require(try host.waitForService("_airplay._tcp") { $0.name == "Speaker Only" })
         let features = try #require(UInt64(airplay.txtValue("features")!.dropFirst(2), radix: 16))
         #expect(features & 0b1_0001 == 0, "bits 0 and 4 cleared")
         #expect(features & (1 << 9) != 0, "audio still offered")
 
-        _ = try RunningDaemon.start(in: host, name: "Screen Only", port: 7001, extra: ["--audio", "off"])
+        _ = try RunningDaemon.start(in: host, name: "Screen Only", port: 7001, extra: ["--audio", "off", "--airplay2", "off"])
         let screen = try #require(try host.waitForService("_airplay._tcp") { $0.name == "Screen Only" })
         #expect(screen.txtValue("features") == "0x19")
         #expect(try host.browse("_raop._tcp").allSatisfy { !$0.name.hasSuffix("@Screen Only") })
@@ -130,7 +151,7 @@ import Testing
         let host = try TestHost(label: "pyatv")
         defer { host.close() }
         try host.startAvahi()
-        let daemon = try RunningDaemon.start(in: host, name: "Integration Box")
+        let daemon = try RunningDaemon.start(in: host, name: "Integration Box", extra: ["--airplay2", "off"])
         _ = try host.waitForService("_raop._tcp") { $0.name.hasSuffix("@Integration Box") }
         let scan = try host.run(atvremote, ["--storage", "none", "--scan-hosts", "127.0.0.1", "-t", "5", "scan"], timeout: 60)
         #expect(scan.status == 0, "\(scan.stderr)")
@@ -203,10 +224,10 @@ import Testing
         defer { host.close() }
         try host.startAvahi()
         let config = host.directory + "/airplayd.toml"
-        try "video = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "video = true\nairplay2 = false\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try RunningDaemon.start(in: host, extra: ["--config", config])
         #expect(try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x838219" } != nil)
-        try "video = false\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "video = false\nairplay2 = false\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.process.signal(SIGHUP)
         #expect(daemon.process.waitForOutput("mDNS TXT updated", timeout: 10))
         let updated = try host.waitForService("_airplay._tcp") { $0.txtValue("features") == "0x838200" }
