@@ -175,6 +175,31 @@ import Testing
         #expect(machine.current?.retransmitted == 1)
     }
 
+    /// A resend can be lost too: what is still missing 150 ms after it was asked for is asked
+    /// for again (runs of consecutive numbers in one request), up to four times in all, and
+    /// never once the packet came or a second has passed (it would play late).
+    @Test func missingResendsAreAskedForAgainWhileTheyCanPlay() {
+        var machine = Self.machine()
+        let number = startSession(&machine, on: a)
+        _ = machine.audioPacket(session: number, sequence: 65532, marker: true, retransmitted: false, now: 10)
+        #expect(machine.audioPacket(session: number, sequence: 2, marker: false, retransmitted: false, now: 10)
+                == [.requestResend(session: number, first: 65533, count: 5)])
+        // 65535 and 1 come back; 65533, 65534 and 0 do not.
+        _ = machine.audioPacket(session: number, sequence: 65535, marker: false, retransmitted: true, now: 10.05)
+        _ = machine.audioPacket(session: number, sequence: 1, marker: false, retransmitted: true, now: 10.05)
+        #expect(machine.tick(now: 10.1).isEmpty, "too soon to ask again")
+        #expect(machine.tick(now: 10.16) == [.requestResend(session: number, first: 65533, count: 2),
+                                             .requestResend(session: number, first: 0, count: 1)])
+        _ = machine.audioPacket(session: number, sequence: 0, marker: false, retransmitted: true, now: 10.2)
+        #expect(machine.tick(now: 10.32) == [.requestResend(session: number, first: 65533, count: 2)])
+        #expect(machine.tick(now: 10.48) == [.requestResend(session: number, first: 65533, count: 2)])
+        #expect(machine.tick(now: 10.64).isEmpty, "asked four times: given up")
+        #expect(machine.current?.requested == 5 && machine.current?.requestedAgain == 7)
+
+        _ = machine.audioPacket(session: number, sequence: 10, marker: false, retransmitted: false, now: 20)
+        #expect(machine.tick(now: 21.2).isEmpty, "a second after the first request it would play late")
+    }
+
     /// SET_PARAMETER: volume (-30…0 dB, -144 mute), progress, DMAP text, artwork; bad values are
     /// refused, unknown parameters get 451, metadata that does not parse never stops the audio.
     @Test func setParameterCarriesVolumeProgressAndMetadata() {

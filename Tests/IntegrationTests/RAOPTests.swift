@@ -210,6 +210,52 @@ final class SweepMedia: @unchecked Sendable {
               + "bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
+    /// pyatv in one namespace, airplayd in another across a veth link that loses 5 % of every
+    /// UDP datagram at random, both ways (nftables in the box's namespace): audio, resend
+    /// requests, resends, sync and timing alike. A resend lost too is asked for again while it can still play in time, so nothing
+    /// is lost for good and the output is bit-exact.
+    @Test func fivePercentLossBothWaysIsRecoveredBitExact() throws {
+        let sweep = try #require(Self.sweep)
+        let sender = try TestHost(label: "raop-loss-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "raop-loss-box")
+        defer { box.close() }
+        try sender.link(to: box, addresses: ["10.96.1.1"], peerAddress: "10.96.1.2")
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in [["add", "table", "inet", "loss"],
+                     ["add", "chain", "inet", "loss", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "loss", "in", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "5", "counter", "drop"],
+                     ["add", "chain", "inet", "loss", "out", "{", "type", "filter", "hook", "output", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "loss", "out", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "5", "counter", "drop"]] {
+            let result = try box.run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let raw = box.directory + "/out.pcm"
+        let daemon = try RunningDaemon.start(in: box, extra: ["--airplay2", "off", "--audio-output", "raw:\(raw)", "--video-sink", "fakesink sync=true"])
+        let deviceID = daemon.storedDeviceID.replacingOccurrences(of: ":", with: "")
+        let result = try sender.run(try Products.peerTool("atvremote"), [
+            "--storage", "none", "--manual", "--address", "10.96.1.2", "--port", "7000", "--protocol", "raop", "--id", deviceID,
+            "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+            "stream_file=\(sweep.directory)/sweep.flac",
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let curl = try #require(TestHost.which("curl"))
+        let text = try box.run(curl, ["-s", "http://127.0.0.1:7000/now-playing"]).stdout
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+        let stream = try #require(document["stream"] as? [String: Any], "\(text)")
+        daemon.process.stop(grace: 2)
+        let ruleset = try box.run(nft, ["list", "ruleset"]).stdout
+        let dropped = ruleset.components(separatedBy: "packets ").dropFirst().first?.split(separator: " ").first.flatMap { Int($0) } ?? 0
+        let comparison = sweep.compare(try output(raw))
+        let requested = stream["requested"] as? Int ?? 0, again = stream["requestedAgain"] as? Int ?? 0
+        #expect(dropped > 20, "the link really lost datagrams: \(ruleset)")
+        #expect(stream["lost"] as? Int == 0, "\(stream)")
+        #expect(comparison.exact >= 0.9999, "bit-exact share \(comparison.exact): \(stream)")
+        print("measure: RAOP across a link losing 5 % of UDP (\(dropped) datagrams dropped): \(requested) requested, "
+              + "\(again) asked again, \(stream["retransmitted"] as? Int ?? 0) resent, lost \(stream["lost"] as? Int ?? -1), "
+              + "bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     @Test func theVolumePyatvSetsIsApplied() throws {
         let sweep = try #require(Self.sweep)
         let raw = sweep.directory + "/vol-\(UUID().uuidString.prefix(6)).pcm"

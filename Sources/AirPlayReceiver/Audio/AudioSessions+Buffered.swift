@@ -31,7 +31,7 @@ extension AudioSessions {
                 })
             let (control, controlPort) = try RAOPPorts.bindUDP(host: host)
             let handler = RAOPDatagramHandler(role: .control, session: resources, owner: self)
-            RAOPPorts.adopt(control, group: group, handler: handler) { channel in _ = resources.adopt(channel, as: .control) }
+            RAOPPorts.adopt(control, group: group, handler: handler) { channel in _ = resources.adopt(channel, as: .control, descriptor: control) }
             resources.state.withLockedValue { state in
                 state.playout = playout
                 state.dataReceiver = receiver

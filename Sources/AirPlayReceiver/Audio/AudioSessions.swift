@@ -40,6 +40,8 @@ public final class AudioSessions: Sendable {
         public var clock: SenderTimeline.Figures
         /// Packets asked for again with resend requests.
         public var requested = 0
+        /// Requests repeated because the resend did not come either.
+        public var requestedAgain = 0
         /// Retransmitted packets received.
         public var retransmitted = 0
         /// Datagrams dropped before reaching the playout, by reason (wrong sender, not RAOP,
@@ -357,7 +359,9 @@ public final class AudioSessions: Sendable {
                 }
                 let handler = RAOPDatagramHandler(role: role, session: resources, owner: self)
                 RAOPPorts.adopt(descriptor, group: group, handler: handler) { channel in
-                    if resources.adopt(channel, as: role), role == .timing { self.startTimingRequests(resources, channel: channel) }
+                    if resources.adopt(channel, as: role, descriptor: descriptor), role == .timing {
+                        self.startTimingRequests(resources, channel: channel, descriptor: descriptor)
+                    }
                 }
             }
         } catch {
@@ -386,7 +390,7 @@ public final class AudioSessions: Sendable {
         let sync = figures.playout.syncError
         logger.info("audio session ended", metadata: [
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
-            "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)",
+            "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
             "retransmitted": "\(figures.retransmitted)",
             "clock": "\(resources.anchored != nil ? "ptp" : figures.clock.senderClock ? "sender" : "arrival")",
             "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
@@ -495,24 +499,18 @@ public final class AudioSessions: Sendable {
 
     /// Sends a resend request (0x55) to the sender's control port.
     private func requestResend(_ request: RAOPResendRequest, resources: RAOPSessionResources) {
-        let (destination, control) = resources.state.withLockedValue { ($0.senderControl, $0.channels[.control]) }
-        guard let destination, let control else { return }
-        let bytes = request.bytes
-        var buffer = control.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        control.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+        let (destination, control, descriptor) = resources.state.withLockedValue {
+            ($0.senderControl, $0.channels[.control], $0.descriptors[.control])
+        }
+        guard let destination, let control, let descriptor else { return }
+        RAOPPorts.send(request.bytes, on: control, descriptor: descriptor, to: destination)
     }
 
     /// Asks the sender for its clock: three requests at once (the best of them sets the offset
     /// before the first frame is due), then one every 2 s for the drift, until the channel closes.
-    private func startTimingRequests(_ resources: RAOPSessionResources, channel: any Channel) {
+    private func startTimingRequests(_ resources: RAOPSessionResources, channel: any Channel, descriptor: Int32) {
         guard let destination = resources.state.withLockedValue({ $0.senderTiming }) else { return }
-        let send = { @Sendable in
-            let bytes = SenderTimeline.request()
-            var buffer = channel.allocator.buffer(capacity: bytes.count)
-            buffer.writeBytes(bytes)
-            channel.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
-        }
+        let send = { @Sendable in RAOPPorts.send(SenderTimeline.request(), on: channel, descriptor: descriptor, to: destination) }
         for delay in [0, 30, 60] {
             channel.eventLoop.scheduleTask(in: .milliseconds(Int64(delay))) { if channel.isActive { send() } }
         }
@@ -520,9 +518,10 @@ public final class AudioSessions: Sendable {
         channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
-    /// Gives the machine the time once a second, so a vanished sender's session ends.
+    /// Gives the machine the time ten times a second: resends lost on the way are asked for again
+    /// in time to play, and a vanished sender's session ends.
     private func startWatchdog() {
-        group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
+        group.next().scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { [weak self] task in
             guard let self else { task.cancel(); return }
             self.perform(self.machine.withLockedValue { $0.tick(now: self.now()) })
             self.checkClocks(now: self.now())

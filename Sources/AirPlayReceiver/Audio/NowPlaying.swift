@@ -143,7 +143,8 @@ public final class NowPlaying: Sendable {
         let counts: [(String, Int)] = [
             ("received", playout.received), ("dropped", playout.dropped), ("lost", playout.lost), ("skipped", playout.skipped),
             ("framesPlayed", playout.framesPlayed), ("framesInserted", playout.framesInserted), ("framesRemoved", playout.framesRemoved),
-            ("reanchors", playout.reanchors), ("requested", figures.requested), ("retransmitted", figures.retransmitted),
+            ("reanchors", playout.reanchors), ("requested", figures.requested), ("requestedAgain", figures.requestedAgain),
+            ("retransmitted", figures.retransmitted),
         ]
         for (key, count) in counts { object[key] = .integer(count) }
         object["worstLatenessMs"] = ms(playout.worstLatenessMilliseconds / 1000)

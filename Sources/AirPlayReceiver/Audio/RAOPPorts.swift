@@ -66,6 +66,21 @@ enum RAOPPorts {
             }
     }
 
+    /// Sends one datagram on an adopted UDP socket, on its channel's event loop (so never after
+    /// NIO has closed the socket), with `sendto` itself rather than through the channel: NIO
+    /// closes a datagram channel on any send error but two, and a local firewall's EPERM, a
+    /// full queue's ENOBUFS or a moment of ENETUNREACH on Wi-Fi must cost one request, not the
+    /// session's control or timing port. A request that could not leave is simply lost, as on
+    /// the wire; the machine asks again.
+    static func send(_ bytes: [UInt8], on channel: any Channel, descriptor: Int32, to destination: SocketAddress) {
+        channel.eventLoop.execute {
+            guard channel.isActive else { return }
+            destination.withSockAddr { address, length in
+                _ = bytes.withUnsafeBytes { Glibc.sendto(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT), address, socklen_t(length)) }
+            }
+        }
+    }
+
     /// The host part of an address as 4 bytes (IPv4, also IPv4-mapped IPv6) or 16 (IPv6), read
     /// straight from the socket address: no text on the per-packet path.
     static func hostBytes(_ address: SocketAddress) -> [UInt8] {

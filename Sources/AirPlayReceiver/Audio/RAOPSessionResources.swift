@@ -37,6 +37,8 @@ final class RAOPSessionResources: Sendable {
         var senderControl: SocketAddress?
         var senderTiming: SocketAddress?
         var channels: [RAOPPortRole: any Channel] = [:]
+        /// The sockets under `channels`, which requests are sent on directly (`RAOPPorts.send`).
+        var descriptors: [RAOPPortRole: Int32] = [:]
         /// A buffered stream's TCP data connection.
         var dataReceiver: BufferedDataReceiver?
         /// Since when a playing buffered stream has had no PTP clock to play on.
@@ -74,10 +76,11 @@ final class RAOPSessionResources: Sendable {
     }
 
     /// Keeps a bound channel unless the session already ended (then it is closed at once).
-    func adopt(_ channel: any Channel, as role: RAOPPortRole) -> Bool {
+    func adopt(_ channel: any Channel, as role: RAOPPortRole, descriptor: Int32) -> Bool {
         let keep = state.withLockedValue { value -> Bool in
             if value.ended { return false }
             value.channels[role] = channel
+            value.descriptors[role] = descriptor
             return true
         }
         if !keep { channel.close(promise: nil) }
@@ -100,7 +103,8 @@ final class RAOPSessionResources: Sendable {
     func figures(_ session: RAOPSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
         AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
                                     playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures,
-                                    requested: session?.requested ?? 0, retransmitted: session?.retransmitted ?? 0,
+                                    requested: session?.requested ?? 0, requestedAgain: session?.requestedAgain ?? 0,
+                                    retransmitted: session?.retransmitted ?? 0,
                                     dropped: state.withLockedValue { $0.dropped })
     }
 }

@@ -81,6 +81,10 @@ public struct RAOPSessionStateMachine: Sendable {
         public var expectedSequence: UInt16?
         /// Packets asked for again.
         public var requested = 0
+        /// Requests repeated because the packet still had not come (its resend was lost too).
+        public var requestedAgain = 0
+        /// Packets asked for and not come yet, by sequence number (`RAOPSessionStateMachine+Resends`).
+        var awaited: [UInt16: AwaitedPacket] = [:]
         /// Retransmitted packets received.
         public var retransmitted = 0
         /// AirPlay 2: the stream is buffered (type 103, over TCP, anchored on PTP).
@@ -375,6 +379,7 @@ public struct RAOPSessionStateMachine: Sendable {
             session.paused = false
             actions.append(.nowPlaying(.rate(1)))
         }
+        session.awaited[sequence] = nil
         if retransmitted {
             session.retransmitted += 1
         } else {
@@ -383,6 +388,7 @@ public struct RAOPSessionStateMachine: Sendable {
                 if count < Self.largestResend {
                     session.requested += Int(count)
                     actions.append(.requestResend(session: number, first: expected, count: count))
+                    Self.await(expected, count: count, in: &session, now: now)
                 }
             }
             // Later packets move the expectation on; late ones (wrapped negative) leave it.
@@ -403,7 +409,7 @@ public struct RAOPSessionStateMachine: Sendable {
 
     /// Time passed: a session without RTSP or RTP for `sessionTimeout` ends and its connection closes.
     public mutating func tick(now: Double) -> [Action] {
-        guard let session = current, now - session.lastActivity > configuration.sessionTimeout else { return [] }
+        guard let session = current, now - session.lastActivity > configuration.sessionTimeout else { return resendsDue(now: now) }
         current = nil
         return [.endSession(session, reason: "no RTSP or RTP for \(Int(configuration.sessionTimeout)) s"),
                 .closeConnection(session.connection)]
