@@ -11,11 +11,8 @@ import Synchronization
 public final class BufferedStreamer: @unchecked Sendable {
     /// Frames read for each packet: 352 for ALAC, 1024 for AAC.
     var framesPerPacket: Int { encoder.framesPerPacket }
-    /// How long after the anchor is sent the first frame sounds: every receiver must have it by
-    /// then, and their PTP followers, which hear our clock only from the set-up on, have two
-    /// seconds of Syncs and path delays (on a jittery link their error at the first frame,
-    /// which the playout keeps within its 2 ms tolerance, halves from one second to two).
-    public static let startDelay = 2.0
+    /// How long after the anchor is sent the first frame sounds: every receiver must have it by then.
+    public static let startDelay = 1.0
     /// How far ahead of playing the audio is sent (the receivers hold 4 s).
     public static let ahead = 3.0
     /// The stream's format (its rate paces everything; its depth is the ALAC frames').
