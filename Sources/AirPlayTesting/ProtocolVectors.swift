@@ -1,3 +1,4 @@
+import AirPlayMedia
 import Foundation
 
 /// The test vectors under `Protocol/vectors/`: one loader for every suite.
@@ -13,9 +14,7 @@ public enum ProtocolVectors {
     }
 
     /// Interleaved S16LE bytes as samples.
-    public static func samples(littleEndian bytes: [UInt8]) -> [Int32] {
-        stride(from: 0, to: bytes.count - 1, by: 2).map { Int32(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) }
-    }
+    public static func samples(littleEndian bytes: [UInt8]) -> [Int32] { PCMFormat.cd.samples(littleEndian: bytes) }
 }
 
 /// The packets of a Core Audio Format file (what `ffmpeg -c:a alac x.caf` writes): the codec's

@@ -137,8 +137,4 @@ static inline GstFlowReturn cairplay_push_samples_at(GstElement *appsrc, const v
 static inline GstFlowReturn cairplay_end_of_stream(GstElement *appsrc) {
     return gst_app_src_end_of_stream(GST_APP_SRC(appsrc));
 }
-/// True once an app sink has seen end-of-stream and holds no more samples.
-static inline gboolean cairplay_sink_is_eos(GstElement *appsink) {
-    return gst_app_sink_is_eos(GST_APP_SINK(appsink));
-}
 #endif

@@ -14,9 +14,7 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
     /// Frames in one access unit.
     public static let framesPerPacket = 1024
 
-    private let pipeline: UnsafeMutablePointer<GstElement>
-    private let source: UnsafeMutablePointer<GstElement>
-    private let sink: UnsafeMutablePointer<GstElement>
+    private let pipeline: GStreamerAppPipeline
     private let format: PCMFormat
     private var pushed = 0
     private var pulled = 0
@@ -33,17 +31,8 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
         // avenc_aac takes float samples, which audioconvert makes exactly; voaacenc takes these.
         let launch = "appsrc name=in format=time caps=audio/x-raw,format=S16LE,layout=interleaved,rate=\(format.sampleRate),channels=2 "
             + "! audioconvert ! \(element) bitrate=\(bitRate) ! audio/mpeg,mpegversion=4,stream-format=raw ! appsink name=out sync=false"
-        let built = try GStreamerRuntime.launch(launch, named: ["in", "out"], domain: "airplay.aac")
-        (pipeline, source, sink) = (built.pipeline, built.elements[0], built.elements[1])
+        pipeline = try GStreamerAppPipeline(launch: launch, domain: "airplay.aac")
         self.format = format
-        gst_element_set_state(pipeline, GST_STATE_PLAYING)
-    }
-
-    deinit {
-        gst_element_set_state(pipeline, GST_STATE_NULL)
-        gst_object_unref(UnsafeMutableRawPointer(source))
-        gst_object_unref(UnsafeMutableRawPointer(sink))
-        gst_object_unref(UnsafeMutableRawPointer(pipeline))
     }
 
     /// The AudioSpecificConfig of the stream: AAC-LC, the rate's index, 2 channels.
@@ -57,9 +46,7 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
         // Stamped on a continuous timeline: unstamped buffers are discontinuities to an encoder.
         let duration = UInt64(Self.framesPerPacket) * 1_000_000_000 / UInt64(format.sampleRate)
         let time = UInt64(pushed) * UInt64(Self.framesPerPacket) * 1_000_000_000 / UInt64(format.sampleRate)
-        format.littleEndianBytes(chunk).withUnsafeBytes { raw in
-            _ = cairplay_push_samples_at(source, raw.baseAddress, gsize(raw.count), guint64(time), guint64(duration))
-        }
+        pipeline.push(format.littleEndianBytes(chunk), stamp: (time, duration))
         pushed += 1
         var units: [[UInt8]] = []
         // Wait for what must have come out by now (the encoder keeps at most two back), then
@@ -70,7 +57,7 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
 
     /// Ends the stream and returns the access units still held.
     public func finish() -> [[UInt8]] {
-        _ = cairplay_end_of_stream(source)
+        pipeline.endOfStream()
         var units: [[UInt8]] = []
         for _ in 0..<16 {
             guard let unit = pull(timeout: 1_000_000_000) else { break }
@@ -80,10 +67,8 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
     }
 
     private func pull(timeout: UInt64) -> [UInt8]? {
-        var unit = [UInt8](repeating: 0, count: 8192)
-        let count = unit.withUnsafeMutableBytes { cairplay_pull_bytes(sink, $0.baseAddress, gsize($0.count), GstClockTime(timeout)) }
-        guard count > 0 else { return nil }
+        guard let unit = pipeline.pull(capacity: 8192, timeout: timeout) else { return nil }
         pulled += 1
-        return Array(unit.prefix(count))
+        return unit
     }
 }

@@ -7,9 +7,7 @@ import CGStreamer
 /// Building the pipeline and each `decode` wait on GStreamer's threads: call them from a
 /// session's decode queue, never from an event loop. Calls are serialised by that queue.
 public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
-    private let pipeline: UnsafeMutablePointer<GstElement>
-    private let source: UnsafeMutablePointer<GstElement>
-    private let sink: UnsafeMutablePointer<GstElement>
+    private let pipeline: GStreamerAppPipeline
     private let maximumBytes: Int
     private let format: PCMFormat
 
@@ -51,21 +49,9 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
         // No dithering: the conversion to the output depth must be deterministic.
         let launch = "appsrc name=in format=time caps=\(caps) ! \(decoder) ! audioconvert dithering=none noise-shaping=none "
             + "! audio/x-raw,format=\(format.gstreamerName),layout=interleaved ! appsink name=out sync=false"
-        let built = try GStreamerRuntime.launch(launch, named: ["in", "out"], domain: "airplayd.decoder")
-        let (element, source, sink) = (built.pipeline, built.elements[0], built.elements[1])
-        pipeline = element
-        self.source = source
-        self.sink = sink
+        pipeline = try GStreamerAppPipeline(launch: launch, domain: "airplayd.decoder")
         maximumBytes = max(1, maximumFrames) * format.channels * format.bytesPerSample
         self.format = format
-        gst_element_set_state(pipeline, GST_STATE_PLAYING)
-    }
-
-    deinit {
-        gst_element_set_state(pipeline, GST_STATE_NULL)
-        gst_object_unref(UnsafeMutableRawPointer(source))
-        gst_object_unref(UnsafeMutableRawPointer(sink))
-        gst_object_unref(UnsafeMutableRawPointer(pipeline))
     }
 
     /// The decoded samples of one packet; throws `noOutput` when nothing comes out in 200 ms.
@@ -77,13 +63,9 @@ public final class GStreamerAudioDecoder: AudioDecoder, @unchecked Sendable {
 
     /// The decoded samples of one packet; empty when the packet does not decode in time.
     public func decodeOrEmpty(_ packet: [UInt8]) -> [Int32] {
-        packet.withUnsafeBytes { raw in _ = cairplay_push_samples(source, raw.baseAddress, gsize(raw.count)) }
-        var bytes = [UInt8](repeating: 0, count: maximumBytes)
-        let count = bytes.withUnsafeMutableBytes { raw in
-            cairplay_pull_bytes(sink, raw.baseAddress, gsize(raw.count), 200_000_000)
-        }
-        guard count > 0 else { return [] }
-        return format.samples(littleEndian: Array(bytes.prefix(Int(count))))
+        pipeline.push(packet)
+        guard let bytes = pipeline.pull(capacity: maximumBytes, timeout: 200_000_000) else { return [] }
+        return format.samples(littleEndian: bytes)
     }
 
     /// The ALAC "magic cookie" decoders take: an `alac` atom (size, tag, version) holding the

@@ -1,3 +1,4 @@
+import AirPlayTesting
 import AirPlayWire
 import Foundation
 import GStreamerMedia
@@ -33,9 +34,7 @@ import Testing
 
     /// Interleaved S16LE bytes (the vectors' pcm, base64) as samples.
     private static func samples(base64: String) -> [Int32]? {
-        guard let data = Data(base64Encoded: base64) else { return nil }
-        let bytes = Array(data)
-        return stride(from: 0, to: bytes.count - 1, by: 2).map { Int32(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) }
+        Data(base64Encoded: base64).map { ProtocolVectors.samples(littleEndian: Array($0)) }
     }
 
     /// Hex of bytes, lower case.
