@@ -68,9 +68,15 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // The box's now-playing state, its remote-control commands, and the surfaces that need no
+        // C library (the shairport-sync metadata pipe).
+        .target(name: "AirPlayNowPlaying", dependencies: [
+            "AirPlayWire", "AirPlayMedia", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
+
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming",
+            "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming", "AirPlayNowPlaying",
             "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -119,13 +125,14 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
+        .testTarget(name: "AirPlayNowPlayingTests", dependencies: ["AirPlayNowPlaying", "AirPlayWire"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayPairingTests", dependencies: [
             "AirPlayPairing", "AirPlayCrypto", "AirPlayTesting", .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",
+            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),

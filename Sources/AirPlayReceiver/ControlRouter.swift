@@ -237,7 +237,10 @@ public struct ControlRouter: Sendable {
         var body = ByteBuffer()
         // While a pair-setup waits for its PIN, the box shows it (`pairing.pin`).
         let pin: JSONValue = pairing?.displayedPIN.map { .string($0) } ?? .null
-        body.writeBytes(audio.nowPlaying.json(stream: audio.streamFigures, extra: ["pairing": ["pin": pin]]))
+        var object = audio.nowPlaying.state.json(now: audio.nowPlaying.now())
+        object["stream"] = audio.streamFigures?.json ?? .null
+        object["pairing"] = ["pin": pin]
+        body.writeBytes(JSONValue.object(object).bytes)
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
 

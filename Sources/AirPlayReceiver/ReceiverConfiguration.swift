@@ -64,6 +64,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     /// The one IP address the control port listens on and the mDNS records point at (`address`,
     /// `--address`); nil listens on every address and publishes the box's host name.
     public var address: String?
+    /// Now-playing surfaces and remote control (`mpris`, `metadata_pipe`, `[mqtt]`, `web_listen`).
+    public var nowPlaying = NowPlayingSettings()
 
     /// The built-in defaults, used for every key the file leaves out.
     public static var defaults: ReceiverConfiguration {
@@ -185,6 +187,14 @@ public struct ConfigurationKey: Sendable {
               summary: "Listen on this address only and announce it under a host name of its own, so senders that tell devices apart by address (pyatv) see each zone of a box as its own device; default none: every address."),
         .init(name: "instance", allowed: "1 to 32 letters, digits, '-', '_' or '.'",
               summary: "Instance name when several airplayd run on one box (airplayd@NAME.service sets it): the device id is derived from the MAC and this name; default none."),
+        .init(name: "mpris", allowed: "\"off\", \"system\" or \"session\"",
+              summary: "Show what plays and take play/pause/next/seek/volume over MPRIS 2 (playerctl, desktop widgets) on the system or session D-Bus; default off."),
+        .init(name: "metadata_pipe", allowed: "an absolute path, or empty",
+              summary: "Write shairport-sync's metadata stream (core DMAP and ssnc items, cover art) to this FIFO for its existing readers; default none."),
+        .init(name: "web_listen", allowed: "ADDRESS:PORT, or empty",
+              summary: "Serve the now-playing page (cover, title, progress, controls, pairing PIN) here, e.g. 127.0.0.1:8080 for a kiosk browser; default none."),
+        .init(name: "mqtt", allowed: "a table with host, port, topic, username, password, tls_ca_file, discovery_prefix",
+              summary: "Publish now-playing and take commands on <topic>/remote through this MQTT broker, with Home Assistant discovery; default none."),
     ]
 }
 
@@ -330,6 +340,18 @@ extension ReceiverConfiguration {
         case "ptp":
             guard case .bool(let flag) = value else { throw wrongType() }
             ptp = flag
+        case "mpris":
+            guard case .string(let text) = value else { throw wrongType() }
+            nowPlaying.mpris = text
+        case "metadata_pipe":
+            guard case .string(let text) = value else { throw wrongType() }
+            nowPlaying.metadataPipe = text
+        case "web_listen":
+            guard case .string(let text) = value else { throw wrongType() }
+            nowPlaying.webListen = text
+        case "mqtt":
+            guard case .table(let table) = value else { throw wrongType() }
+            nowPlaying.mqtt = try MQTTSettings.parse(table)
         default:
             throw ConfigurationError(key: key, message: "unknown key")
         }
@@ -392,6 +414,7 @@ extension ReceiverConfiguration {
                 throw ConfigurationError(key: "address", message: "must be an IPv4 or IPv6 address of this box, got \"\(address.prefix(60))\"")
             }
         }
+        try nowPlaying.validate()
         guard stateDirectory.hasPrefix("/") else {
             throw ConfigurationError(key: "state_dir", message: "must be an absolute path, got \"\(stateDirectory)\"")
         }

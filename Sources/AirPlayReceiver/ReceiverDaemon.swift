@@ -1,6 +1,7 @@
 import AirPlayDiscovery
 import AirPlayHLS
 import AirPlayMedia
+import AirPlayNowPlaying
 import AirPlayPairing
 import AirPlayTiming
 import AirPlayWire
@@ -23,13 +24,19 @@ public final class ReceiverDaemon: Service, Sendable {
     private let notifier: SystemdNotifier
     private let reloadConfiguration: @Sendable () throws -> ReceiverConfiguration
     private let media: any ReceiverMediaEngine
+    private let makeSurfaces: NowPlayingSurfaceFactory?
+    /// The box's now-playing state: every session posts to it, every surface hears it.
+    public let nowPlaying = NowPlaying()
 
     /// A daemon for a validated configuration, playing through `media`.
-    /// - Parameter reloadConfiguration: reads the configuration again on SIGHUP (`systemctl reload`).
+    /// - Parameters:
+    ///   - makeSurfaces: builds the now-playing surfaces of other modules (MPRIS, MQTT).
+    ///   - reloadConfiguration: reads the configuration again on SIGHUP (`systemctl reload`).
     public init(configuration: ReceiverConfiguration, media: any ReceiverMediaEngine, logger: Logger,
-                notifier: SystemdNotifier = SystemdNotifier(),
+                notifier: SystemdNotifier = SystemdNotifier(), makeSurfaces: NowPlayingSurfaceFactory? = nil,
                 reloadConfiguration: @escaping @Sendable () throws -> ReceiverConfiguration) {
         self.media = media
+        self.makeSurfaces = makeSurfaces
         self.configuration = configuration
         self.logger = logger
         self.notifier = notifier
@@ -92,7 +99,7 @@ public final class ReceiverDaemon: Service, Sendable {
             },
             decoders: media.raopDecoders,
             takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
-            sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: NowPlaying(),
+            sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: nowPlaying,
             faultDropPercent: Self.faultDropPercent(logger: logger), ptp: ptp, logger: logger)
     }
 
@@ -230,6 +237,17 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
+        let surfaces: [any NowPlayingSurface]
+        do {
+            surfaces = try Self.attachSurfaces(
+                NowPlayingContext(nowPlaying: nowPlaying, settings: configuration.nowPlaying, name: configuration.name,
+                                  instance: configuration.instance, deviceID: identity.id.description,
+                                  stateDirectory: configuration.stateDirectory, logger: logger),
+                makeSurfaces: makeSurfaces)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
         router.audio = audio
         router.audioEnabled = { currentCapabilities.withLockedValue { $0.audio } }
         router.hlsGateway = video?.gateway
@@ -328,6 +346,9 @@ public final class ReceiverDaemon: Service, Sendable {
         audio.stopAll()
         events.closeAll()
         ptp?.stop()
+        // The surfaces hear the sessions end (MPRIS Stopped, MQTT's last state) before they go.
+        nowPlaying.drain(timeout: 1)
+        withExtendedLifetime(surfaces) {}
         await server.shutdown()
         try? await group.shutdownGracefully()
         // The identity stays reserved until the records are gone and the sessions closed.

@@ -74,10 +74,10 @@ import Testing
         var (machine, number) = try bufferedSession()
         let immediate = BufferedFlush(from: nil, until: .init(sequence: 11_259_414, timestamp: 1_667_495_692))
         let now = machine.receive(Self.plistRequest("FLUSHBUFFERED", immediate.plist), on: id, now: 1)
-        #expect(now.contains(.flushBuffered(session: number, immediate)) && now.contains(.nowPlaying(.rate(0))))
+        #expect(now.contains(.flushBuffered(session: number, immediate)) && now.contains(.nowPlaying(.flushed)))
         let deferred = BufferedFlush(from: .init(sequence: 100, timestamp: 35_200), until: .init(sequence: 200, timestamp: 70_400))
         let later = machine.receive(Self.plistRequest("FLUSHBUFFERED", deferred.plist), on: id, now: 2)
-        #expect(later.contains(.flushBuffered(session: number, deferred)) && !later.contains(.nowPlaying(.rate(0))))
+        #expect(later.contains(.flushBuffered(session: number, deferred)) && !later.contains(.nowPlaying(.flushed)))
         let bad = machine.receive(Self.plistRequest("FLUSHBUFFERED", .dictionary(["flushFromSeq": .integer(1)])), on: id, now: 3)
         #expect(RAOP.reply(bad)?.status == 400)
     }

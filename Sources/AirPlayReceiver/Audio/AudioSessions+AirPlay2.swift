@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayNowPlaying
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
@@ -51,7 +52,9 @@ extension AudioSessions {
                 $0.setupStreams(prepared.description, buffered: prepared.buffered, senderControlPort: stream.controlPort.map { UInt16($0) },
                                 on: connection.id, now: self.now())
             }
-            return perform(actions, connection: connection, prepared: prepared) ?? .text(status: 500, "no reply")
+            var announced = prepared
+            announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
+            return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
         }
     }
 

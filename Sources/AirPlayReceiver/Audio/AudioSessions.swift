@@ -1,5 +1,6 @@
 import AirPlayCrypto
 import AirPlayMedia
+import AirPlayNowPlaying
 import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
@@ -134,6 +135,7 @@ public final class AudioSessions: Sendable {
             case .refused(let refusal): return refusal
             case .playable(let stream): prepared = stream
             }
+            prepared?.sender = Self.sender(of: request, connection: connection)
             actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, now: self.now()) }
         } else {
             actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now()) }
@@ -184,6 +186,27 @@ public final class AudioSessions: Sendable {
         var cipher: AudioPacketCipher?
         /// AirPlay 2 buffered (type 103): TCP data, played on rate anchors.
         var buffered = false
+        /// Who sends it, as now-playing shows it.
+        var sender: NowPlayingSender?
+    }
+
+    /// The sender as its request headers describe it: its name (`X-Apple-Client-Name`), user
+    /// agent, and the `DACP-ID`/`Active-Remote` pair its remote-control service answers to.
+    static func sender(of request: AirPlayRequest, connection: ConnectionContext, name: String? = nil) -> NowPlayingSender {
+        func header(_ name: String) -> String? {
+            request.headers[name].map { String($0.prefix(200)) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let address = connection.remote?.ipAddress.map(Self.unmapped)
+        return NowPlayingSender(kind: .audio, name: name ?? header("X-Apple-Client-Name") ?? address ?? "unknown",
+                                clientName: name ?? header("X-Apple-Client-Name"), address: address,
+                                serverAddress: connection.local?.ipAddress.map(Self.unmapped), userAgent: header("User-Agent"),
+                                dacpID: header("DACP-ID"), activeRemote: header("Active-Remote"))
+    }
+
+    /// An IPv4 address as IPv4 (`::ffff:127.0.0.1` is `127.0.0.1`): the dual-stack socket
+    /// reports IPv4 peers that way, and readers expect the address the sender has.
+    static func unmapped(_ address: String) -> String {
+        address.lowercased().hasPrefix("::ffff:") && address.contains(".") ? String(address.dropFirst(7)) : address
     }
 
     /// A playable stream, or the 4xx that refuses it.
@@ -263,8 +286,8 @@ public final class AudioSessions: Sendable {
             case .requestResend(let number, let first, let count):
                 guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
                 requestResend(RAOPResendRequest(first: first, count: count), resources: resources)
-            case .nowPlaying(let update):
-                apply(update)
+            case .nowPlaying(let event):
+                apply(event)
             case .notice(let text):
                 logger.notice("\(text)")
             case .anchor(let number, let anchor):
@@ -279,17 +302,12 @@ public final class AudioSessions: Sendable {
         return reply
     }
 
-    private func apply(_ update: RAOPSessionStateMachine.NowPlayingUpdate) {
-        switch update {
-        case .rate(let rate): nowPlaying.setRate(rate)
-        case .volume(let decibels): nowPlaying.setVolume(decibels: decibels)
-        case .progress(let start, let current, let end, let rate):
-            nowPlaying.setProgress(start: start, current: current, end: end, sampleRate: rate)
-        case .text(let item):
-            nowPlaying.setText(title: item.title, artist: item.artist, album: item.album, genre: item.genre)
-            logger.info("audio metadata", metadata: ["title": "\(item.title ?? "")", "artist": "\(item.artist ?? "")"])
-        case .artwork(let type, let bytes): nowPlaying.setArtwork(type: type, bytes: bytes)
+    private func apply(_ event: NowPlayingEvent) {
+        if case .metadata(let fields, _) = event {
+            let title = fields.first { $0.tag == "minm" }.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
+            logger.info("audio metadata", metadata: ["title": "\(title)", "fields": "\(fields.count)"])
         }
+        nowPlaying.post(event)
     }
 
     private func begin(_ number: Int, connection: ConnectionContext, prepared: PreparedStream) {
@@ -306,7 +324,8 @@ public final class AudioSessions: Sendable {
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
                                              cipher: prepared.cipher, decoding: decoding, anchored: anchored)
         sessions.withLockedValue { $0[number] = resources }
-        nowPlaying.begin(sender: connection.remote.map { ControlServer.describe($0) } ?? "unknown", format: "\(stream.pcmFormat)")
+        let sender = prepared.sender ?? NowPlayingSender(kind: .audio, name: connection.remote?.ipAddress ?? "unknown")
+        nowPlaying.post(.began(sender, format: "\(stream.pcmFormat)"))
         logger.info("audio announced", metadata: ["session": "\(number)", "codec": "\(Self.codecName(stream.codec))",
                                                   "format": "\(stream.pcmFormat)", "encrypted": "\(prepared.cipher != nil)",
                                                   "buffered": "\(prepared.buffered)"])
@@ -383,7 +402,7 @@ public final class AudioSessions: Sendable {
     private func endStreams(_ session: RAOPSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
         guard let resources = sessions.withLockedValue({ $0.removeValue(forKey: session.number) }) else { return nil }
         resources.tearDown()
-        nowPlaying.end()
+        nowPlaying.post(.ended)
         var figures = resources.figures(session)
         figures.ended = true
         lastFigures.withLockedValue { $0 = figures }

@@ -18,6 +18,7 @@ extension RAOPSessionStateMachine {
         session.kind = .airPlay2
         session.usesPTP = ptp
         session.senderTimingPort = setup.timingPort.map { UInt16($0) }
+        session.senderName = setup.name.map { String($0.prefix(100)) }
         current = session
         return actions + [.openEventPort(session: nextNumber)]
     }

@@ -42,7 +42,7 @@ extension RAOPSessionStateMachine {
         var actions: [Action] = [.flushBuffered(session: session.number, flush)]
         if flush.from == nil {
             session.paused = true
-            actions.append(.nowPlaying(.rate(0)))
+            actions.append(.nowPlaying(.flushed))
         }
         current = session
         return actions + [.reply(AirPlayResponse(status: 200))]

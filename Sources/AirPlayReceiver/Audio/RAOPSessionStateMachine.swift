@@ -1,3 +1,4 @@
+import AirPlayNowPlaying
 import AirPlayWire
 import FoundationEssentials
 import NIOCore
@@ -69,6 +70,8 @@ public struct RAOPSessionStateMachine: Sendable {
         public var kind: Kind = .raop
         /// AirPlay 2: the sender's NTP port from SETUP phase 1 (RAOP gives it in SETUP's Transport).
         public var senderTimingPort: UInt16?
+        /// AirPlay 2: the sender's device name from SETUP phase 1 (`name`), for now-playing.
+        public var senderName: String?
         /// Where it is.
         public var phase: Phase
         /// The last RTSP request or UDP packet, on the caller's clock.
@@ -93,20 +96,6 @@ public struct RAOPSessionStateMachine: Sendable {
         public var usesPTP = false
     }
 
-    /// What the now-playing state should learn.
-    public enum NowPlayingUpdate: Hashable, Sendable {
-        /// Playing (1) or paused (0).
-        case rate(Double)
-        /// The sender's volume in dB.
-        case volume(Double)
-        /// RTP start, current and end times of the item.
-        case progress(start: UInt32, current: UInt32, end: UInt32, sampleRate: Double)
-        /// Text of the item (DMAP).
-        case text(DMAP.Item)
-        /// The cover (nil type clears it).
-        case artwork(type: String?, bytes: [UInt8])
-    }
-
     /// What the caller must do.
     public enum Action: Hashable, Sendable {
         /// Answer the request that caused this.
@@ -126,7 +115,7 @@ public struct RAOPSessionStateMachine: Sendable {
         /// Ask the sender again for `count` packets from `first`.
         case requestResend(session: Int, first: UInt16, count: UInt16)
         /// Update the box's now-playing state.
-        case nowPlaying(NowPlayingUpdate)
+        case nowPlaying(NowPlayingEvent)
         /// Log a notice about the session (metadata that was ignored, and why).
         case notice(String)
         /// AirPlay 2: listen for the session's event channel, then call `eventPortOpened` or
@@ -196,7 +185,7 @@ public struct RAOPSessionStateMachine: Sendable {
             guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
             if session.phase == .ready { session.phase = .recording }
             current = session
-            return [.nowPlaying(.rate(1)),
+            return [.nowPlaying(.streamStarted),
                     .reply(AirPlayResponse(status: 200, headers: ["Audio-Latency": "\(configuration.latencyFrames)"]))]
         case "PAUSE":
             guard owned(by: connection) != nil else { return [.reply(Self.noSession)] }
@@ -204,11 +193,11 @@ public struct RAOPSessionStateMachine: Sendable {
         case "FLUSH":
             guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
             // RTP-Info names the first frame after the flush; anything older is stale.
-            let rtpTime = request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["rtptime"] }.flatMap { UInt32($0) }
+            let rtpTime = Self.rtpTime(request)
             session.expectedSequence = nil
             session.paused = true
             current = session
-            return [.flush(session: session.number, before: rtpTime), .nowPlaying(.rate(0)), .reply(AirPlayResponse(status: 200))]
+            return [.flush(session: session.number, before: rtpTime), .nowPlaying(.flushed), .reply(AirPlayResponse(status: 200))]
         case "TEARDOWN":
             guard let session = owned(by: connection) else { return [.reply(AirPlayResponse(status: 200))] }
             if session.kind == .airPlay2, Self.namesStreams(request) { return teardownStreams(session) }
@@ -304,6 +293,11 @@ public struct RAOPSessionStateMachine: Sendable {
         return [.endSession(session, reason: reason), .closeConnection(session.connection)]
     }
 
+    /// The `rtptime` of a request's `RTP-Info` header.
+    static func rtpTime(_ request: AirPlayRequest) -> UInt32? {
+        request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["rtptime"] }.flatMap { UInt32($0) }
+    }
+
     private mutating func setParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
         let type = request.headers["Content-Type"]?.lowercased() ?? "text/parameters"
@@ -319,7 +313,7 @@ public struct RAOPSessionStateMachine: Sendable {
                         return [.reply(.text(status: 400, "volume must be -30...0 dB or -144 (mute)"))]
                     }
                     session.volume = decibels
-                    actions += [.setVolume(session: session.number, decibels: decibels), .nowPlaying(.volume(decibels))]
+                    actions += [.setVolume(session: session.number, decibels: decibels), .nowPlaying(.volume(decibels: decibels))]
                 case "progress":
                     let times = parts[1].split(separator: "/").compactMap { UInt32($0) }
                     guard times.count == 3 else { return [.reply(.text(status: 400, "progress must be start/current/end"))] }
@@ -332,16 +326,17 @@ public struct RAOPSessionStateMachine: Sendable {
             current = session
         } else if type.hasPrefix("application/x-dmap-tagged") {
             do {
-                actions.append(.nowPlaying(.text(try DMAP.parseItem(body))))
+                actions.append(.nowPlaying(.metadata(try DMAPField.fields(of: body), rtpTime: Self.rtpTime(request))))
             } catch {
                 // Senders treat any error here as fatal to the stream (pyatv 0.18 even miscounts
                 // non-ASCII lengths): keep the audio going, keep the bad metadata out.
                 actions.append(.notice("audio metadata ignored: \(error.description)"))
             }
         } else if type.hasPrefix("image/jpeg") || type.hasPrefix("image/png") {
-            actions.append(.nowPlaying(.artwork(type: type.hasPrefix("image/png") ? "image/png" : "image/jpeg", bytes: body)))
+            actions.append(.nowPlaying(.artwork(type: type.hasPrefix("image/png") ? "image/png" : "image/jpeg", bytes: body,
+                                                rtpTime: Self.rtpTime(request))))
         } else if type.hasPrefix("image/none") {
-            actions.append(.nowPlaying(.artwork(type: nil, bytes: [])))
+            actions.append(.nowPlaying(.artwork(type: nil, bytes: [], rtpTime: Self.rtpTime(request))))
         } else {
             return [.reply(.text(status: 415, "SET_PARAMETER does not take \(type.prefix(60))"))]
         }
@@ -377,7 +372,7 @@ public struct RAOPSessionStateMachine: Sendable {
         var actions: [Action] = []
         if session.paused {
             session.paused = false
-            actions.append(.nowPlaying(.rate(1)))
+            actions.append(.nowPlaying(.resumed))
         }
         session.awaited[sequence] = nil
         if retransmitted {

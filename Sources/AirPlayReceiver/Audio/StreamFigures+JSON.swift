@@ -1,0 +1,32 @@
+import AirPlayWire
+
+extension AudioSessions.StreamFigures {
+    /// The stream figures for `GET /now-playing`: packets, frames, and how close to the sender's
+    /// timeline they played (benchmarks and tests read them).
+    var json: JSONValue {
+        let figures = self, playout = figures.playout, sync = playout.syncError
+        func ms(_ seconds: Double) -> JSONValue { .number((seconds * 100_000).rounded() / 100) }
+        var object: [String: JSONValue] = ["session": .integer(figures.session), "codec": .string(figures.codec), "ended": .bool(figures.ended)]
+        let counts: [(String, Int)] = [
+            ("received", playout.received), ("dropped", playout.dropped), ("lost", playout.lost), ("skipped", playout.skipped),
+            ("framesPlayed", playout.framesPlayed), ("framesInserted", playout.framesInserted), ("framesRemoved", playout.framesRemoved),
+            ("reanchors", playout.reanchors), ("requested", figures.requested), ("requestedAgain", figures.requestedAgain),
+            ("retransmitted", figures.retransmitted),
+        ]
+        for (key, count) in counts { object[key] = .integer(count) }
+        object["worstLatenessMs"] = ms(playout.worstLatenessMilliseconds / 1000)
+        let syncFigures: [String: JSONValue] = [
+            "packets": .integer(sync.count), "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude), "p50Ms": ms(sync.percentile(0.5)),
+            "p95Ms": ms(sync.percentile(0.95)), "p99Ms": ms(sync.percentile(0.99)), "maxMs": ms(sync.worst),
+        ]
+        object["sync"] = .object(syncFigures)
+        let clock = figures.clock
+        let clockFigures: [String: JSONValue] = [
+            "source": .string(clock.senderClock ? "sender" : "arrival"), "exchanges": .integer(clock.exchanges),
+            "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
+            "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
+        ]
+        object["clock"] = .object(clockFigures)
+        return .object(object)
+    }
+}

@@ -1,0 +1,44 @@
+import AirPlayNowPlaying
+import Logging
+
+/// What the composition root needs to build the surfaces that live in other modules (MPRIS on
+/// D-Bus, MQTT): the now-playing hub and the settings.
+public struct NowPlayingContext: Sendable {
+    /// The hub to attach to and send commands through.
+    public var nowPlaying: NowPlaying
+    /// The surfaces' settings.
+    public var settings: NowPlayingSettings
+    /// The receiver's name (MPRIS Identity, the page's heading, MQTT's device name).
+    public var name: String
+    /// The instance name when several daemons run (a suffix for bus names and client ids).
+    public var instance: String?
+    /// The device id (MQTT's unique ids).
+    public var deviceID: String
+    /// Where covers are written for MPRIS `mpris:artUrl`.
+    public var stateDirectory: String
+    /// Where to log.
+    public var logger: Logger
+}
+
+/// Builds the surfaces that live outside this module; throws to stop start-up with a reason.
+public typealias NowPlayingSurfaceFactory = @Sendable (NowPlayingContext) throws -> [any NowPlayingSurface]
+
+extension ReceiverDaemon {
+    /// Attaches the surfaces the configuration turns on: the metadata pipe here, the others
+    /// from `makeSurfaces`. Every surface hears the same events in the same order.
+    static func attachSurfaces(_ context: NowPlayingContext, makeSurfaces: NowPlayingSurfaceFactory?) throws -> [any NowPlayingSurface] {
+        var surfaces: [any NowPlayingSurface] = []
+        let settings = context.settings
+        if !settings.metadataPipe.isEmpty {
+            do {
+                surfaces.append(try MetadataPipe(path: settings.metadataPipe))
+            } catch {
+                throw ConfigurationError(key: "metadata_pipe", message: "\(error)")
+            }
+            context.logger.info("metadata pipe", metadata: ["path": "\(settings.metadataPipe)"])
+        }
+        surfaces += try makeSurfaces?(context) ?? []
+        for surface in surfaces { context.nowPlaying.attach(surface) }
+        return surfaces
+    }
+}
