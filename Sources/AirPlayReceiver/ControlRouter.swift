@@ -1,3 +1,4 @@
+import AirPlayNowPlaying
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
@@ -129,6 +130,9 @@ public struct ControlRouter: Sendable {
         Endpoint(name: "now playing (loopback JSON)",
                  takes: { router, request, _ in request.path == "/now-playing" && request.method == "GET" && router.activeAudio != nil },
                  answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, pairing: router.pairing, connection: connection)) }),
+        Endpoint(name: "remote control (loopback)",
+                 takes: { router, request, _ in request.path == "/now-playing/remote" && router.activeAudio != nil },
+                 answer: { router, request, connection in remoteControl(router.activeAudio!.nowPlaying, request, connection: connection) }),
         Endpoint(name: "RAOP methods while audio is off",
                  takes: { _, request, _ in request.version.isRTSP && AudioSessions.methods.contains(request.method) },
                  answer: { router, _, _ in
@@ -242,6 +246,28 @@ public struct ControlRouter: Sendable {
         object["pairing"] = ["pin": pin]
         body.writeBytes(JSONValue.object(object).bytes)
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    /// `POST /now-playing/remote?command=NAME` (loopback only): the box's remote control, as the
+    /// surfaces use it (`pause`, `next`, `seek:-10`, `volume:-12`…; `RemoteCommand(name:)`).
+    /// 204 when it was carried out, 409 with the reason when not (nothing plays, the sender's
+    /// remote cannot be reached).
+    static func remoteControl(_ nowPlaying: NowPlaying, _ request: AirPlayRequest, connection: ConnectionContext?) -> Answer {
+        guard isLoopback(connection) else { return .now(.text(status: 403, "/now-playing/remote is served to programs on this box only")) }
+        guard request.method == "POST" else { return .now(.text(status: 405, "POST /now-playing/remote?command=NAME")) }
+        guard let name = request.queryItems.first(where: { $0.name == "command" })?.value, let command = RemoteCommand(name: name) else {
+            return .now(.text(status: 400, "command must be play, pause, playpause, stop, next, previous, volumeup, volumedown, seek:SECONDS, position:SECONDS or volume:DB"))
+        }
+        return .later { eventLoop in
+            let promise = eventLoop.makePromise(of: AirPlayResponse.self)
+            nowPlaying.perform(command) { result in
+                switch result {
+                case .success: promise.succeed(AirPlayResponse(status: 204))
+                case .failure(let error): promise.succeed(.text(status: 409, error.description))
+                }
+            }
+            return promise.futureResult
+        }
     }
 
     /// `POST /reverse` with `Upgrade: PTTH/1.0`: 101, and the connection carries the session's events.

@@ -72,7 +72,7 @@ public final class ReceiverDaemon: Service, Sendable {
             events: events, gateway: makeHLSGateway(events: events),
             makeTrickPlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: true)
-            }, logger: logger)
+            }, nowPlaying: nowPlaying, logger: logger)
     }
 
     /// The HLS gateway: variants within the configured display and the installed decoders; keys
@@ -237,6 +237,7 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
+        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, logger: logger))
         let surfaces: [any NowPlayingSurface]
         do {
             surfaces = try Self.attachSurfaces(

@@ -72,7 +72,16 @@ extension RAOPStreamSession {
                             }
                         }
                     }
-                case .togglePause:
+                case .setPaused(let paused) where paused == streamer.isPaused:
+                    continue loop
+                case .skip:
+                    // A queue in buffered mode would need FLUSHBUFFERED of what the receivers hold.
+                    report(.state("next and previous move through files in realtime mode only"))
+                case .setVolume(let target):
+                    volume = min(100, max(0, target))
+                    for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .togglePause, .setPaused:
                     if let resume = streamer.resume() {
                         for link in streamer.links { try await link.sendAnchor(resume) }
                         report(.state("playing"))

@@ -14,6 +14,12 @@ public final class RAOPStreamSession: Sendable {
         case tick
         /// Pause if playing, resume if paused.
         case togglePause
+        /// Pause (true) or play (false); nothing when already so (DACP `pause`, `play`).
+        case setPaused(Bool)
+        /// Set the volume (0-100; DACP `setproperty?dmcp.device-volume`).
+        case setVolume(Double)
+        /// Move through the playlist: 1 the next file, -1 the previous (DACP `nextitem`, `previtem`).
+        case skip(Int)
         /// Volume up or down by this many points (0-100 scale).
         case volume(Double)
         /// Stop now.
@@ -123,12 +129,22 @@ public final class RAOPStreamSession: Sendable {
             throw error
         }
         let streamer = RAOPStreamer(links: links, firstSequence: start.sequence, firstTimestamp: start.timestamp)
-        let tags = source.tags
-        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
+        var artwork = Self.artwork(source.tags)
+        var shownItem = 0
+        let playlist = self.source as? PlaylistSource
         // progress: start/current/end in RTP time; the file's first frame is `startOffset` seconds before ours.
-        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
+        let streamStart = start.timestamp
+        /// Where the current item's first frame is on the stream's RTP clock.
+        func itemStartTime() -> UInt32 {
+            let frames = playlist?.position.startFrame ?? 0
+            return frames == 0 ? streamStart &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
+                               : streamStart &+ UInt32(truncatingIfNeeded: frames)
+        }
         let progress = { (current: UInt32) -> (UInt32, UInt32, UInt32)? in
-            tags.duration.map { (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100))) }
+            let trackStart = itemStartTime()
+            return (playlist?.tags ?? self.source.tags).duration.map {
+                (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100)))
+            }
         }
         for link in links {
             await link.sendMetadata(item, artwork: artwork, progress: progress(start.timestamp), rtpTime: start.timestamp)
@@ -149,14 +165,54 @@ public final class RAOPStreamSession: Sendable {
                     ticks += 1
                     report(.progress(elapsed: Double(streamer.framesSent) / 44100 - RAOPStreamer.latencySeconds,
                                      paused: streamer.isPaused, volume: volume))
+                    // The playlist moved on by itself: the receivers learn the new item.
+                    if let playlist, playlist.position.index != shownItem {
+                        shownItem = playlist.position.index
+                        artwork = Self.artwork(playlist.tags)
+                        let now = streamer.playingTimestamp
+                        for link in links { await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(now), rtpTime: now) }
+                        report(.state("item \(shownItem + 1) of \(playlist.position.count): \(currentItem().title ?? "?")"))
+                    }
                     if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
-                case .togglePause:
+                case .setPaused(let paused) where paused == streamer.isPaused:
+                    continue loop
+                case .skip(let offset):
+                    guard let playlist else {
+                        report(.state("one file: nothing to skip to"))
+                        continue loop
+                    }
+                    // Stop, drop what the receivers hold of this item, go on with the other one.
+                    let wasPaused = streamer.isPaused
+                    let point = wasPaused ? streamer.nextPoint : streamer.pause()
+                    if let point, !wasPaused { for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) } }
+                    guard playlist.skip(by: offset) else {
+                        // Past the last file: the stream ends, as a player's queue does.
+                        quitEarly = true
+                        streamer.stop()
+                        break loop
+                    }
+                    shownItem = playlist.position.index
+                    artwork = Self.artwork(playlist.tags)
+                    let resumeAt = streamer.nextPoint
+                    if !wasPaused {
+                        for link in links { try await link.record(sequence: resumeAt.sequence, rtpTime: resumeAt.timestamp) }
+                        streamer.resume(replayUnheard: false)
+                    }
+                    for link in links {
+                        await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(resumeAt.timestamp), rtpTime: resumeAt.timestamp)
+                    }
+                    report(.state("item \(shownItem + 1) of \(playlist.position.count): \(currentItem().title ?? "?")"))
+                case .setVolume(let target):
+                    volume = min(100, max(0, target))
+                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .togglePause, .setPaused:
                     if streamer.isPaused {
                         let point = streamer.nextPoint
                         for link in links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
                         streamer.resume()
                         for link in links {
-                            await link.sendMetadata(item, artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
+                            await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
                         }
                         report(.state("playing"))
                     } else if let point = streamer.pause() {

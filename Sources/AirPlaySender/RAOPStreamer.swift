@@ -169,11 +169,12 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// Goes on after a pause from the RTP point after the flush, on a fresh schedule starting
     /// now, with the audio that was sent but not yet heard when the pause came (the FLUSH threw
-    /// it away at the receivers): the listener resumes where they paused.
-    public func resume() {
+    /// it away at the receivers): the listener resumes where they paused. After a skip to
+    /// another item `replayUnheard` is false: what was not heard belongs to the old one.
+    public func resume(replayUnheard: Bool = true) {
         let wasPaused = state.withLock { state -> Bool in
             guard state.paused else { return false }
-            state.replay = state.unheard + state.replay
+            if replayUnheard { state.replay = state.unheard + state.replay } else { state.replay = [] }
             state.framesSent -= state.unheard.reduce(0) { $0 + $1.count / 2 }
             state.unheard = []
             state.paused = false

@@ -16,12 +16,18 @@ struct StreamCommand: AsyncParsableCommand {
         discussion: """
             Codec and encryption follow each receiver's TXT record: ALAC (compressed) where it is \
             listed, else L16; RSA/AES where `et` lists 1. On a terminal: space pauses and resumes, \
-            + and - change the volume, q quits. Exit codes: 69 receiver not found, 77 refused or \
-            wrong password, 74 connection lost, 65 unusable input.
+            + and - change the volume, n and p move to the next and previous file, q quits. \
+            Receivers control the stream too: it publishes its DACP remote control \
+            (_dacp._tcp, iTunes_Ctrl_<DACP-ID>), so their pause, play, next, previous and volume \
+            buttons act on it. Exit codes: 69 receiver not found, 77 refused or wrong password, \
+            74 connection lost, 65 unusable input.
             """)
 
-    @Argument(help: "An audio file (WAV, FLAC, MP3, M4A/AAC, Ogg…), or - for WAV or raw S16LE 44.1 kHz stereo on stdin.")
-    var file: String
+    @Argument(help: "Audio files (WAV, FLAC, MP3, M4A/AAC, Ogg…) played in turn, or - for WAV or raw S16LE 44.1 kHz stereo on stdin.")
+    var files: [String]
+
+    /// The first file (the only one for standard input).
+    var file: String { files.first ?? "-" }
 
     @Option(name: .long, help: "Receiver: a name, a device id, or HOST:PORT; repeat for several. Default: the one audio receiver found.")
     var to: [String] = []
@@ -51,6 +57,8 @@ struct StreamCommand: AsyncParsableCommand {
     enum StreamMode: String, ExpressibleByArgument { case realtime, buffered }
 
     func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("name an audio file, or - for standard input") }
+        guard !files.contains("-") || files.count == 1 else { throw ValidationError("standard input (-) plays alone, not in a list of files") }
         guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0 to 100") }
         guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") }
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
@@ -66,7 +74,11 @@ struct StreamCommand: AsyncParsableCommand {
         let display = StreamDisplay(json: json)
         let source: any PCMSource
         do {
-            source = try Self.open(file, start: start, hiRes: mode == .buffered && codec == .alac)
+            let hiRes = mode == .buffered && codec == .alac
+            let first = try Self.open(file, start: start, hiRes: hiRes)
+            source = files.count == 1 ? first : PlaylistSource(paths: files, first: first, open: { path throws in
+                try Self.open(path, start: 0, hiRes: hiRes)
+            })
         } catch {
             display.fail("\(file == "-" ? "standard input" : file): \(error.message)", kind: "badInput")
             throw ExitCode(ExitStatus.badInput)
@@ -149,6 +161,11 @@ struct StreamCommand: AsyncParsableCommand {
             }
         } : nil
         defer { control?.close() }
+        // The receivers' remote-control buttons (DACP) come in as the keys do.
+        let remote = try? await DACPServer.start(identity: identity, logger: Logger(label: "airplay")) { command in
+            if let event = Self.event(for: command) { continuation.yield(event) }
+        }
+        defer { if let remote { Task { await remote.close() } } }
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
@@ -183,7 +200,25 @@ struct StreamCommand: AsyncParsableCommand {
     }
 }
 
-/// Keys on a terminal, read without echo or line buffering: space, +, -, q.
+extension StreamCommand {
+    /// The session event a receiver's DACP command asks for.
+    static func event(for command: DACPCommand) -> RAOPStreamSession.Event? {
+        switch command {
+        case .play: .setPaused(false)
+        case .pause: .setPaused(true)
+        case .playPause: .togglePause
+        case .stop: .quit
+        case .nextItem: .skip(1)
+        case .previousItem: .skip(-1)
+        case .volumeUp: .volume(5)
+        case .volumeDown: .volume(-5)
+        case .setDeviceVolume(let decibels): .setVolume(decibels <= -144 ? 0 : max(0, min(100, (decibels + 30) / 30 * 100)))
+        case .getProperty: nil
+        }
+    }
+}
+
+/// Keys on a terminal, read without echo or line buffering: space, +, -, n, p, q.
 final class KeyReader: @unchecked Sendable {
     private var saved = termios()
 
@@ -200,6 +235,8 @@ final class KeyReader: @unchecked Sendable {
                 case UInt8(ascii: "+"), UInt8(ascii: "="): continuation.yield(.volume(5))
                 case UInt8(ascii: "-"): continuation.yield(.volume(-5))
                 case UInt8(ascii: "q"), UInt8(ascii: "Q"): continuation.yield(.quit)
+                case UInt8(ascii: "n"): continuation.yield(.skip(1))
+                case UInt8(ascii: "p"): continuation.yield(.skip(-1))
                 default: continue
                 }
             }

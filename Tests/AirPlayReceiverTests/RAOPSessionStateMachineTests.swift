@@ -153,6 +153,9 @@ import Testing
         #expect(flush.contains(.flush(session: number, before: 123456)))
         #expect(flush.contains(.nowPlaying(.flushed)))
         #expect(machine.current?.expectedSequence == nil)
+        // A packet still in flight from before the flush point is not the sender playing again.
+        let late = machine.audioPacket(session: number, sequence: 10, marker: false, retransmitted: false, now: 2.1)
+        #expect(!late.contains(.nowPlaying(.resumed)))
         // After a flush, a jump in sequence numbers is no loss.
         let resumed = machine.audioPacket(session: number, sequence: 500, marker: false, retransmitted: false, now: 3)
         #expect(resumed == [.nowPlaying(.resumed)])

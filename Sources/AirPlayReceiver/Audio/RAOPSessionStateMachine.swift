@@ -80,6 +80,9 @@ public struct RAOPSessionStateMachine: Sendable {
         public var volume: Double = 0
         /// Set by FLUSH: the next audio packet means playing again.
         public var paused = false
+        /// The first sequence number after a FLUSH (its `RTP-Info: seq=`): packets still in flight
+        /// from before it do not mean playing again.
+        public var resumeSequence: UInt16?
         /// The sequence number the next first-time audio packet should carry.
         public var expectedSequence: UInt16?
         /// Packets asked for again.
@@ -196,6 +199,7 @@ public struct RAOPSessionStateMachine: Sendable {
             let rtpTime = Self.rtpTime(request)
             session.expectedSequence = nil
             session.paused = true
+            session.resumeSequence = request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["seq"] }.flatMap { UInt16($0) }
             current = session
             return [.flush(session: session.number, before: rtpTime), .nowPlaying(.flushed), .reply(AirPlayResponse(status: 200))]
         case "TEARDOWN":
@@ -370,8 +374,17 @@ public struct RAOPSessionStateMachine: Sendable {
         guard var session = current, session.number == number else { return [] }
         session.lastActivity = now
         var actions: [Action] = []
-        if session.paused {
+        // A packet from before the FLUSH (in flight, or resent) does not resume; the first after
+        // it does (its sequence number at or past the flush point, or marked as a first packet).
+        let afterFlush = session.resumeSequence.map { Int16(bitPattern: sequence &- $0) >= 0 } ?? true
+        if session.paused, !retransmitted {
+            guard marker || afterFlush else {
+                // Stale: it sets no expectation either (the flush dropped what it belongs to).
+                current = session
+                return []
+            }
             session.paused = false
+            session.resumeSequence = nil
             actions.append(.nowPlaying(.resumed))
         }
         session.awaited[sequence] = nil

@@ -1,4 +1,5 @@
 import AirPlayMedia
+import AirPlayNowPlaying
 import AirPlayPlist
 import AirPlayWire
 import FoundationEssentials
@@ -41,19 +42,23 @@ public final class VideoSessions: Sendable {
     private let makeTrickPlayer: PlayerFactory?
     private let policy: MediaURLPolicy
     private let events: EventChannels
-    private let logger: Logger
-    private let machine: NIOLockedValueBox<Machine>
+    let logger: Logger
+    let machine: NIOLockedValueBox<Machine>
     /// The players the machine asked for, by id.
-    private let players = NIOLockedValueBox<[Machine.PlayerID: any MediaPlayer]>([:])
+    let players = NIOLockedValueBox<[Machine.PlayerID: any MediaPlayer]>([:])
     /// Where players are built, loaded, driven and stopped: off the event loops, in order.
-    private let playerQueue = DispatchQueue(label: "airplayd.video-players")
+    let playerQueue = DispatchQueue(label: "airplayd.video-players")
     /// Fronts HLS playlists for the player (variant choice, keys), when there is one.
     public let gateway: HLSGateway?
+    /// The box's now-playing state, which video sessions appear in too.
+    let nowPlaying: NowPlaying?
 
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
-                events: EventChannels, gateway: HLSGateway? = nil, makeTrickPlayer: PlayerFactory? = nil, logger: Logger) {
+                events: EventChannels, gateway: HLSGateway? = nil, makeTrickPlayer: PlayerFactory? = nil,
+                nowPlaying: NowPlaying? = nil, logger: Logger) {
         self.gateway = gateway
+        self.nowPlaying = nowPlaying
         self.makeTrickPlayer = makeTrickPlayer
         self.makePlayer = makePlayer
         self.policy = policy
@@ -101,7 +106,7 @@ public final class VideoSessions: Sendable {
     }
 
     /// Carries out actions, on the players' queue; returns the response of the first that failed.
-    private func carryOut(_ actions: [Machine.Action]) -> AirPlayResponse? {
+    func carryOut(_ actions: [Machine.Action]) -> AirPlayResponse? {
         var failure: AirPlayResponse?
         for action in actions {
             switch action {
@@ -201,6 +206,7 @@ public final class VideoSessions: Sendable {
             return .now(Self.text(refusal.status, refusal.reason))
         case .success(let actions):
             logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
+            announce(play, request: request)
             return later(actions)
         }
     }
@@ -270,6 +276,7 @@ public final class VideoSessions: Sendable {
         }
         if case .success(let actions) = decision, !actions.isEmpty {
             logger.info("video stopped", metadata: ["session": "\(id ?? "-")"])
+            nowPlaying?.post(.ended)
         }
         return decided(decision)
     }
@@ -359,7 +366,7 @@ public final class VideoSessions: Sendable {
     // MARK: Helpers
 
     /// The current session and its player.
-    private func currentPlayer() -> (session: Machine.Session, player: any MediaPlayer)? {
+    func currentPlayer() -> (session: Machine.Session, player: any MediaPlayer)? {
         guard let session = machine.withLockedValue({ $0.current }),
               let player = players.withLockedValue({ $0[session.player] }) else { return nil }
         return (session, player)
@@ -371,6 +378,7 @@ public final class VideoSessions: Sendable {
             (machine.playerChanged(id, to: status.state), machine.current.flatMap { $0.player == id ? $0.id : nil })
         }
         guard let sessionID = session else { return }
+        playerReported(status)
         if status.state == .failed {
             logger.warning("video failed", metadata: ["session": "\(sessionID)", "error": "\(status.error.map { "\($0)" } ?? "?")"])
         }

@@ -1,0 +1,61 @@
+import AirPlayNowPlaying
+import AirPlayWire
+import Logging
+
+/// The box's remote control: a command from any surface goes to whatever plays, the video
+/// player or the audio sender (over DACP). Volume steps on audio go to the sender too, so its
+/// slider moves and it sends the new volume back, as with a remote in iTunes.
+final class ReceiverRemoteControl: RemoteControl {
+    private let nowPlaying: NowPlaying
+    private let video: VideoSessions?
+    private let dacp: DACPClient
+    private let logger: Logger
+
+    init(nowPlaying: NowPlaying, video: VideoSessions?, dacp: DACPClient = DACPClient(), logger: Logger) {
+        self.nowPlaying = nowPlaying
+        self.video = video
+        self.dacp = dacp
+        self.logger = logger
+    }
+
+    func perform(_ command: RemoteCommand, completion: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
+        let state = nowPlaying.state
+        guard let sender = state.sender else { return completion(.failure(RemoteControlError("nothing is playing"))) }
+        let logger = self.logger
+        let done: @Sendable (Result<Void, RemoteControlError>) -> Void = { result in
+            if case .failure(let error) = result {
+                logger.notice("remote control failed", metadata: ["command": "\(command)", "reason": "\(error)"])
+            } else {
+                logger.info("remote control", metadata: ["command": "\(command)", "session": "\(sender.kind.rawValue)"])
+            }
+            completion(result)
+        }
+        switch sender.kind {
+        case .video:
+            guard let video else { return done(.failure(RemoteControlError("video is off"))) }
+            // The player may wait on GStreamer: not on the caller's thread (a D-Bus or NIO one).
+            Task.detached { done(video.remote(command)) }
+        case .audio:
+            guard let dacpCommand = Self.dacpCommand(command, state: state) else {
+                return done(.failure(RemoteControlError("an audio sender cannot seek from here (DACP has no seek)")))
+            }
+            dacp.send(dacpCommand, to: sender, completion: done)
+        }
+    }
+
+    /// The DACP command for a remote command on audio; nil for seeks.
+    static func dacpCommand(_ command: RemoteCommand, state: NowPlayingState) -> DACPCommand? {
+        switch command {
+        case .play: .play
+        case .pause: .pause
+        case .playPause: .playPause
+        case .stop: .stop
+        case .next: .nextItem
+        case .previous: .previousItem
+        case .volumeUp: .volumeUp
+        case .volumeDown: .volumeDown
+        case .setVolume(let decibels): .setDeviceVolume(decibels)
+        case .seek, .setPosition: nil
+        }
+    }
+}
