@@ -36,6 +36,7 @@ let package = Package(
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
                        providers: [.apt(["libgstreamer1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
 
         // libcurl, loaded on the first fetch rather than at start (its header from libcurl4-openssl-dev).
@@ -74,6 +75,12 @@ let package = Package(
             "AirPlayWire", "AirPlayMedia", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
 
+        // MPRIS 2 on D-Bus through GDBus: the only importer of CGio.
+        .target(name: "AirPlayDBus", dependencies: [
+            "CGio", "AirPlayNowPlaying", "AirPlayMedia",
+            .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
+
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming", "AirPlayNowPlaying",
@@ -98,7 +105,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
-            "AirPlayReceiver", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
+            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayDBus", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -114,6 +114,8 @@ public final class LocalDaemon: @unchecked Sendable {
     public let port: Int
 
     /// Starts airplayd with headless sinks, extra flags and extra environment; waits for the port.
+    /// Its system bus is none (so nothing is published through a real avahi-daemon) unless
+    /// `environment` names one (a private bus of the test's).
     public init(extra: [String] = [], environment: [String: String] = [:]) throws {
         let directory = Products.scratchDirectory("daemon")
         process = try ManagedProcess(try Products.executable("airplayd"), [
@@ -121,7 +123,7 @@ public final class LocalDaemon: @unchecked Sendable {
             "--video-sink", "fakesink sync=true", "--audio-output", "fakesink sync=true", "--name", "Video Box",
             // No PTP in the root namespace: joining its multicast group would reach the real network.
             "--ptp", "off",
-        ] + extra, environment: environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"]) { $1 },
+        ] + extra, environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"].merging(environment) { $1 },
             directory: directory, label: "airplayd")
         guard process.waitForOutput("airplayd: ready", timeout: 20),
               let line = process.stderr.split(separator: "\n").first(where: { $0.contains("control port listening") }),

@@ -1,3 +1,5 @@
+import AirPlayDBus
+import AirPlayNowPlaying
 import AirPlayReceiver
 import ArgumentParser
 import FoundationEssentials
@@ -105,7 +107,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         let command = self
         PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
         let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }
-        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger) {
+        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger,
+                                    makeSurfaces: Self.makeSurfaces) {
             try command.resolveConfiguration()
         }
         let group = ServiceGroup(configuration: .init(
@@ -147,5 +150,16 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         }
         try settings.validate()
         return settings
+    }
+
+    /// The now-playing surfaces that live in their own modules: MPRIS on D-Bus.
+    @Sendable static func makeSurfaces(_ context: NowPlayingContext) throws -> [any NowPlayingSurface] {
+        var surfaces: [any NowPlayingSurface] = []
+        if let bus = DBusBus(rawValue: context.settings.mpris) {
+            surfaces.append(MPRISService(bus: bus, instance: context.instance, identity: "\(context.name) (AirPlay)",
+                                         stateDirectory: context.stateDirectory, nowPlaying: context.nowPlaying, logger: context.logger))
+            context.logger.info("MPRIS", metadata: ["dbus.bus": "\(bus.rawValue)"])
+        }
+        return surfaces
     }
 }

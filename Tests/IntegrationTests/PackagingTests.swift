@@ -53,7 +53,7 @@ import Testing
                                                   "--bin-dir", Products.buildDirectory], timeout: 120)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         for path in ["/usr/local/bin/airplayd", "/usr/local/bin/airplay", "/etc/systemd/system/airplayd.service",
-                     "/etc/systemd/system/airplayd@.service", "/etc/airplayd/airplayd.toml"] {
+                     "/etc/systemd/system/airplayd@.service", "/etc/airplayd/airplayd.toml", "/etc/dbus-1/system.d/airplayd.conf"] {
             #expect(FileManager.default.fileExists(atPath: root + path), "\(path) not installed")
         }
         // The installed example configuration is accepted by the installed daemon... by its parser at least:
