@@ -37,6 +37,7 @@ let package = Package(
                        providers: [.apt(["libgstreamer1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
 
         // libcurl, loaded on the first fetch rather than at start (its header from libcurl4-openssl-dev).
@@ -81,6 +82,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
 
+        // Now playing over MQTT through libmosquitto: the only importer of CMosquitto.
+        .target(name: "AirPlayMQTT", dependencies: [
+            "CMosquitto", "AirPlayNowPlaying",
+            .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
+
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming", "AirPlayNowPlaying",
@@ -105,7 +112,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
-            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayDBus", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
+            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayDBus", "AirPlayMQTT", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -15,6 +15,9 @@ public final class MetadataPipe: NowPlayingSurface {
 
     deinit { writer.close() }
 
+    /// Stops writing.
+    public func stop() { writer.close() }
+
     /// Items dropped because nobody read or the reader fell behind.
     public var droppedItems: Int { writer.droppedItems }
 

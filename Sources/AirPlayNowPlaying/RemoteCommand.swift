@@ -67,4 +67,11 @@ public protocol RemoteControl: Sendable {
 public protocol NowPlayingSurface: AnyObject, Sendable {
     /// `event` happened; `state` is the state after it.
     func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double)
+    /// The daemon stops: say goodbye where the surface can (MQTT's `offline`), let go of the rest.
+    func stop()
+}
+
+extension NowPlayingSurface {
+    /// Nothing to say goodbye to.
+    public func stop() {}
 }

@@ -349,7 +349,7 @@ public final class ReceiverDaemon: Service, Sendable {
         ptp?.stop()
         // The surfaces hear the sessions end (MPRIS Stopped, MQTT's last state) before they go.
         nowPlaying.drain(timeout: 1)
-        withExtendedLifetime(surfaces) {}
+        for surface in surfaces { surface.stop() }
         await server.shutdown()
         try? await group.shutdownGracefully()
         // The identity stays reserved until the records are gone and the sessions closed.

@@ -1,4 +1,5 @@
 import AirPlayDBus
+import AirPlayMQTT
 import AirPlayNowPlaying
 import AirPlayReceiver
 import ArgumentParser
@@ -159,6 +160,19 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
             surfaces.append(MPRISService(bus: bus, instance: context.instance, identity: "\(context.name) (AirPlay)",
                                          stateDirectory: context.stateDirectory, nowPlaying: context.nowPlaying, logger: context.logger))
             context.logger.info("MPRIS", metadata: ["dbus.bus": "\(bus.rawValue)"])
+        }
+        if let mqtt = context.settings.mqtt {
+            let connection = MQTTConnection(
+                host: mqtt.host, port: mqtt.port, topic: mqtt.topic, username: mqtt.username.isEmpty ? nil : mqtt.username,
+                password: mqtt.password.isEmpty ? nil : mqtt.password, tlsCAFile: mqtt.tlsCAFile.isEmpty ? nil : mqtt.tlsCAFile,
+                discoveryPrefix: mqtt.discoveryPrefix.isEmpty ? nil : mqtt.discoveryPrefix,
+                clientID: "airplayd-" + context.deviceID.filter { $0.isHexDigit }.lowercased())
+            do {
+                surfaces.append(try MQTTSurface(connection: connection, deviceID: context.deviceID, name: context.name,
+                                                nowPlaying: context.nowPlaying, logger: context.logger))
+            } catch {
+                throw ConfigurationError(key: "mqtt", message: error.description)
+            }
         }
         return surfaces
     }
