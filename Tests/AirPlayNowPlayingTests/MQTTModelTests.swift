@@ -13,7 +13,7 @@ import Testing
         #expect(byTopic["airplayd/room/title"]?.payload == Array("Song".utf8))
         #expect(byTopic["airplayd/room/state"]?.payload == Array("paused".utf8))
         #expect(byTopic["airplayd/room/cover"]?.payload == [0xFF, 0xD8, 0xFF])
-        #expect(messages.allSatisfy(\.retain))
+        #expect(messages.allSatisfy { $0.retain })
         let json = try #require(try JSONSerialization.jsonObject(with: Data(byTopic["airplayd/room/now_playing"]!.payload)) as? [String: Any])
         #expect(json["title"] as? String == "Song" && (json["artwork"] as? [String: Any])?["base64"] == nil, "no cover bytes in the JSON")
         #expect(!MQTTModel.messages(state, topic: "t", now: 0, cover: false).contains { $0.topic == "t/cover" }, "the cover only when it changed")
