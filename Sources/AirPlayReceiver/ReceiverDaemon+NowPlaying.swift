@@ -1,5 +1,6 @@
 import AirPlayNowPlaying
 import Logging
+import NIOCore
 
 /// What the composition root needs to build the surfaces that live in other modules (MPRIS on
 /// D-Bus, MQTT): the now-playing hub and the settings.
@@ -40,5 +41,20 @@ extension ReceiverDaemon {
         surfaces += try makeSurfaces?(context) ?? []
         for surface in surfaces { context.nowPlaying.attach(surface) }
         return surfaces
+    }
+
+    /// The now-playing page on `web_listen`, when set; it shows the pairing PIN as it comes.
+    func startPage(group: any EventLoopGroup, pairing: ReceiverPairing) async throws -> NowPlayingPage? {
+        let nowPlaying = self.nowPlaying
+        pairing.onPINShown { pin in nowPlaying.post(.pairingPIN(pin)) }
+        guard let (host, port) = NowPlayingSettings.hostAndPort(configuration.nowPlaying.webListen) else { return nil }
+        do {
+            let page = try await NowPlayingPage.start(host: host, port: port, nowPlaying: nowPlaying, name: configuration.name,
+                                                      pin: { pairing.displayedPIN }, group: group, logger: logger)
+            nowPlaying.attach(page)
+            return page
+        } catch {
+            throw ConfigurationError(key: "web_listen", message: "cannot listen on \(configuration.nowPlaying.webListen): \(error)")
+        }
     }
 }

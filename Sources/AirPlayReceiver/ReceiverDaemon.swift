@@ -19,8 +19,8 @@ import UnixSignals
 /// services were handed to Avahi. Shutdown withdraws the mDNS records first (so senders stop
 /// offering the box), then closes every session.
 public final class ReceiverDaemon: Service, Sendable {
-    private let configuration: ReceiverConfiguration
-    private let logger: Logger
+    let configuration: ReceiverConfiguration
+    let logger: Logger
     private let notifier: SystemdNotifier
     private let reloadConfiguration: @Sendable () throws -> ReceiverConfiguration
     private let media: any ReceiverMediaEngine
@@ -238,14 +238,16 @@ public final class ReceiverDaemon: Service, Sendable {
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
         nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, logger: logger))
-        let surfaces: [any NowPlayingSurface]
+        var surfaces: [any NowPlayingSurface] = []
         do {
             surfaces = try Self.attachSurfaces(
                 NowPlayingContext(nowPlaying: nowPlaying, settings: configuration.nowPlaying, name: configuration.name,
                                   instance: configuration.instance, deviceID: identity.id.description,
                                   stateDirectory: configuration.stateDirectory, logger: logger),
                 makeSurfaces: makeSurfaces)
+            if let page = try await startPage(group: group, pairing: pairing) { surfaces.append(page) }
         } catch {
+            for surface in surfaces { surface.stop() }
             try? await group.shutdownGracefully()
             throw error
         }

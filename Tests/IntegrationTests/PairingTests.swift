@@ -165,7 +165,10 @@ import Testing
         for round in 0..<8 {
             let writer = try ManagedProcess(airplayd, ["pairings", "churn", "--count", "100000", "--state-dir", state],
                                             directory: Products.scratchDirectory("churn"), label: "churn")
-            usleep(UInt32(40_000 + round * 23_000))
+            // Killed while it rewrites: after its first pairing is stored (a loaded machine may
+            // take longer than the delay to start it), a different moment each round.
+            _ = poll(timeout: 10) { FileManager.default.fileExists(atPath: state + "/pairings.json") }
+            usleep(UInt32(5_000 + round * 23_000))
             kill(writer.pid, SIGKILL)
             _ = writer.waitForExit(timeout: 5)
             let list = try runCommand(airplayd, ["pairings", "list", "--state-dir", state])

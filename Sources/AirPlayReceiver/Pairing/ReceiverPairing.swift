@@ -54,6 +54,15 @@ public final class ReceiverPairing: Sendable {
     private let connections = Mutex<[ObjectIdentifier: ConnectionPairing]>([:])
     private let logger: Logger
     private let clock: any MonotonicClock
+    private let pinListener = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    /// Hears each PIN as it comes on show (the now-playing page shows it).
+    public func onPINShown(_ listener: @escaping @Sendable (String) -> Void) { pinListener.withLock { $0 = listener } }
+
+    private func show(_ pin: String) {
+        logger.notice("pairing PIN for a sender: \(pin)", metadata: ["pairing.pin": "\(pin)"])
+        pinListener.withLock { $0 }?(pin)
+    }
 
     /// One connection's pairing state.
     struct ConnectionPairing: Sendable {
@@ -127,9 +136,7 @@ public final class ReceiverPairing: Sendable {
         // Transient senders (X-Apple-HKP: 4) call it too; they need no PIN.
         guard request.headers["X-Apple-HKP"] != "4" else { return AirPlayResponse(status: 200) }
         let time = now()
-        if let pin = policy.withLock({ $0.startPIN(now: time) }) {
-            logger.notice("pairing PIN for a sender: \(pin)", metadata: ["pairing.pin": "\(pin)"])
-        }
+        if let pin = policy.withLock({ $0.startPIN(now: time) }) { show(pin) }
         return AirPlayResponse(status: 200)
     }
 
@@ -150,9 +157,7 @@ public final class ReceiverPairing: Sendable {
             switch policy.withLock({ $0.pinForSetup(connection: connection, now: time) }) {
             case .success(let chosen):
                 pin = chosen
-                if case .random = policy.withLock({ $0.source }) {
-                    logger.notice("pairing PIN for a sender: \(chosen)", metadata: ["pairing.pin": "\(chosen)"])
-                }
+                if case .random = policy.withLock({ $0.source }) { show(chosen) }
             case .failure(let refusal):
                 logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)"])
                 var reply = refusal.reply

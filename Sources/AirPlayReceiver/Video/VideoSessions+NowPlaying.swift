@@ -50,12 +50,19 @@ extension VideoSessions {
             decision = machine.withLockedValue { $0.scrub(to: max(0, status.position + offset), sessionID: session.id) }
         case .setPosition(let position):
             decision = machine.withLockedValue { $0.scrub(to: position, sessionID: session.id) }
-        case .setVolume(let decibels):
+        case .setVolume, .volumeUp, .volumeDown:
+            // Steps of 3 dB on the AirPlay scale, from the volume in force (full when never set).
+            let current = nowPlaying?.state.volumeDecibels ?? 0
+            let decibels: Double = switch command {
+            case .setVolume(let value): value
+            case .volumeUp: min(0, max(current, -30) + 3)
+            default: current <= -30 ? -144 : current - 3
+            }
             let linear = decibels <= -144 ? 0 : min(1, max(0, (decibels + 30) / 30))
             decision = .success(machine.withLockedValue { $0.setVolume(linear) })
             nowPlaying?.post(.volume(decibels: decibels))
-        case .next, .previous, .volumeUp, .volumeDown:
-            return .failure(RemoteControlError("a video has no \(command == .next || command == .previous ? "next or previous item" : "volume steps"); set the volume instead"))
+        case .next, .previous:
+            return .failure(RemoteControlError("a video has no next or previous item"))
         }
         switch decision {
         case .failure(let refusal):
