@@ -48,6 +48,8 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
     private let logger: Logger
     private let client: OpaquePointer
     private let coverShown = NIOLockedValueBox<Int?>(nil)
+    /// What the broker holds of each retained topic: only changes are sent again.
+    private let retained = NIOLockedValueBox<[String: [UInt8]]>([:])
     /// Whether the broker has us now.
     public let connected = NIOLockedValueBox(false)
     /// Messages published, for benchmarks.
@@ -126,6 +128,8 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
         if let prefix = connection.discoveryPrefix {
             for message in MQTTModel.discovery(prefix: prefix, topic: connection.topic, deviceID: deviceID, name: name) { publish(message) }
         }
+        // A broker that restarted without persistence has nothing: everything goes again.
+        retained.withLockedValue { $0 = [:] }
         publishState(nowPlaying.state, at: nowPlaying.now(), forceCover: true)
     }
 
@@ -157,7 +161,18 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
             defer { shown = number }
             return forceCover || shown != number
         }
-        for message in MQTTModel.messages(state, topic: connection.topic, now: time, cover: coverChanged) { publish(message) }
+        for message in MQTTModel.messages(state, topic: connection.topic, now: time, cover: coverChanged) where changed(message) {
+            publish(message)
+        }
+    }
+
+    /// Whether a retained message differs from what the broker has (and notes it as sent).
+    private func changed(_ message: MQTTModel.Message) -> Bool {
+        retained.withLockedValue { retained in
+            guard retained[message.topic] != message.payload else { return false }
+            retained[message.topic] = message.payload
+            return true
+        }
     }
 
     private func publish(_ message: MQTTModel.Message) {

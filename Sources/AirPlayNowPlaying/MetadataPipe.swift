@@ -1,5 +1,4 @@
 import AirPlayWire
-import FoundationEssentials
 
 /// The shairport-sync metadata pipe: the same item stream shairport-sync 3.3 writes, so its
 /// readers (shairport-sync-metadata-reader, Home Assistant add-ons, OLED scripts) work
@@ -48,9 +47,46 @@ public final class MetadataPipe: NowPlayingSurface {
         /// The item as the pipe carries it: type and code as 8 hex digits, the payload's length
         /// in bytes, and the payload in base64 on a line of its own (left out when empty).
         public var encoded: [UInt8] {
-            var text = "<item><type>\(Self.hex(type))</type><code>\(Self.hex(code))</code><length>\(data.count)</length>"
-            if !data.isEmpty { text += "\n<data encoding=\"base64\">\n\(Data(data).base64EncodedString())</data>" }
-            return Array((text + "</item>\n").utf8)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(96 + (data.count + 2) / 3 * 4)
+            bytes += Self.itemOpen
+            bytes += Self.hex(type).utf8
+            bytes += Self.typeClose
+            bytes += Self.hex(code).utf8
+            bytes += Self.codeClose
+            bytes += String(data.count).utf8
+            bytes += Self.lengthClose
+            if !data.isEmpty {
+                bytes += Self.dataOpen
+                Self.appendBase64(data, to: &bytes)
+                bytes += Self.dataClose
+            }
+            bytes += Self.itemClose
+            return bytes
+        }
+
+        private static let itemOpen = Array("<item><type>".utf8), typeClose = Array("</type><code>".utf8)
+        private static let codeClose = Array("</code><length>".utf8), lengthClose = Array("</length>".utf8)
+        private static let dataOpen = Array("\n<data encoding=\"base64\">\n".utf8), dataClose = Array("</data>".utf8)
+        private static let itemClose = Array("</item>\n".utf8)
+        private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+        /// Standard base64 with padding, on one line (covers are encoded here at every change).
+        static func appendBase64(_ input: [UInt8], to output: inout [UInt8]) {
+            var index = 0
+            while index + 3 <= input.count {
+                let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                output.append(alphabet[Int(value >> 18)])
+                output.append(alphabet[Int(value >> 12 & 63)])
+                output.append(alphabet[Int(value >> 6 & 63)])
+                output.append(alphabet[Int(value & 63)])
+                index += 3
+            }
+            let rest = input.count - index
+            guard rest > 0 else { return }
+            let value = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+            output += [alphabet[Int(value >> 18)], alphabet[Int(value >> 12 & 63)]]
+            output += rest == 2 ? [alphabet[Int(value >> 6 & 63)], UInt8(ascii: "=")] : [UInt8(ascii: "="), UInt8(ascii: "=")]
         }
 
         /// Four characters as the big-endian hex of their bytes (`ssnc` is `73736e63`).

@@ -1,4 +1,4 @@
-import AirPlayNowPlaying
+@testable import AirPlayNowPlaying
 import AirPlayWire
 import Foundation
 import Testing
@@ -10,6 +10,13 @@ import Testing
             == "<item><type>73736e63</type><code>70626567</code><length>0</length></item>\n")
         #expect(String(decoding: MetadataPipe.Item("core", "minm", Array("Hello".utf8)).encoded, as: UTF8.self)
             == "<item><type>636f7265</type><code>6d696e6d</code><length>5</length>\n<data encoding=\"base64\">\nSGVsbG8=</data></item>\n")
+        // Our base64 is the standard one, padding and all.
+        for count in 0..<8 {
+            let data = (0..<count).map { UInt8(truncatingIfNeeded: $0 * 97 + 13) }
+            var ours: [UInt8] = []
+            MetadataPipe.Item.appendBase64(data, to: &ours)
+            #expect(String(decoding: ours, as: UTF8.self) == Data(data).base64EncodedString())
+        }
         // Long payloads stay on one base64 line.
         let cover = MetadataPipe.Item("ssnc", "PICT", [UInt8](repeating: 7, count: 300)).encoded
         #expect(String(decoding: cover, as: UTF8.self).split(separator: "\n").count == 3)
@@ -57,6 +64,21 @@ import Testing
             if count > 0 { text += String(decoding: bytes[..<count], as: UTF8.self) }
             return text.contains("70626567")
         }, "the reader gets abeg and pbeg: \(text)")
+    }
+
+    @Test func aReaderThatStopsReadingNeverHoldsTheWriterUp() throws {
+        let path = NSTemporaryDirectory() + "pipe-\(UUID().uuidString.prefix(8))"
+        defer { unlink(path) }
+        let pipe = try MetadataPipe(path: path)
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        // 10 MB of covers into a pipe nobody empties: no call waits for the reader (which would
+        // take 2 s a cover), what cannot wait is dropped.
+        let start = Date()
+        let cover = NowPlayingEvent.artwork(type: "image/jpeg", bytes: [UInt8](repeating: 0xAB, count: 200_000))
+        for _ in 0..<50 { pipe.nowPlaying(cover, state: NowPlayingState(), at: 0) }
+        #expect(Date().timeIntervalSince(start) < 10, "writing never waits for the reader")
+        #expect(poll(5) { pipe.droppedItems > 0 }, "what the reader cannot take is dropped, whole items first")
     }
 
     @Test func somethingElseAtThePathIsRefused() {

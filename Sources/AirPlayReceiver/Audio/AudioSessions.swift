@@ -303,11 +303,12 @@ public final class AudioSessions: Sendable {
     }
 
     private func apply(_ event: NowPlayingEvent) {
+        // The surfaces first: the log line can wait a moment, a metadata reader should not.
+        nowPlaying.post(event)
         if case .metadata(let fields, _) = event {
             let title = fields.first { $0.tag == "minm" }.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
             logger.info("audio metadata", metadata: ["title": "\(title)", "fields": "\(fields.count)"])
         }
-        nowPlaying.post(event)
     }
 
     private func begin(_ number: Int, connection: ConnectionContext, prepared: PreparedStream) {
