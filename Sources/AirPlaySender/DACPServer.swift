@@ -25,7 +25,7 @@ public final class DACPServer: Sendable {
         self.publisher = publisher
     }
 
-    /// Listens on every address and publishes `_dacp._tcp` (when avahi-daemon is there: a
+    /// Listens on every address and publishes `_dacp._tcp` when avahi-daemon is running (a
     /// stream goes on without remote control when it is not).
     public static func start(identity: RAOPClientIdentity, logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
                              handle: @escaping @Sendable (DACPCommand) -> Void) async throws -> DACPServer {
@@ -46,9 +46,13 @@ public final class DACPServer: Sendable {
             .bind(host: "::", port: 0).get()
         let port = channel.localAddress?.port ?? 0
         let advertisement = DACPAdvertisement(port: UInt16(port), dacpID: identity.dacpID)
-        let publisher = try? AvahiPublisher(deviceName: DACPCommand.serviceName(dacpID: identity.dacpID),
-                                            advertisement: advertisement, logger: logger)
+        // Published only when avahi-daemon answers now: a stream is short, and a publisher
+        // waiting for a daemon that may never come would only hold a thread and a D-Bus client.
+        let daemonAnswers = (try? AvahiBrowser().browse(types: [], timeoutSeconds: 0.5)) != nil
+        let publisher = daemonAnswers ? try? AvahiPublisher(deviceName: DACPCommand.serviceName(dacpID: identity.dacpID),
+                                                            advertisement: advertisement, logger: logger) : nil
         try? publisher?.start()
+        if publisher == nil { logger.debug("DACP remote not published: avahi-daemon is not running") }
         return DACPServer(channel: channel, publisher: publisher, handled: counter)
     }
 

@@ -6,12 +6,17 @@ import Testing
 final class Broker {
     let port: Int
     let directory: String
+    /// What a client needs beyond the port (TLS, credentials).
+    let clientArguments: [String]
     private var process: ManagedProcess?
 
-    init(directory: String) throws {
+    /// A broker; `listener` adds to its listener (TLS, a password file) and `clientArguments`
+    /// is what its clients then need.
+    init(directory: String, listener: String = "allow_anonymous true", clientArguments: [String] = []) throws {
         self.directory = directory
+        self.clientArguments = ["-h", "127.0.0.1"] + clientArguments
         port = 20000 + Int.random(in: 0..<20000)
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\n"
+        try "listener \(port) 127.0.0.1\n\(listener)\npersistence false\n"
             .write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
         try start()
     }
@@ -19,8 +24,9 @@ final class Broker {
     func start() throws {
         process = try ManagedProcess(try #require(TestHost.which("mosquitto")), ["-c", directory + "/mosquitto.conf"],
                                      directory: directory, label: "mosquitto")
-        guard poll(timeout: 10, { (try? runCommand("/usr/bin/mosquitto_pub", ["-p", String(port), "-t", "probe", "-n"], timeout: 5).status) == 0 }) else {
-            throw TestHostError("mosquitto did not start: \(process?.stderr ?? "")")
+        let probe = ["-p", String(port), "-t", "probe", "-n"] + clientArguments
+        guard poll(timeout: 10, { (try? runCommand("/usr/bin/mosquitto_pub", probe, timeout: 5).status) == 0 }) else {
+            throw TestHostError("mosquitto did not start: \(process?.stderr.suffix(1000) ?? "")")
         }
     }
 
@@ -31,7 +37,7 @@ final class Broker {
 
     /// A subscriber printing `TOPIC|LENGTH|PAYLOAD-IN-HEX` lines (covers are binary).
     func subscribe(_ topics: [String]) throws -> ManagedProcess {
-        let process = try ManagedProcess("/usr/bin/mosquitto_sub", ["-p", String(port), "-F", "%t|%l|%x"] + topics.flatMap { ["-t", $0] },
+        let process = try ManagedProcess("/usr/bin/mosquitto_sub", ["-p", String(port), "-F", "%t|%l|%x"] + clientArguments + topics.flatMap { ["-t", $0] },
                                          directory: directory, label: "mosquitto_sub")
         Thread.sleep(forTimeInterval: 0.3)
         return process
@@ -106,5 +112,48 @@ func mqttHex(_ text: String) -> String { text.utf8.map { String(format: "%02x", 
         // A daemon that stops says so.
         daemon = nil
         #expect(again.waitForOutput(mqttLine("airplayd/test/availability", "offline"), timeout: 10, inStdout: true))
+    }
+
+    /// A broker that wants TLS and a password: the `[mqtt]` table's `tls_ca_file`, `username`
+    /// and `password` get the daemon in; a wrong password is refused and said so.
+    @Test func mqttLogsInWithAPasswordOverTLS() throws {
+        try TestHost.require(["mosquitto", "mosquitto_sub", "mosquitto_passwd", "openssl"])
+        let directory = Products.scratchDirectory("mqtt-tls")
+        let openssl = try #require(TestHost.which("openssl"))
+        let file = { (name: String) in directory + "/" + name }
+        for job in [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("ca.key"), "-out", file("ca.pem"), "-days", "1",
+             "-subj", "/CN=airplay test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", file("server.key"), "-out", file("server.csr"), "-subj", "/CN=127.0.0.1"],
+        ] {
+            #expect(try runCommand(openssl, job, timeout: 60).status == 0)
+        }
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: file("san.ext"), atomically: true, encoding: .utf8)
+        #expect(try runCommand(openssl, ["x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"),
+                                         "-CAcreateserial", "-out", file("server.pem"), "-days", "1", "-extfile", file("san.ext")],
+                               timeout: 60).status == 0)
+        #expect(try runCommand(try #require(TestHost.which("mosquitto_passwd")), ["-b", "-c", directory + "/passwd", "box", "s3cret"],
+                               timeout: 10).status == 0)
+        let broker = try Broker(directory: directory, listener: """
+            cafile \(directory)/ca.pem
+            certfile \(directory)/server.pem
+            keyfile \(directory)/server.key
+            allow_anonymous false
+            password_file \(directory)/passwd
+            user root
+            """, clientArguments: ["--cafile", directory + "/ca.pem", "-u", "box", "-P", "s3cret"])
+        let watch = try broker.subscribe(["airplayd/tls/#"])
+        defer { watch.stop() }
+        func config(password: String) -> String {
+            "[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntopic = \"airplayd/tls\"\nusername = \"box\"\n"
+                + "password = \"\(password)\"\ntls_ca_file = \"\(directory)/ca.pem\"\n"
+        }
+        try config(password: "s3cret").write(toFile: directory + "/good.toml", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", directory + "/good.toml", "--airplay2", "off"])
+        #expect(watch.waitForOutput(mqttLine("airplayd/tls/availability", "online"), timeout: 10, inStdout: true),
+                "\(daemon.process.stderr.suffix(800))")
+        try config(password: "wrong").write(toFile: directory + "/bad.toml", atomically: true, encoding: .utf8)
+        let refused = try LocalDaemon(extra: ["--config", directory + "/bad.toml", "--airplay2", "off"])
+        #expect(refused.process.waitForOutput("MQTT broker refused the connection", timeout: 10), "\(refused.process.stderr.suffix(800))")
     }
 }

@@ -78,6 +78,11 @@ struct PageView {
         #expect(poll(timeout: 10) { ((try? FileManager.default.attributesOfItem(atPath: screenshot)[.size] as? Int) ?? 0) > 20_000 },
                 "a PNG of the playing page at \(screenshot)")
         print("measure: screenshot \(screenshot)")
+        // And as a phone shows it (390 x 844 points, stacked).
+        let phone = artefacts + "/now-playing-page-phone.png"
+        try? FileManager.default.removeItem(atPath: phone)
+        try "\(phone) 390x844".write(toFile: control + "/screenshot", atomically: true, encoding: .utf8)
+        #expect(poll(timeout: 10) { ((try? FileManager.default.attributesOfItem(atPath: phone)[.size] as? Int) ?? 0) > 20_000 })
         #expect(pyatv.waitForExit(timeout: 30) != nil)
 
         // A video: its pause button pauses the player.

@@ -5,7 +5,8 @@ Opens URL, then every 50 ms reads what the now-playing page shows and prints a J
 time it changes: {"at": epoch ms, "title", "state", "changedAt", "message", "pin"}. Commands come
 as files in CONTROL_DIR, so a test can act while it watches:
   click       holds an element id: that element is clicked, then the file is removed
-  screenshot  holds a path: a PNG of the page is written there, then the file is removed
+  screenshot  holds a path, and optionally WIDTHxHEIGHT (a phone's screen): a PNG of the page
+              is written there, then the file is removed
 Runs until SECONDS have passed or SIGTERM.
 
 usage: cdp_page.py URL CONTROL_DIR SECONDS
@@ -133,8 +134,15 @@ def main():
                 print(json.dumps({"clicked": element}), flush=True)
             shot = os.path.join(control, "screenshot")
             if os.path.exists(shot):
-                path = open(shot).read().strip()
+                request = open(shot).read().split()
+                path = request[0]
+                if len(request) > 1:
+                    width, height = (int(v) for v in request[1].split("x"))
+                    cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=2, mobile=True)
+                    time.sleep(0.5)
                 data = cdp.call("Page.captureScreenshot", format="png")["data"]
+                if len(request) > 1:
+                    cdp.call("Emulation.clearDeviceMetricsOverride")
                 with open(path, "wb") as out:
                     out.write(base64.b64decode(data))
                 os.remove(shot)

@@ -21,6 +21,7 @@ import urllib.request
 seen = {}
 lock = threading.Lock()
 stop = threading.Event()
+children = []
 
 
 def note(surface, title):
@@ -51,6 +52,7 @@ def watch_pipe(name, path):
 def watch_mqtt(port, topics):
     process = subprocess.Popen(["mosquitto_sub", "-p", port, "-F", "%t|%p"] + sum((["-t", t] for t in topics.split(",")), []),
                                stdout=subprocess.PIPE, text=True, errors="replace")
+    children.append(process)
     while not stop.is_set():
         line = process.stdout.readline()
         if not line:
@@ -65,6 +67,7 @@ def watch_mpris():
     process = subprocess.Popen(["dbus-monitor", "--session", "--monitor",
                                 "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"],
                                stdout=subprocess.PIPE, text=True, errors="replace")
+    children.append(process)
     expect_title = False
     while not stop.is_set():
         line = process.stdout.readline()
@@ -120,6 +123,8 @@ def main():
     print("watching", flush=True)
     while not stop.is_set():
         time.sleep(0.1)
+    for child in children:
+        child.terminate()
     with lock:
         json.dump({"seen": seen}, open(out, "w"))
 
