@@ -12,6 +12,7 @@ enum GVariantConversion {
         case .double(let number): return g_variant_new_double(number)
         case .bool(let flag): return g_variant_new_boolean(flag ? 1 : 0)
         case .strings(let texts):
+            guard !texts.isEmpty else { return g_variant_new_strv(nil, 0) }
             var pointers = texts.map { strdup($0) }
             defer { pointers.forEach { free($0) } }
             return pointers.withUnsafeMutableBufferPointer { buffer in

@@ -50,6 +50,7 @@ public final class MPRISService: NowPlayingSurface, DBusObjectHandler, @unchecke
 
     // MARK: Now-playing events
 
+    /// Signals the properties that changed, and a jump in position.
     public func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double) {
         let artURL = coverURL(for: state)
         let properties = MPRISModel.playerProperties(state, now: time, artURL: artURL)
@@ -84,7 +85,7 @@ public final class MPRISService: NowPlayingSurface, DBusObjectHandler, @unchecke
             for old in (try? FileManager.default.contentsOfDirectory(atPath: artDirectory)) ?? [] where old.hasPrefix("cover-") {
                 unlink(artDirectory + "/" + old)
             }
-            try Data(artwork.bytes).write(to: URL(fileURLWithPath: path))
+            try Data(artwork.bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             logger.warning("cover not written for MPRIS", metadata: ["path": "\(path)", "error": "\(error)"])
             return nil

@@ -105,10 +105,13 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
     }
 
     deinit {
-        mosquitto_loop_stop(client, true)
+        // Never a forced cancel: the loop's thread runs our callbacks and may hold a lock.
+        mosquitto_disconnect(client)
+        mosquitto_loop_stop(client, false)
         mosquitto_destroy(client)
     }
 
+    /// Publishes what changed.
     public func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double) {
         guard connected.withLockedValue({ $0 }) else { return }
         publishState(state, at: time, forceCover: false)
@@ -139,7 +142,8 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
     }
 
     private func received(_ message: mosquitto_message) {
-        guard String(cString: message.topic) == MQTTModel.remote(connection.topic), message.payloadlen <= 100 else { return }
+        // A retained command would run again at every connection: commands are for now only.
+        guard !message.retain, String(cString: message.topic) == MQTTModel.remote(connection.topic), message.payloadlen <= 100 else { return }
         let bytes = UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen))
         let text = String(String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace })
         let resultTopic = MQTTModel.remote(connection.topic) + "/result"
@@ -177,7 +181,8 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
 
     private func publish(_ message: MQTTModel.Message) {
         let result = message.payload.withUnsafeBytes {
-            mosquitto_publish(client, nil, message.topic, Int32($0.count), $0.baseAddress, 1, message.retain)
+            // Covers at QoS 0: the client keeps no copy for a broker that is slow to acknowledge.
+            mosquitto_publish(client, nil, message.topic, Int32($0.count), $0.baseAddress, message.topic.hasSuffix("/cover") ? 0 : 1, message.retain)
         }
         if result == MOSQ_ERR_SUCCESS.rawValue { published.withLockedValue { $0 += 1 } }
     }

@@ -114,8 +114,8 @@ public final class MetadataPipe: NowPlayingSurface {
         case .resumed:
             return [.ssnc("pffr"), .ssnc("prsm")]
         case .rate(let rate):
-            // Video pause and play; audio rates come from RECORD, FLUSH and packets instead.
-            guard state.sender?.kind == .video else { return [] }
+            // RAOP's PAUSE, AirPlay 2's rate anchors (a buffered stream resumes by anchor, never
+            // by a packet), a video's pause and play.
             return rate == 0 ? [.ssnc("pfls", "0")] : [.ssnc("prsm")]
         case .progress(let start, let current, let end, _):
             return [.ssnc("prgr", "\(start)/\(current)/\(end)")]

@@ -48,6 +48,13 @@ final class MetadataPipeWriter: Sendable {
         }
     }
 
+    deinit {
+        state.withLockedValue { state in
+            if state.descriptor >= 0 { Glibc.close(state.descriptor) }
+            state.descriptor = -1
+        }
+    }
+
     /// Whole items dropped: no reader, or a reader too slow for `queueLimit`.
     var droppedItems: Int { state.withLockedValue { $0.dropped } }
 

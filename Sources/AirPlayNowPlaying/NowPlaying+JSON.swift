@@ -28,7 +28,6 @@ extension NowPlayingState {
         } else {
             object["artwork"] = .null
         }
-        object["pairing"] = .object(["pin": .string(pairingPIN)])
         return object
     }
 }

@@ -51,17 +51,24 @@ public final class NowPlaying: Sendable {
         remote.perform(command, completion: completion)
     }
 
-    /// Applies `event` to the state and queues it for the surfaces.
+    /// Applies `event` to the state and queues it for the surfaces. Sessions post from several
+    /// threads (the event loop, the audio thread, the players): the state is applied and the
+    /// event queued under one lock, so surfaces hear events in the order the state took them.
+    /// A cover still waiting when a newer one comes is dropped: only the newest is worth showing,
+    /// and covers are what is large.
     public func post(_ event: NowPlayingEvent) {
+        queue.lock()
         let time = clock.now()
         let after = current.withLockedValue { state in
             state = state.applying(event, now: time)
             return state
         }
-        let hasSurfaces = surfaces.withLockedValue { !$0.isEmpty }
-        guard hasSurfaces else { return }
-        queue.lock()
+        guard surfaces.withLockedValue({ !$0.isEmpty }) else { return queue.unlock() }
         pending.withLockedValue { pending in
+            if case .artwork = event, let older = pending.events.firstIndex(where: { if case .artwork = $0.0 { true } else { false } }) {
+                pending.events.remove(at: older)
+                pending.dropped += 1
+            }
             if pending.events.count >= Self.queueLimit {
                 pending.events.removeFirst()
                 pending.dropped += 1
@@ -75,8 +82,9 @@ public final class NowPlaying: Sendable {
     /// gives up after `timeout` seconds.
     @discardableResult
     public func drain(timeout: Double = 2) -> Bool {
-        let deadline = clock.now() + timeout
-        while clock.now() < deadline {
+        // The real clock: a test's manual clock would never reach the deadline.
+        let deadline = SystemClock().now() + timeout
+        while SystemClock().now() < deadline {
             if queue.lock(whenValue: 0, timeoutSeconds: 0.01) {
                 queue.unlock()
                 return true

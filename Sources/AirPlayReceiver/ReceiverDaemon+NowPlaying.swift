@@ -38,7 +38,13 @@ extension ReceiverDaemon {
             }
             context.logger.info("metadata pipe", metadata: ["path": "\(settings.metadataPipe)"])
         }
-        surfaces += try makeSurfaces?(context) ?? []
+        do {
+            surfaces += try makeSurfaces?(context) ?? []
+        } catch {
+            // Nothing half started stays: a bus name taken, a pipe open.
+            for surface in surfaces { surface.stop() }
+            throw error
+        }
         for surface in surfaces { context.nowPlaying.attach(surface) }
         return surfaces
     }

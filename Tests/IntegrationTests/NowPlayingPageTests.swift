@@ -45,7 +45,13 @@ struct PageView {
         // What is not the page gets a clear answer.
         for (request, status) in [("GET /etc/passwd", "404"), ("POST /", "405"), ("POST /remote?command=format", "400"),
                                   ("GET /cover/999", "404"), ("POST /remote?command=pause", "409")] {
-            let reply = try host.exchange(port: 8090, ["\(request) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"])
+            let reply = try host.exchange(port: 8090, ["\(request) HTTP/1.1\r\nHost: x\r\nX-AirPlayd-Remote: 1\r\nContent-Length: 0\r\n\r\n"])
+            #expect(reply.hasPrefix("HTTP/1.1 \(status)"), "\(request): \(reply.prefix(200))")
+        }
+        // Another site's page cannot press the buttons: without the page's header, 403.
+        for request in ["POST /remote?command=pause"] {
+            let reply = try host.exchange(port: 8090, ["\(request) HTTP/1.1\r\nHost: x\r\nOrigin: http://elsewhere\r\nContent-Length: 0\r\n\r\n"])
+            let status = "403"
             #expect(reply.hasPrefix("HTTP/1.1 \(status)"), "\(request): \(reply.prefix(200))")
         }
 

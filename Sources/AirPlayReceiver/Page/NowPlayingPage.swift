@@ -12,12 +12,19 @@ import NIOPosix
 public final class NowPlayingPage: NowPlayingSurface, Sendable {
     /// Event-stream clients served at once; more get 503.
     static let maxListeners = 32
+    /// Connections open at once; more are closed.
+    static let maxConnections = 64
+    /// Seconds a connection may sit with no request (event streams excepted).
+    static let idleSeconds: Int64 = 60
 
     private let nowPlaying: NowPlaying
     private let name: String
     private let pin: @Sendable () -> String?
     private let channel: any Channel
-    private let listeners = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    /// The event streams, each with whether it may see the pairing PIN (a browser on the box).
+    private let listeners = NIOLockedValueBox<[ObjectIdentifier: (channel: any Channel, showsPIN: Bool)]>([:])
+    /// Connections open now.
+    private let connections = NIOLockedValueBox(0)
     private let refresh: RepeatedTask
     /// Event messages written to listeners, for benchmarks.
     let eventsSent = NIOLockedValueBox(0)
@@ -42,6 +49,11 @@ public final class NowPlayingPage: NowPlayingSurface, Sendable {
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard holder.withLockedValue({ $0 })?.admit(channel) ?? false else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(NowPlayingPage.idleSeconds)))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayRequestDecoder(
                         limits: RequestLimits(maxHeadBytes: 8 * 1024, maxHeaderCount: 64, maxBodyBytes: 1024))))
                     try channel.pipeline.syncOperations.addHandler(NowPlayingPageHandler(page: holder))
@@ -62,19 +74,21 @@ public final class NowPlayingPage: NowPlayingSurface, Sendable {
     public func stop() {
         refresh.cancel()
         channel.close(promise: nil)
-        for listener in listeners.withLockedValue({ $0.values }) { listener.close(promise: nil) }
+        for listener in listeners.withLockedValue({ Array($0.values) }) { listener.channel.close(promise: nil) }
     }
 
+    /// Sends the new state to every open page.
     public func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double) {
         broadcast(state: state, at: time)
     }
 
-    /// The page's state document: the now-playing JSON with the receiver's name and the PIN on
-    /// show; the cover by URL (`/cover/N`), not inline.
-    func document(state: NowPlayingState? = nil, at time: Double? = nil) -> [UInt8] {
+    /// The page's state document: the now-playing JSON with the receiver's name; the cover by
+    /// URL (`/cover/N`), not inline. The PIN on show goes only to a browser on the box itself
+    /// (`showsPIN`): a PIN anyone on the network could read would prove nothing.
+    func document(state: NowPlayingState? = nil, at time: Double? = nil, showsPIN: Bool) -> [UInt8] {
         var object = (state ?? nowPlaying.state).json(now: time ?? nowPlaying.now(), artworkBytes: false)
         object["receiver"] = .string(name)
-        object["pairing"] = ["pin": .string(pin())]
+        object["pairing"] = ["pin": .string(showsPIN ? pin() : nil)]
         if let number = (state ?? nowPlaying.state).item.artwork?.number { object["cover"] = .string("/cover/\(number)") }
         return JSONValue.object(object).bytes
     }
@@ -90,10 +104,10 @@ public final class NowPlayingPage: NowPlayingSurface, Sendable {
     }
 
     /// Takes a listener of the event stream; false when there are too many.
-    func listen(_ channel: any Channel) -> Bool {
+    func listen(_ channel: any Channel, showsPIN: Bool) -> Bool {
         let added = listeners.withLockedValue { listeners -> Bool in
             guard listeners.count < Self.maxListeners else { return false }
-            listeners[ObjectIdentifier(channel)] = channel
+            listeners[ObjectIdentifier(channel)] = (channel, showsPIN)
             return true
         }
         if added {
@@ -105,10 +119,30 @@ public final class NowPlayingPage: NowPlayingSurface, Sendable {
     /// Sends the state to every listener. A listener that does not keep up (its socket full)
     /// misses this one: the next carries the whole state again.
     private func broadcast(state: NowPlayingState? = nil, at time: Double? = nil) {
-        let bytes = Array("data: ".utf8) + document(state: state, at: time) + Array("\n\n".utf8)
-        for listener in listeners.withLockedValue({ Array($0.values) }) where listener.isWritable {
-            listener.writeAndFlush(ByteBuffer(bytes: bytes), promise: nil)
+        let current = listeners.withLockedValue { Array($0.values) }
+        guard !current.isEmpty else { return }
+        let message = { (showsPIN: Bool) in Array("data: ".utf8) + self.document(state: state, at: time, showsPIN: showsPIN) + Array("\n\n".utf8) }
+        let (local, remote) = (message(true), message(false))
+        for listener in current where listener.channel.isWritable {
+            listener.channel.writeAndFlush(ByteBuffer(bytes: listener.showsPIN ? local : remote), promise: nil)
             eventsSent.withLockedValue { $0 += 1 }
         }
+    }
+
+    /// Counts a new connection; false when `maxConnections` are open (it is closed at once).
+    func admit(_ channel: any Channel) -> Bool {
+        let admitted = connections.withLockedValue { count -> Bool in
+            guard count < Self.maxConnections else { return false }
+            count += 1
+            return true
+        }
+        if admitted { channel.closeFuture.whenComplete { [connections] _ in connections.withLockedValue { $0 -= 1 } } }
+        return admitted
+    }
+
+    /// Whether a peer is this box (a loopback address).
+    static func isLocal(_ address: SocketAddress?) -> Bool {
+        let ip = address?.ipAddress ?? ""
+        return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
     }
 }

@@ -127,7 +127,8 @@ enum NowPlayingPageHTML {
     async function command(name) {
       $("message").textContent = "";
       try {
-        const reply = await fetch("/remote?command=" + encodeURIComponent(name), { method: "POST" });
+        const reply = await fetch("/remote?command=" + encodeURIComponent(name),
+                                  { method: "POST", headers: { "X-AirPlayd-Remote": "1" } });
         if (!reply.ok) $("message").textContent = await reply.text();
       } catch (error) {
         $("message").textContent = "the box does not answer";

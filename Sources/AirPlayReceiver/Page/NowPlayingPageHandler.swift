@@ -28,14 +28,16 @@ final class NowPlayingPageHandler: ChannelInboundHandler {
         case ("GET", "/"):
             respond(context, Self.bytes(200, type: "text/html; charset=utf-8", NowPlayingPageHTML.page))
         case ("GET", "/state"):
-            respond(context, Self.bytes(200, type: "application/json", page.document()))
+            respond(context, Self.bytes(200, type: "application/json", page.document(showsPIN: local(context))))
         case ("GET", "/events"):
-            guard page.listen(context.channel) else { return respond(context, .text(status: 503, "too many pages open"), close: true) }
+            guard page.listen(context.channel, showsPIN: local(context)) else {
+                return respond(context, .text(status: 503, "too many pages open"), close: true)
+            }
             streaming = true
             var head = context.channel.allocator.buffer(capacity: 256)
             head.writeString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: keep-alive\r\n\r\n")
             head.writeString("retry: 2000\n\ndata: ")
-            head.writeBytes(page.document())
+            head.writeBytes(page.document(showsPIN: local(context)))
             head.writeString("\n\n")
             context.writeAndFlush(wrapOutboundOut(head), promise: nil)
         case ("GET", let path) where path.hasPrefix("/cover/"):
@@ -47,6 +49,11 @@ final class NowPlayingPageHandler: ChannelInboundHandler {
             response.headers.add(name: "Cache-Control", value: "max-age=86400")
             respond(context, response)
         case ("POST", "/remote"):
+            // Only the page itself: a custom header, which another site's page cannot send
+            // without a CORS preflight this server never grants.
+            guard request.headers["X-AirPlayd-Remote"] == "1" else {
+                return respond(context, .text(status: 403, "send X-AirPlayd-Remote: 1 (the page does)"))
+            }
             guard let name = request.queryItems.first(where: { $0.name == "command" })?.value, let command = RemoteCommand(name: name) else {
                 return respond(context, .text(status: 400, "command must be play, pause, playpause, stop, next, previous, volumeup, volumedown, seek:S, position:S or volume:DB"))
             }
@@ -66,6 +73,17 @@ final class NowPlayingPageHandler: ChannelInboundHandler {
             respond(context, .text(status: 404, "nothing at \(request.path.prefix(100))"))
         }
     }
+
+    /// A quiet connection (no request for a minute) is closed; event streams are meant to be quiet.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent, !streaming {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func local(_ context: ChannelHandlerContext) -> Bool { NowPlayingPage.isLocal(context.channel.remoteAddress) }
 
     private func respond(_ context: ChannelHandlerContext, _ response: AirPlayResponse, close: Bool = false) {
         var buffer = context.channel.allocator.buffer(capacity: response.body.readableBytes + 256)

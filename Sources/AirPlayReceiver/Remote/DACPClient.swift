@@ -2,6 +2,7 @@ import AirPlayDiscovery
 import AirPlayMedia
 import AirPlayNowPlaying
 import AirPlayWire
+import Dispatch
 import Glibc
 import NIOConcurrencyHelpers
 
@@ -9,13 +10,23 @@ import NIOConcurrencyHelpers
 /// (`iTunes_Ctrl_<DACP-ID>`) through avahi-daemon, then `GET /ctrl-int/1/<command>` with the
 /// session's `Active-Remote`, one connection per command. The sender is reached at the address
 /// its RTSP connection came from (as shairport-sync does), else at the addresses the service
-/// resolves to. Each command runs on a thread of its own; nothing waits for it.
+/// resolves to. Commands go one at a time on a queue of the client's own (at most
+/// `maxPending` wait; more are refused at once), so a flood of remote presses cannot pile up
+/// threads; nothing else waits for them.
 final class DACPClient: Sendable {
+    /// Commands that may wait for the sender at once.
+    static let maxPending = 8
+    /// Seconds a "not found" is remembered, so a flood does not browse for each press.
+    static let notFoundSeconds = 5.0
+
     /// Finds the port of the DACP service for a DACP-ID, with the addresses it resolved to.
     typealias Finder = @Sendable (_ dacpID: String) -> (port: UInt16, addresses: [String])?
 
     private let find: Finder
     private let ports = NIOLockedValueBox<[String: (port: UInt16, addresses: [String])]>([:])
+    private let notFound = NIOLockedValueBox<[String: Double]>([:])
+    private let pending = NIOLockedValueBox(0)
+    private let worker = DispatchQueue(label: "airplayd.dacp")
     /// Seconds a command may take to connect and be answered.
     let timeout: Double
 
@@ -37,21 +48,31 @@ final class DACPClient: Sendable {
         guard let dacpID = sender.dacpID, let activeRemote = sender.activeRemote else {
             return completion(.failure(RemoteControlError("the sender offers no remote control (no DACP-ID and Active-Remote)")))
         }
-        DedicatedThread.start(name: "dacp") { [self] in
-            completion(self.deliver(command, dacpID: dacpID, activeRemote: activeRemote, address: sender.address))
+        let admitted = pending.withLockedValue { count -> Bool in
+            guard count < Self.maxPending else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { return completion(.failure(RemoteControlError("too many remote commands are waiting for the sender"))) }
+        worker.async { [self] in
+            let outcome = deliver(command, dacpID: dacpID, activeRemote: activeRemote, address: sender.address)
+            pending.withLockedValue { $0 -= 1 }
+            completion(outcome)
         }
     }
 
     private func deliver(_ command: DACPCommand, dacpID: String, activeRemote: String, address: String?) -> Result<Void, RemoteControlError> {
         var fresh = false
         var service = ports.withLockedValue { $0[dacpID] }
+        let missing = RemoteControlError("the sender's remote control (\(DACPCommand.serviceName(dacpID: dacpID)) on _dacp._tcp) was not found")
         if service == nil {
+            let now = SystemClock().now()
+            if let since = notFound.withLockedValue({ $0[dacpID] }), now - since < Self.notFoundSeconds { return .failure(missing) }
             service = find(dacpID)
             fresh = true
+            if service == nil { notFound.withLockedValue { $0 = $0.filter { now - $0.value < Self.notFoundSeconds }; $0[dacpID] = now } }
         }
-        guard var found = service else {
-            return .failure(RemoteControlError("the sender's remote control (\(DACPCommand.serviceName(dacpID: dacpID)) on _dacp._tcp) was not found"))
-        }
+        guard var found = service else { return .failure(missing) }
         ports.withLockedValue { $0[dacpID] = found }
         var outcome = request(command, activeRemote: activeRemote, service: found, address: address)
         // A cached port may be stale (the sender restarted its remote): look once more.

@@ -33,8 +33,9 @@ final class ReceiverRemoteControl: RemoteControl {
         switch sender.kind {
         case .video:
             guard let video else { return done(.failure(RemoteControlError("video is off"))) }
-            // The player may wait on GStreamer: not on the caller's thread (a D-Bus or NIO one).
-            Task.detached { done(video.remote(command)) }
+            // On the players' queue, in order with the sender's own requests; the player may wait
+            // on GStreamer, so never on the caller's thread (a D-Bus or NIO one).
+            video.playerQueue.async { done(video.remote(command)) }
         case .audio:
             guard let dacpCommand = Self.dacpCommand(command, state: state) else {
                 return done(.failure(RemoteControlError("an audio sender cannot seek from here (DACP has no seek)")))

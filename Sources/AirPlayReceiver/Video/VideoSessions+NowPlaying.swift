@@ -32,7 +32,7 @@ extension VideoSessions {
         }
     }
 
-    /// Carries a remote-control command out on the current video.
+    /// Carries a remote-control command out on the current video; call it on `playerQueue`.
     func remote(_ command: RemoteCommand) -> Result<Void, RemoteControlError> {
         guard let (session, player) = currentPlayer() else { return .failure(RemoteControlError("no video is playing")) }
         let status = player.status
@@ -45,7 +45,7 @@ extension VideoSessions {
             decision = machine.withLockedValue { $0.rate(rate, sessionID: session.id, trickURL: nil) }
         case .stop:
             decision = machine.withLockedValue { $0.stop(sessionID: session.id) }
-            nowPlaying?.post(.ended)
+            if case .success = decision { nowPlaying?.post(.ended) }
         case .seek(let offset):
             decision = machine.withLockedValue { $0.scrub(to: max(0, status.position + offset), sessionID: session.id) }
         case .setPosition(let position):
@@ -68,8 +68,7 @@ extension VideoSessions {
         case .failure(let refusal):
             return .failure(RemoteControlError(refusal.reason))
         case .success(let actions):
-            // On the players' queue, in order with the sender's own requests.
-            let failure = playerQueue.sync { carryOut(actions) }
+            let failure = carryOut(actions)
             return failure.map { .failure(RemoteControlError(String(buffer: $0.body))) } ?? .success(())
         }
     }
