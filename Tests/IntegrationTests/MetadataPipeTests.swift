@@ -78,7 +78,10 @@ final class PipeReader {
             #expect(!mustFinish || result.stdout.contains("\"ok\": true"), "\(result.stdout)\(result.stderr)\n\(log.stderr.suffix(3000))")
             Thread.sleep(forTimeInterval: 1)
             let (items, errors) = try reader.finish()
-            #expect(errors.isEmpty, "framing errors in \(pipe): \(errors)")
+            // shairport-sync writes an item in several writes and, fed pyatv's stream, aborts a
+            // few seconds in (below): its pipe may end inside an item. Ours never may.
+            let tolerated = mustFinish ? [] : errors.filter { $0.hasSuffix("of an unfinished item at the end") }
+            #expect(errors.count == tolerated.count, "framing errors in \(pipe): \(errors)")
             return items
         }
         let theirs = try stream(port: 5057, txt: "cn=0|et=0,1|md=0,1,2|sf=0x4|am=ShairportSync|tp=UDP|vn=65537|vs=366.0|ss=16|sr=44100|ch=2",
