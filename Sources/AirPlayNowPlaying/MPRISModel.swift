@@ -1,3 +1,5 @@
+import AirPlayWire
+
 /// A D-Bus value as MPRIS properties need them; the D-Bus wrapper turns it into a GVariant.
 public indirect enum DBusValue: Hashable, Sendable {
     /// `s`
@@ -119,14 +121,11 @@ public enum MPRISModel {
 
     /// MPRIS volume (0...1) from AirPlay dB: linear over -30...0, as the sender's slider is; muted is 0.
     public static func linearVolume(decibels: Double?) -> Double {
-        guard let decibels, decibels > -30 else { return decibels == nil ? 1 : 0 }
-        return min(1, (decibels + 30) / 30)
+        decibels.map(AirPlayVolume.linear) ?? 1
     }
 
     /// AirPlay dB from MPRIS volume; 0 mutes.
-    public static func decibels(linearVolume volume: Double) -> Double {
-        volume <= 0 ? -144 : -30 + 30 * min(1, volume)
-    }
+    public static func decibels(linearVolume volume: Double) -> Double { AirPlayVolume.decibels(linear: volume) }
 
     /// The properties that differ between two sets (Position is left out: MPRIS clients
     /// extrapolate it from the rate, and a jump is told by `Seeked`).

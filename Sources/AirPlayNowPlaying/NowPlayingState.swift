@@ -137,19 +137,13 @@ public struct NowPlayingState: Hashable, Sendable {
     /// track id, the old cover dropped), the same one keeps its cover (senders send the text
     /// again with each progress update).
     private mutating func applyMetadata(_ fields: [DMAPField]) {
+        let parsed = DMAP.item(fields: fields.map { (tag: $0.tag, value: $0.value[...]) })
         var next = Item()
-        for field in fields {
-            let text = String(decoding: field.value, as: UTF8.self)
-            switch field.tag {
-            case "minm": next.title = text
-            case "asar": next.artist = text
-            case "asal": next.album = text
-            case "asgn": next.genre = text
-            case "astm" where field.value.count == 4:
-                playback.duration = Double(field.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) / 1000
-            default: continue
-            }
-        }
+        next.title = parsed.title
+        next.artist = parsed.artist
+        next.album = parsed.album
+        next.genre = parsed.genre
+        if let milliseconds = parsed.durationMilliseconds { playback.duration = Double(milliseconds) / 1000 }
         if next.title == item.title && next.artist == item.artist && next.album == item.album {
             next.artwork = item.artwork
             next.number = item.number

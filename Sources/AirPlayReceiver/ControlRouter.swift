@@ -230,9 +230,14 @@ public struct ControlRouter: Sendable {
     /// True for connections from this box: from a loopback address (127.0.0.0/8, ::1,
     /// IPv4-mapped loopback), or from the very address they reached, which only the box itself
     /// can be (a zone bound to its own `address` sees its own programs that way).
+    /// A loopback address: 127.0.0.0/8, ::1, or IPv4-mapped 127.x.
+    static func isLoopbackAddress(_ ip: String) -> Bool {
+        ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+
     static func isLoopback(_ connection: ConnectionContext?) -> Bool {
         let peer = connection?.remote?.ipAddress ?? ""
-        if peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") { return true }
+        if isLoopbackAddress(peer) { return true }
         return !peer.isEmpty && peer == connection?.local?.ipAddress
     }
 

@@ -97,7 +97,7 @@ public final class RAOPStreamSession: Sendable {
     }
 
     /// AirPlay volume: -30 dB (1 %) … 0 dB (100 %), -144 mutes.
-    public static func decibels(_ volume: Double) -> Double { volume <= 0 ? -144 : -30 + 30 * volume / 100 }
+    public static func decibels(_ volume: Double) -> Double { AirPlayVolume.decibels(linear: volume / 100) }
 
     /// A random RTP starting point (RTP wants one); `AIRPLAY_RTP_START=SEQ:TIME` fixes it, so
     /// tests can start just before both counters wrap.

@@ -212,7 +212,7 @@ extension StreamCommand {
         case .previousItem: .skip(-1)
         case .volumeUp: .volume(5)
         case .volumeDown: .volume(-5)
-        case .setDeviceVolume(let decibels): .setVolume(decibels <= -144 ? 0 : max(0, min(100, (decibels + 30) / 30 * 100)))
+        case .setDeviceVolume(let decibels): .setVolume(100 * AirPlayVolume.linear(decibels: decibels))
         case .getProperty: nil
         }
     }

@@ -141,8 +141,5 @@ public final class NowPlayingPage: NowPlayingSurface, Sendable {
     }
 
     /// Whether a peer is this box (a loopback address).
-    static func isLocal(_ address: SocketAddress?) -> Bool {
-        let ip = address?.ipAddress ?? ""
-        return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
-    }
+    static func isLocal(_ address: SocketAddress?) -> Bool { ControlRouter.isLoopbackAddress(address?.ipAddress ?? "") }
 }

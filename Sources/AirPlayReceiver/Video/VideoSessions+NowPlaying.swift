@@ -58,7 +58,7 @@ extension VideoSessions {
             case .volumeUp: min(0, max(current, -30) + 3)
             default: current <= -30 ? -144 : current - 3
             }
-            let linear = decibels <= -144 ? 0 : min(1, max(0, (decibels + 30) / 30))
+            let linear = AirPlayVolume.linear(decibels: decibels)
             decision = .success(machine.withLockedValue { $0.setVolume(linear) })
             nowPlaying?.post(.volume(decibels: decibels))
         case .next, .previous:

@@ -26,11 +26,17 @@ public enum DMAP {
 
     /// Parses the fields of an item; bounded: nesting is one container deep, lengths are checked.
     public static func parseItem(_ bytes: [UInt8]) throws(Problem) -> Item {
-        var item = Item()
         var fields = try entries(bytes[...])
         if let container = fields.first(where: { $0.tag == "mlit" }) {
             fields = try entries(container.value)
         }
+        return item(fields: fields)
+    }
+
+    /// The item the fields of one level describe (the last of a tag wins; an `astm` that is not
+    /// four bytes, and other tags, are skipped).
+    public static func item(fields: [(tag: String, value: ArraySlice<UInt8>)]) -> Item {
+        var item = Item()
         for field in fields {
             let text = String(decoding: field.value, as: UTF8.self)
             switch field.tag {
@@ -38,8 +44,8 @@ public enum DMAP {
             case "asar": item.artist = text
             case "asal": item.album = text
             case "asgn": item.genre = text
-            case "astm":
-                item.durationMilliseconds = field.value.count == 4 ? Int(field.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) : nil
+            case "astm" where field.value.count == 4:
+                item.durationMilliseconds = Int(field.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
             default: continue
             }
         }
