@@ -13,7 +13,10 @@ public struct RAOPClientIdentity: Sendable {
 
     /// A fresh identity for this run.
     public init() {
-        dacpID = String(format: "%016llX", UInt64.random(in: 1...UInt64.max))
+        // The first hex digit is never 0: shairport-sync 3.3.8 strips leading zeros from the
+        // `iTunes_Ctrl_` service name but not from the `DACP-ID` header, so a remote whose id
+        // starts with 0 is never found (one run in sixteen).
+        dacpID = String(format: "%016llX", UInt64.random(in: 0x1000_0000_0000_0000...UInt64.max))
         activeRemote = String(UInt32.random(in: 1...UInt32.max))
     }
 }

@@ -30,4 +30,13 @@ import Testing
         let reply = DACPRequestHandler.answer(request("/ctrl-int/1/getproperty?properties=dmcp.volume"), activeRemote: "1234") { _ in }
         #expect(reply.status == 400, "shairport-sync counts 400 as available")
     }
+
+    @Test func theRemotesIDNeverStartsWithZero() {
+        // shairport-sync 3.3.8 strips leading zeros from the service name only, so an id such
+        // as 0F76… would never be found by its remote control.
+        for _ in 0..<2000 {
+            let id = RAOPClientIdentity().dacpID
+            #expect(id.count == 16 && id.allSatisfy(\.isHexDigit) && !id.hasPrefix("0"), "\(id)")
+        }
+    }
 }
