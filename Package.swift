@@ -18,6 +18,9 @@ let package = Package(
     products: [
         .executable(name: "airplayd", targets: ["airplayd"]),
         .executable(name: "airplay", targets: ["airplay"]),
+        // The parsers' fuzz bodies, for the nested fuzz package (Fuzz/), which builds one libFuzzer
+        // executable per target with `-sanitize=fuzzer,address`.
+        .library(name: "AirPlayFuzzTargets", targets: ["AirPlayFuzzTargets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -125,6 +128,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], linkerSettings: leanExecutable),
 
+        // Every parser that reads bytes from a peer or a user's file, as a fuzz body: the fuzz
+        // package runs them under libFuzzer, the unit tests run their seeds and past crashes.
+        .target(name: "AirPlayFuzzTargets", dependencies: [
+            "AirPlayWire", "AirPlayHLS", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "AirPlayNowPlaying",
+            "AirPlayTiming", "AirPlayReceiver", "AirPlaySender",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+
         // Test support: real peers and private mDNS, started the way users start them.
         .target(name: "AirPlayTesting", dependencies: [
             "AirPlayMedia", "AirPlayWire",
@@ -154,6 +165,7 @@ let package = Package(
         .testTarget(name: "AirPlayTimingTests", dependencies: ["AirPlayTiming", "AirPlayWire", "AirPlayTesting"]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
+        .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto", "AirPlayMedia",
         ], exclude: ["peers"]),

@@ -104,11 +104,19 @@ public indirect enum VariantQualifier: Hashable, Sendable, CustomStringConvertib
     /// The expression in canonical text form.
     public var description: String {
         switch self {
-        case .compare(let field, let op, let literal): "\(field.rawValue) \(op.rawValue) \(literal)"
+        case .compare(let field, let op, let literal): "\(field.rawValue) \(op.rawValue) \(Self.quotedIfNeeded(literal))"
         case .and(let left, let right): "(\(left) && \(right))"
         case .or(let left, let right): "(\(left) || \(right))"
         case .not(let inner): "!\(inner)"
         }
+    }
+
+    /// A literal as the parser reads it back: bare when it is one word, else in quotes (one it
+    /// does not contain; a literal can only have come from quotes of the other kind).
+    static func quotedIfNeeded(_ literal: String) -> String {
+        let bare = !literal.isEmpty && literal.allSatisfy { $0.isLetter || $0.isNumber || "._-/".contains($0) }
+        if bare { return literal }
+        return literal.contains("\"") ? "'\(literal)'" : "\"\(literal)\""
     }
 
     /// The best variant that matches: highest peak bit rate (then resolution) among the matching.

@@ -57,7 +57,7 @@ public struct TLV8: Equatable, Sendable {
     /// The wire bytes: long values fragmented into 255-byte items; an empty value is one item of length 0.
     public var bytes: [UInt8] {
         var out: [UInt8] = []
-        for item in items {
+        for (position, item) in items.enumerated() {
             var rest = item.value[...]
             repeat {
                 let chunk = rest.prefix(255)
@@ -66,6 +66,12 @@ public struct TLV8: Equatable, Sendable {
                 out.append(contentsOf: chunk)
                 rest = rest.dropFirst(chunk.count)
             } while !rest.isEmpty
+            // A value ending on a full 255-byte fragment would absorb a next item of its type:
+            // an empty fragment ends it (found by the `tlv8` fuzz target).
+            let next = items.index(after: position)
+            if !item.value.isEmpty, item.value.count % 255 == 0, next < items.endIndex, items[next].type == item.type {
+                out += [item.type, 0]
+            }
         }
         return out
     }

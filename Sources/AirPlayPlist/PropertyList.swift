@@ -96,6 +96,13 @@ extension PropertyList {
     public init(decoding bytes: [UInt8]) throws {
         guard !bytes.isEmpty else { throw PropertyListError(description: "empty property list") }
         guard bytes.count < Int(UInt32.max) else { throw PropertyListError(description: "property list too large") }
+        // What libplist 2.2 would abort the process on is refused first (BinaryPlistScreen);
+        // XML may not hold NUL at all (XML 1.0), and in a key or string libplist aborts on it.
+        if Self.plistIsBinary(bytes) {
+            if let problem = BinaryPlistScreen.problem(in: bytes) { throw PropertyListError(description: problem) }
+        } else if bytes.contains(0) {
+            throw PropertyListError(description: "XML property list holds NUL")
+        }
         var root: plist_t?
         bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) { chars in
@@ -109,6 +116,13 @@ extension PropertyList {
         guard let root else { throw PropertyListError(description: "not a valid XML or binary property list") }
         let node = PlistNode(root)
         self = try Self.value(of: node.handle, depth: 0)
+    }
+
+    /// Whether libplist reads `bytes` as binary (its own test, so the screen sees what it will).
+    private static func plistIsBinary(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) { plist_is_binary($0, UInt32(bytes.count)) != 0 }
+        }
     }
 
     /// The format of bytes: binary when they start with `bplist`, else XML.

@@ -39,6 +39,9 @@ private struct Parser {
     let bytes: [UInt8]
     var index = 0
     var line = 1
+    /// Arrays open around the value being read: nesting is bounded so no file can exhaust the stack.
+    var depth = 0
+    static let maximumDepth = 32
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -124,6 +127,9 @@ private struct Parser {
     }
 
     mutating func array() throws(TOMLDocument.ParseError) -> [TOMLDocument.Value] {
+        guard depth < Self.maximumDepth else { throw fail("arrays nested deeper than \(Self.maximumDepth)") }
+        depth += 1
+        defer { depth -= 1 }
         index += 1
         var items: [TOMLDocument.Value] = []
         while true {

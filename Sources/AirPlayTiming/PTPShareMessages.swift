@@ -73,9 +73,9 @@ public enum PTPShareMessage: Hashable, Sendable {
                 var line: ClockLine?
                 if hasLine == 1 {
                     guard let local = reader.integer(), let offset = reader.integer(), let drift = reader.integer(),
-                          let samples = reader.integer(), let residual = reader.integer() else { return nil }
+                          let samples = reader.integer(), samples <= UInt64(Int.max), let residual = reader.integer() else { return nil }
                     line = ClockLine(local: Int64(bitPattern: local), offset: Double(bitPattern: offset), drift: Double(bitPattern: drift),
-                                     samples: Int(truncatingIfNeeded: samples), residual: Double(bitPattern: residual))
+                                     samples: Int(samples), residual: Double(bitPattern: residual))
                 }
                 let pathDelay = Int64(bitPattern: delay)
                 masters.append(PTPFollower.MasterStatus(

@@ -31,6 +31,14 @@ import Testing
         #expect(parsed.items[0].value == first && parsed.items[2].value == [1])
     }
 
+    @Test func aValueOfExactly255BytesRightBeforeAnotherOfItsTypeEndsWithAnEmptyFragment() throws {
+        let first = [UInt8](repeating: 7, count: 255)
+        let tlv = TLV8([(.identifier, first), (.identifier, [1])])
+        #expect(tlv.bytes.count == 2 + 255 + 2 + 3, "the 255-byte value is closed by (type, 0)")
+        let parsed = try TLV8(bytes: tlv.bytes)
+        #expect(parsed == tlv)
+    }
+
     @Test func truncatedOrOversizedInputIsRefusedWithAReason() {
         #expect(throws: TLV8.DecodingError.self) { try TLV8(bytes: [0x06]) }
         #expect(throws: TLV8.DecodingError.self) { try TLV8(bytes: [0x06, 0x05, 0x01]) }

@@ -39,6 +39,19 @@ import Testing
         #expect(throws: PropertyListError.self) { try PropertyList(decoding: Array("bplist00\u{0}\u{1}".utf8)) }
     }
 
+    /// libplist 2.2 aborts the process (an assertion) when it hands out a string or key that
+    /// holds NUL: such lists are refused before it reads them. Found by the `plist` fuzz target.
+    @Test func stringsHoldingNULAreRefusedBeforeLibplistAbortsOnThem() throws {
+        // {"a": "x\0yé"}: a UTF-16 string with U+0000, as Python's plistlib writes it.
+        let binary = try #require(TextHex.bytes("62706c6973743030d1010251616400780000007900e9080b0d0000000000000101000000000000000300000000000000000000000000000016"))
+        #expect(throws: PropertyListError.self) { try PropertyList(decoding: binary) }
+        let xml = "<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a\u{0}b</key><true/></dict></plist>"
+        #expect(throws: PropertyListError.self) { try PropertyList(decoding: Array(xml.utf8)) }
+        // The same shapes without NUL still read.
+        let fine = try #require(TextHex.bytes("62706c6973743030d1010251616400780020007900e9080b0d0000000000000101000000000000000300000000000000000000000000000016"))
+        #expect(try PropertyList(decoding: fine) == .dictionary(["a": .string("x yé")]))
+    }
+
     @Test func hostileNestingIsRefused() {
         let deep = String(repeating: "<array>", count: 200) + String(repeating: "</array>", count: 200)
         let xml = "<?xml version=\"1.0\"?><plist version=\"1.0\">\(deep)</plist>"
@@ -51,5 +64,14 @@ import Testing
         #expect(sample["readyToPlay"]?.boolValue == true)
         #expect(sample["name"]?.stringValue == "Wohnzimmer – Küche")
         #expect(sample["missing"] == nil)
+    }
+}
+
+/// Hex test data.
+enum TextHex {
+    static func bytes(_ hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).compactMap { UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16) }
     }
 }

@@ -1,0 +1,130 @@
+import AirPlayPlist
+import AirPlayReceiver
+import AirPlaySender
+import AirPlayWire
+import NIOCore
+
+/// The receiver's readers of what senders send inside requests (plists, AirPlay 2 SETUP and
+/// its companions, `/play`), the RTSP session machine driven by whole requests, and the
+/// configuration file a user hands the daemon.
+enum SessionTargets {
+    static let all: [FuzzTarget] = [plist, airPlay2Setup, rtspSession, playRequest, configuration]
+
+    /// XML and binary property lists. A list read back from its own binary or XML encoding
+    /// encodes to the same bytes.
+    static let plist = FuzzTarget("plist", "property lists, XML and binary") { bytes in
+        guard let list = try? PropertyList(decoding: bytes) else { return }
+        for format in [PropertyListFormat.binary, .xml] {
+            let encoded = list.encoded(as: format)
+            guard let again = try? PropertyList(decoding: encoded) else {
+                preconditionFailure("our own \(format) encoding does not read back")
+            }
+            precondition(again.encoded(as: format) == encoded, "a \(format) round trip changed the list")
+        }
+    }
+
+    /// The plists of AirPlay 2 control requests: SETUP (session and streams), SETRATEANCHORTIME,
+    /// FLUSHBUFFERED, SETPEERS, and the sender's `/playback-info` reading.
+    static let airPlay2Setup = FuzzTarget("airplay2-setup", "AirPlay 2 SETUP, SETRATEANCHORTIME, FLUSHBUFFERED and SETPEERS plists") { bytes in
+        guard let list = try? PropertyList(decoding: bytes) else { return }
+        for ptp in [false, true] {
+            if case .streams(let streams)? = try? AirPlay2Setup(plist: list, ptp: ptp) {
+                for stream in streams { _ = try? stream.description() }
+            }
+        }
+        _ = try? RateAnchor(plist: list)
+        _ = try? BufferedFlush(plist: list)
+        _ = TimingPeers.addresses(in: list)
+        _ = PlaybackInfo(list).state
+    }
+
+    /// Whole RTSP sessions as a sender drives them: requests decoded from the input go to the
+    /// session machine on one of two connections, ANNOUNCE and AirPlay 2 SETUP through the
+    /// parsers the daemon uses, with the ports opened when asked and the clock advancing. A
+    /// request with the method `X-PACKETS` (not RTSP) instead delivers its body as audio
+    /// packets (sequence number, flags), so loss and resend requests are reached too. Every
+    /// reply has a status a client can read.
+    static let rtspSession = FuzzTarget("rtsp-session", "RAOP and AirPlay 2 RTSP sessions, request after request") { bytes in
+        final class Connection {}
+        let connections = [Connection(), Connection()].map(ObjectIdentifier.init)
+        var machine = RAOPSessionStateMachine(configuration: .init(takeover: .replace, sessionTimeout: 30), firstNumber: 0)
+        var decoder = AirPlayRequestDecoder()
+        var buffer = ByteBuffer(bytes: bytes)
+        var now = 0.0
+        var requests = 0
+        func carryOut(_ actions: [RAOPSessionStateMachine.Action]) {
+            var pending = actions[...]
+            var steps = 0
+            while let action = pending.popFirst(), steps < 64 {
+                steps += 1
+                switch action {
+                case .reply(let response):
+                    precondition((100..<600).contains(response.status), "reply status \(response.status)")
+                case .openPorts(let session, _, _):
+                    pending.append(contentsOf: machine.portsOpened(session: session, audio: 6000, control: 6001, timing: 6002))
+                case .openEventPort(let session):
+                    pending.append(contentsOf: machine.eventPortOpened(session: session, port: 7001))
+                default:
+                    continue
+                }
+            }
+        }
+        while requests < 64, let message = decoder.next(from: &buffer) {
+            requests += 1
+            now += 0.25
+            guard case .request(let request) = message else { continue }
+            let connection = connections[Int(request.cseq.flatMap { Int($0) }.map { $0 & 1 } ?? 0)]
+            let body = Array(request.body.readableBytesView)
+            switch request.method {
+            case "ANNOUNCE":
+                if let stream = try? RAOPStreamDescription(sdp: String(decoding: body, as: UTF8.self)) {
+                    carryOut(machine.announce(stream, on: connection, now: now))
+                }
+            case "SETUP" where !body.isEmpty:
+                guard let list = try? PropertyList(decoding: body), let setup = try? AirPlay2Setup(plist: list, ptp: true) else { continue }
+                switch setup {
+                case .session(let session):
+                    carryOut(machine.setupSession(session, ptp: true, on: connection, now: now))
+                case .streams(let streams):
+                    guard let stream = streams.first, let description = try? stream.description() else { continue }
+                    carryOut(machine.setupStreams(description, buffered: body.count & 1 == 0, senderControlPort: 6003, on: connection, now: now))
+                }
+            case "X-PACKETS":
+                guard let session = machine.current?.number else { continue }
+                for index in stride(from: 0, to: body.count - 2, by: 3) {
+                    now += 0.008
+                    let sequence = UInt16(body[index]) << 8 | UInt16(body[index + 1])
+                    carryOut(machine.audioPacket(session: session, sequence: sequence, marker: body[index + 2] & 1 != 0,
+                                                 retransmitted: body[index + 2] & 2 != 0, now: now))
+                    if body[index + 2] & 4 != 0 { carryOut(machine.tick(now: now)) }
+                }
+            case "X-CLOSE":
+                carryOut(machine.connectionClosed(connection))
+            default:
+                carryOut(machine.receive(request, on: connection, now: now))
+            }
+            carryOut(machine.tick(now: now))
+        }
+        carryOut(machine.tick(now: now + 60))
+        precondition(machine.current == nil, "a session outlived its timeout")
+        carryOut(machine.shutdown())
+    }
+
+    /// `/play` bodies (binary plist or `text/parameters`) and the URL policy every media URL
+    /// passes (here without name resolution: the fuzzer must not reach the network).
+    static let playRequest = FuzzTarget("play-request", "video /play bodies and media URLs") { bytes in
+        var input = FuzzInput(bytes)
+        let types = ["application/x-apple-binary-plist", "text/parameters", "", "application/x-apple-plist+xml"]
+        var request = AirPlayRequest(method: "POST", target: "/play", version: .http11)
+        request.headers.add(name: "Content-Type", value: types[Int(input.byte()) % types.count])
+        request.body = ByteBuffer(bytes: input.rest())
+        guard let play = try? PlayRequest(request: request) else { return }
+        try? MediaURLPolicy(refuseLocalTargets: false).check(play.url)
+    }
+
+    /// `airplayd.toml`: the file a user edits (the daemon reloads it on SIGHUP).
+    static let configuration = FuzzTarget("config", "the daemon's TOML configuration") { bytes in
+        var input = FuzzInput(bytes)
+        _ = try? ReceiverConfiguration.parse(toml: input.text())
+    }
+}

@@ -1,0 +1,123 @@
+import AirPlayNowPlaying
+import AirPlayTiming
+import AirPlayWire
+import NIOCore
+
+/// The stateless wire codecs both programs share: control-port framing both ways, SDP and
+/// Transport, RAOP and PTP datagrams, DMAP, TXT records and DACP paths.
+enum WireTargets {
+    static let all: [FuzzTarget] = [controlRequest, senderResponse, sdp, rtspTransport, raopPacket, ptp, dmap, txtRecord, remoteCommand]
+
+    /// The control port's request framing (HTTP and RTSP), fed in up to four reads as TCP
+    /// delivers them. Every message is a request or a rejection with a 4xx/5xx status, the
+    /// decoder never holds more than its limits, and the same bytes in one read give the same
+    /// messages.
+    static let controlRequest = FuzzTarget("control-request", "HTTP and RTSP requests on the control port, split across reads") { bytes in
+        var input = FuzzInput(bytes)
+        let reads = input.pieces(4)
+        var decoder = AirPlayRequestDecoder()
+        var split: [InboundRequest] = []
+        var reading = ByteBuffer()
+        for read in reads {
+            reading.writeBytes(read)
+            while let message = decoder.next(from: &reading) { split.append(message) }
+        }
+        var whole: [InboundRequest] = []
+        var oneRead = AirPlayRequestDecoder()
+        var buffer = ByteBuffer(bytes: reads.flatMap { $0 })
+        while let message = oneRead.next(from: &buffer) { whole.append(message) }
+        precondition(split == whole, "framing depends on how the bytes were read")
+        for message in split {
+            switch message {
+            case .request(let request):
+                precondition(request.body.readableBytes <= RequestLimits.default.maxBodyBytes)
+                _ = (request.path, request.queryItems, request.cseq)
+            case .rejected(let rejection):
+                precondition((400..<600).contains(rejection.status), "a rejection must be an error status")
+            }
+        }
+    }
+
+    /// What a receiver answers a sender (`airplay`'s RTSP/HTTP response framing), in pieces.
+    static let senderResponse = FuzzTarget("sender-response", "RTSP and HTTP responses as the sender reads them") { bytes in
+        var input = FuzzInput(bytes)
+        let decoder = AirPlayResponseDecoder()
+        var buffer = ByteBuffer()
+        for read in input.pieces(3) {
+            buffer.writeBytes(read)
+            do {
+                while let response = try decoder.next(from: &buffer) { _ = response.headers["Content-Type"] }
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// An ANNOUNCE body.
+    static let sdp = FuzzTarget("sdp", "RAOP ANNOUNCE session descriptions (SDP)") { bytes in
+        var input = FuzzInput(bytes)
+        _ = try? RAOPStreamDescription(sdp: input.text())
+    }
+
+    /// `Transport`, `RTP-Info` and similar `spec;name=value` headers.
+    static let rtspTransport = FuzzTarget("rtsp-transport", "RTSP Transport and RTP-Info header values") { bytes in
+        var input = FuzzInput(bytes)
+        let transport = RTSPTransport(parsing: input.text())
+        for name in ["control_port", "timing_port", "server_port", "seq", "rtptime"] { _ = transport.port(name); _ = transport[name] }
+    }
+
+    /// Any datagram on a RAOP session's audio, control or timing port. An audio packet written
+    /// back out reads back the same.
+    static let raopPacket = FuzzTarget("raop-packet", "RAOP UDP datagrams: audio, resend, sync, timing") { bytes in
+        guard let packet = RAOPPacket.parse(bytes) else { return }
+        if case .audio(let audio) = packet {
+            precondition(RAOPPacket.parse(audio.bytes) == packet, "an audio packet does not read back as written")
+        }
+        bytes.withUnsafeBytes { _ = RAOPAudioPacket.header(of: $0) }
+    }
+
+    /// PTP (IEEE 1588 v2) event and general messages, and the datagrams airplayd instances share
+    /// one PTP follower with. Each reads back as written.
+    static let ptp = FuzzTarget("ptp", "PTP messages and the PTP-share datagrams between instances") { bytes in
+        if let message = try? PTPMessage.decode(bytes) {
+            let written = message.encoded()
+            precondition((try? PTPMessage.decode(written))?.encoded() == written, "a PTP message does not read back as written")
+        }
+        if let shared = PTPShareMessage.decode(bytes) {
+            // Compared as bytes: a NaN read from the wire never equals itself.
+            let written = shared.encoded()
+            precondition(PTPShareMessage.decode(written)?.encoded() == written, "a share message does not read back as written")
+        }
+    }
+
+    /// DMAP track metadata as RAOP senders send it.
+    static let dmap = FuzzTarget("dmap", "DMAP metadata bodies (SET_PARAMETER application/x-dmap-tagged)") { bytes in
+        _ = try? DMAP.parseItem(bytes)
+        _ = try? DMAPField.fields(of: bytes)
+    }
+
+    /// A receiver's TXT record as `airplay` reads it from Avahi (NUL separates the strings).
+    static let txtRecord = FuzzTarget("txt-record", "mDNS TXT records of _airplay._tcp and _raop._tcp") { bytes in
+        var input = FuzzInput(bytes)
+        let name = String(decoding: input.pieces(2)[0], as: UTF8.self)
+        let strings = input.text().split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
+        let txt = TXTRecord(strings: strings)
+        for type in ["_airplay._tcp", "_raop._tcp"] { _ = ReceiverRecord(serviceType: type, instanceName: name, txt: txt) }
+        for key in ["features", "ft", "flags", "sf", "deviceid"] {
+            guard let value = txt[key] else { continue }
+            _ = FeatureSet(txtValue: value)
+            _ = StatusFlags(txtValue: value)
+            _ = DeviceID(value)
+        }
+        _ = DeviceID.splitRAOPInstanceName(name)
+    }
+
+    /// Remote-control words from every surface: DACP paths (a receiver asking `airplay stream`),
+    /// MQTT payloads, the page's and `/now-playing/remote` commands.
+    static let remoteCommand = FuzzTarget("remote-command", "DACP paths and remote-control command words") { bytes in
+        var input = FuzzInput(bytes)
+        let text = input.text()
+        if let command = DACPCommand(path: text) { precondition(DACPCommand(path: command.path) == command, "a DACP path does not read back") }
+        _ = RemoteCommand(name: text)
+    }
+}
