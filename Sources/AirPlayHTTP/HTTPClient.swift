@@ -13,13 +13,18 @@ public struct HTTPRequestOptions: Sendable {
     public var maximumBytes: Int
     /// A PEM file of certificate authorities to trust besides the system's (private CAs, tests).
     public var caFile: String?
+    /// Refuse to connect to loopback, link-local and unspecified addresses, checked on every
+    /// connection (redirects included) at the address actually connected.
+    public var refuseLocalTargets: Bool
 
-    /// Options with defaults: 20 s, 16 MiB, the system's CAs.
-    public init(headers: [String: String] = [:], timeout: Double = 20, maximumBytes: Int = 16 << 20, caFile: String? = nil) {
+    /// Options with defaults: 20 s, 16 MiB, the system's CAs, any address.
+    public init(headers: [String: String] = [:], timeout: Double = 20, maximumBytes: Int = 16 << 20, caFile: String? = nil,
+                refuseLocalTargets: Bool = false) {
         self.headers = headers
         self.timeout = timeout
         self.maximumBytes = maximumBytes
         self.caFile = caFile
+        self.refuseLocalTargets = refuseLocalTargets
     }
 }
 
@@ -44,6 +49,8 @@ public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
     public var unsupportedScheme: Bool
     /// True when the server could not send from the offset asked for (no byte ranges).
     public var rangeRefused = false
+    /// True when a connection was refused because it led to a loopback or link-local address.
+    public var localTargetRefused = false
 
     /// The message.
     public var description: String { message }
@@ -133,6 +140,12 @@ public enum HTTPClient {
         if let caFile = options.caFile { _ = cairplay_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
         if let range { _ = cairplay_curl_set_string(handle, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound)") }
         if let resumeFrom { _ = cairplay_curl_set_off(handle, CURLOPT_RESUME_FROM_LARGE, curl_off_t(resumeFrom)) }
+        let refused = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+        refused.initialize(to: 0)
+        defer { refused.deallocate() }
+        if options.refuseLocalTargets, cairplay_curl_refuse_local_targets(handle, refused) != CURLE_OK {
+            throw HTTPError(message: "libcurl cannot screen the addresses it connects to", unsupportedScheme: false)
+        }
         _ = cairplay_curl_set_write(handle, { data, size, count, context in
             let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
@@ -142,6 +155,11 @@ public enum HTTPClient {
         let code = cairplay_curl_easy_perform(handle)
         if code != CURLE_OK {
             if sink.overflowed { throw HTTPError(message: "\(url) is larger than \(options.maximumBytes) bytes", unsupportedScheme: false) }
+            if refused.pointee != 0 {
+                var error = HTTPError(message: "\(url): refused: it leads to a loopback or link-local address", unsupportedScheme: false)
+                error.localTargetRefused = true
+                throw error
+            }
             let reason = String(cString: cairplay_curl_easy_strerror(code))
             var error = HTTPError(message: "\(url): \(reason)", unsupportedScheme: code == CURLE_UNSUPPORTED_PROTOCOL)
             error.rangeRefused = code == CURLE_RANGE_ERROR
@@ -195,5 +213,33 @@ final class FileSink: Sink, @unchecked Sendable {
         written += chunk.count
         progress(chunk.count)
         return true
+    }
+}
+
+/// Which addresses the box never fetches from on a sender's say-so (with `video_refuse_local_urls`).
+public enum LocalAddressScreen {
+    /// The first loopback, link-local or unspecified address `host` resolves to, if any (a
+    /// literal address is checked as it is; brackets around IPv6 are allowed).
+    public static func firstLocalAddress(of host: String) -> String? {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(bare, nil, &hints, &list) == 0, let list else { return nil }
+        defer { freeaddrinfo(list) }
+        var node: UnsafeMutablePointer<addrinfo>? = list
+        while let current = node {
+            if let address = current.pointee.ai_addr, cairplay_address_is_local(address) != 0 {
+                return numericHost(address, length: current.pointee.ai_addrlen) ?? bare
+            }
+            node = current.pointee.ai_next
+        }
+        return nil
+    }
+
+    private static func numericHost(_ address: UnsafePointer<sockaddr>, length: socklen_t) -> String? {
+        var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(address, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { return nil }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -63,15 +63,16 @@ public final class ReceiverDaemon: Service, Sendable {
     /// Video sessions playing through GStreamer with the configured sinks.
     private func makeVideoSessions(events: EventChannels) -> VideoSessions {
         let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput)
+        let followRedirects = !configuration.videoRefuseLocalURLs
         return VideoSessions(
             makePlayer: { () throws(MediaError) -> any MediaPlayer in
-                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: false)
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: false, followRedirects: followRedirects)
             },
             policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
             events: events, gateway: makeHLSGateway(events: events),
             makeTrickPlayer: { () throws(MediaError) -> any MediaPlayer in
-                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: true)
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: true, followRedirects: followRedirects)
             }, nowPlaying: nowPlaying, logger: logger)
     }
 
@@ -84,6 +85,7 @@ public final class ReceiverDaemon: Service, Sendable {
             passthrough: configuration.audioPassthrough,
             canDecode: { [media] codec in media.canDecode(codec: codec) })
         return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
+                          refuseLocalTargets: configuration.videoRefuseLocalURLs,
                           requestKey: { sessionID, uri in await events.requestKey(sessionID: sessionID, uri: uri) },
                           logger: logger)
     }

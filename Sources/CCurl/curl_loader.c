@@ -1,6 +1,9 @@
 #include "curl_shim.h"
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
 
 // The entry points we resolve from libcurl.so.4 (its soname since 7.16, stable ABI).
 static struct {
@@ -62,6 +65,38 @@ CURLcode cairplay_curl_set_write(CURL *handle, cairplay_curl_write_callback call
     CURLcode code = api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
     if (code != CURLE_OK) return code;
     return api.easy_setopt(handle, CURLOPT_WRITEDATA, context);
+}
+
+int cairplay_address_is_local(const struct sockaddr *address) {
+    if (address->sa_family == AF_INET) {
+        uint32_t value = ntohl(((const struct sockaddr_in *)address)->sin_addr.s_addr);
+        return (value >> 24) == 127 || (value >> 16) == 0xA9FE || (value >> 24) == 0;
+    }
+    if (address->sa_family == AF_INET6) {
+        const uint8_t *bytes = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
+        static const uint8_t zeros[16] = {0};
+        int loopback = memcmp(bytes, zeros, 15) == 0 && (bytes[15] == 1 || bytes[15] == 0);
+        int link_local = bytes[0] == 0xFE && (bytes[1] & 0xC0) == 0x80;
+        int mapped = memcmp(bytes, zeros, 10) == 0 && bytes[10] == 0xFF && bytes[11] == 0xFF;
+        int mapped_local = mapped && (bytes[12] == 127 || bytes[12] == 0 || (bytes[12] == 169 && bytes[13] == 254));
+        return loopback || link_local || mapped_local;
+    }
+    return 1; // Unix sockets and anything else: never on a sender's say-so.
+}
+
+static curl_socket_t open_public_only(void *refused, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)purpose;
+    if (cairplay_address_is_local(&address->addr)) {
+        if (refused != NULL) *(int *)refused = 1;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+CURLcode cairplay_curl_refuse_local_targets(CURL *handle, int *refused) {
+    CURLcode code = api.easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, open_public_only);
+    if (code != CURLE_OK) return code;
+    return api.easy_setopt(handle, CURLOPT_OPENSOCKETDATA, (void *)refused);
 }
 
 long cairplay_curl_status(CURL *handle) {

@@ -22,6 +22,8 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         public var loadTimeout: Double
         /// Seconds of network inactivity before an HTTP source gives up.
         public var networkTimeout: UInt32
+        /// Whether HTTP sources follow redirects (false: a redirect fails the load).
+        public var followRedirects = true
         /// The playbin element: playbin3 normally; playbin (whose hlsdemux plays the I-frame
         /// chunks of trick play, where hlsdemux2 stalls).
         public var element: String = "playbin3"
@@ -481,8 +483,13 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     private func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
         // Only elements that fetch a URI matter; bins such as urisourcebin merely wrap them.
         guard cairplay_is_uri_source(element) != 0,
-              let factory = cairplay_element_factory_name(element).map({ String(cString: $0) }),
-              !Self.allowedSources.contains(factory) else { return }
+              let factory = cairplay_element_factory_name(element).map({ String(cString: $0) }) else { return }
+        if Self.allowedSources.contains(factory) {
+            if !configuration.followRedirects, cairplay_has_property(UnsafeMutableRawPointer(element), "automatic-redirect") != 0 {
+                cairplay_set_bool(UnsafeMutableRawPointer(element), "automatic-redirect", 0)
+            }
+            return
+        }
         if cairplay_has_property(UnsafeMutableRawPointer(element), "location") != 0 {
             cairplay_set_string(UnsafeMutableRawPointer(element), "location", "/nonexistent/airplayd-refused")
         }

@@ -39,8 +39,9 @@ struct GStreamerEngine: ReceiverMediaEngine {
         try PlaybinPlayer.checkSink(description)
     }
 
-    func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool) throws(MediaError) -> any MediaPlayer {
+    func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
         var configuration = PlaybinPlayer.Configuration(videoSink: videoSink, audioOutput: audioOutput)
+        configuration.followRedirects = followRedirects
         // playbin's hlsdemux plays the I-frame chunks of trick play, where playbin3's hlsdemux2 stalls.
         if trickPlay { configuration.element = "playbin" }
         return try PlaybinPlayer(configuration: configuration)

@@ -24,12 +24,17 @@ public struct RateAnchor: Hashable, Sendable {
 
     /// Reads the plist body; a play anchor without a time is refused (it cannot be placed).
     public init(plist: PropertyList) throws(AirPlay2Setup.Refusal) {
-        guard case .dictionary = plist, let rate = plist["rate"]?.integerValue ?? plist["rate"]?.doubleValue.map({ Int64($0) }) else {
+        // A rate sent as a real is read only when it is a whole number in range (NaN or 1e300 would trap).
+        guard case .dictionary = plist, let rate = plist["rate"]?.integerValue ?? plist["rate"]?.doubleValue.flatMap({ Int64(exactly: $0.rounded()) }) else {
             throw AirPlay2Setup.Refusal(status: 400, description: "SETRATEANCHORTIME needs a plist with rate")
         }
         playing = rate & 1 == 1
         rtpTime = plist["rtpTime"]?.integerValue.map { UInt32(truncatingIfNeeded: $0) }
         if let seconds = plist["networkTimeSecs"]?.integerValue {
+            // Nanoseconds since the clock's epoch must fit 64 bits (found by the airplay2-setup fuzz target).
+            guard (0...(Int64.max / 1_000_000_000 - 1)).contains(seconds) else {
+                throw AirPlay2Setup.Refusal(status: 400, description: "SETRATEANCHORTIME networkTimeSecs \(seconds) is out of range")
+            }
             // networkTimeFrac is a 64-bit binary fraction of a second (sent as a signed integer).
             let fraction = UInt64(bitPattern: plist["networkTimeFrac"]?.integerValue ?? 0)
             let nanoseconds = Int64(((fraction >> 32) * 1_000_000_000) >> 32)

@@ -87,9 +87,12 @@ public final class HLSGateway: Sendable {
     private let logger: Logger
 
     /// A gateway with a variant policy, an optional extra CA file and a way to ask senders for keys.
-    public init(policy: VariantPolicy, caFile: String?, requestKey: KeyRequester?, logger: Logger) {
+    /// With `refuseLocalTargets` (`video_refuse_local_urls`), nothing behind the gateway is
+    /// fetched from a loopback or link-local address: not a playlist, key or redirect (checked at
+    /// each connection), nor the segments the player fetches (their hosts, checked when served).
+    public init(policy: VariantPolicy, caFile: String?, refuseLocalTargets: Bool = false, requestKey: KeyRequester?, logger: Logger) {
         self.policy = policy
-        options = HTTPRequestOptions(timeout: 15, maximumBytes: 8 << 20, caFile: caFile)
+        options = HTTPRequestOptions(timeout: 15, maximumBytes: 8 << 20, caFile: caFile, refuseLocalTargets: refuseLocalTargets)
         self.requestKey = requestKey
         self.logger = logger
     }
@@ -175,7 +178,9 @@ public final class HLSGateway: Sendable {
         case .media(let media):
             // A media playlist played directly: rewritten like a variant's.
             sessions.withLockedValue { $0.servedMediaDirectly(token: token, base: base) }
-            return Self.playlist(rewrite(media, base: base, token: token).text)
+            let rewritten = rewrite(media, base: base, token: token)
+            if let problem = screen(rewritten) { return fail(token, 403, problem) }
+            return Self.playlist(rewritten.text)
         case .master(let master):
             let (allowed, refused) = policy.choose(master)
             guard !allowed.isEmpty else {
@@ -213,7 +218,9 @@ public final class HLSGateway: Sendable {
             let changed = sessions.withLockedValue { $0.variantRequested(token: token, index: index) }
             if let changed { logger.info("hls variant playing", metadata: ["variant": "\(index)", "stream": "\(Self.describe(changed))"]) }
         }
-        return Self.playlist(rewrite(media, base: base, token: token).text)
+        let rewritten = rewrite(media, base: base, token: token)
+        if let problem = screen(rewritten) { return fail(token, 403, problem) }
+        return Self.playlist(rewritten.text)
     }
 
     /// Segments and maps absolute (the player fetches them from the origin); keys through us.
@@ -236,6 +243,34 @@ public final class HLSGateway: Sendable {
             return segment
         }
         return copy
+    }
+
+    /// Hosts one media playlist may spread its segments over (each is looked up when screened).
+    static let maximumSegmentHosts = 16
+
+    /// Why a rewritten media playlist may not go to the player, if it may not: its segments and
+    /// maps must be http(s) URLs (always), on few hosts, and with `refuseLocalTargets` on hosts
+    /// that resolve to no loopback or link-local address.
+    private func screen(_ media: MediaPlaylist) -> String? {
+        var hosts = Set<String>()
+        for segment in media.segments {
+            for uri in [segment.uri] + (segment.map?["URI"].map { [$0] } ?? []) {
+                guard HTTPClient.isFetchable(uri), let host = URLComponents(string: uri)?.host, !host.isEmpty else {
+                    return "the playlist lists \(uri.prefix(80)), which is not an http(s) URL with a host"
+                }
+                hosts.insert(host.lowercased())
+            }
+        }
+        guard hosts.count <= Self.maximumSegmentHosts else {
+            return "the playlist spreads its segments over \(hosts.count) hosts (at most \(Self.maximumSegmentHosts))"
+        }
+        guard options.refuseLocalTargets else { return nil }
+        for host in hosts.sorted() {
+            if let address = LocalAddressScreen.firstLocalAddress(of: host) {
+                return "the playlist's segments are on \(host) (\(address)), a loopback or link-local address; refused by configuration"
+            }
+        }
+        return nil
     }
 
     private func keyName(_ token: String, uri: String) -> String {

@@ -1,3 +1,4 @@
+import AirPlayHTTP
 import AirPlayMedia
 import AirPlayPlist
 import AirPlayWire
@@ -132,34 +133,5 @@ public struct MediaURLPolicy: Hashable, Sendable {
     }
 
     /// The first loopback or link-local address the host resolves to, if any.
-    static func firstLocalAddress(of host: String) -> String? {
-        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(bare, nil, &hints, &list) == 0, let list else { return nil }
-        defer { freeaddrinfo(list) }
-        var node: UnsafeMutablePointer<addrinfo>? = list
-        while let current = node {
-            if let address = current.pointee.ai_addr {
-                if current.pointee.ai_family == AF_INET {
-                    let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
-                    if value >> 24 == 127 || value >> 16 == 0xA9FE || value == 0 {
-                        return "\(value >> 24).\((value >> 16) & 0xFF).\((value >> 8) & 0xFF).\(value & 0xFF)"
-                    }
-                } else if current.pointee.ai_family == AF_INET6 {
-                    let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
-                    }
-                    let loopback = bytes == [UInt8](repeating: 0, count: 15) + [1]
-                    let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
-                    let mappedLocal = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
-                        && (bytes[12] == 127 || (bytes[12] == 169 && bytes[13] == 254))
-                    if loopback || linkLocal || mappedLocal { return bare }
-                }
-            }
-            node = current.pointee.ai_next
-        }
-        return nil
-    }
+    static func firstLocalAddress(of host: String) -> String? { LocalAddressScreen.firstLocalAddress(of: host) }
 }

@@ -24,6 +24,15 @@ CURLcode cairplay_curl_set_off(CURL *handle, CURLoption option, curl_off_t value
 typedef size_t (*cairplay_curl_write_callback)(char *data, size_t size, size_t count, void *context);
 CURLcode cairplay_curl_set_write(CURL *handle, cairplay_curl_write_callback callback, void *context);
 
+/// Makes every connection the handle opens (redirects and every address a name resolves to
+/// included) refuse loopback, link-local and unspecified addresses, checked on the address
+/// actually connected, so neither a redirect nor a DNS answer that changes between check and
+/// use can reach the box itself. `*refused` is set to 1 when a connection was refused.
+CURLcode cairplay_curl_refuse_local_targets(CURL *handle, int *refused);
+
+/// Whether an address is loopback, link-local or unspecified (IPv4, IPv6, IPv4-mapped IPv6).
+int cairplay_address_is_local(const struct sockaddr *address);
+
 /// curl_easy_getinfo, typed: the response status and the URL after redirects.
 long cairplay_curl_status(CURL *handle);
 const char *cairplay_curl_effective_url(CURL *handle);

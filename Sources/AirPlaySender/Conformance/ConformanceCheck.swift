@@ -1,0 +1,93 @@
+import AirPlayWire
+import Foundation
+
+/// How one conformance check ended, with what was seen or why.
+public enum ConformanceOutcome: Hashable, Sendable {
+    /// The receiver did what the section says.
+    case passed(String)
+    /// It did not: what it did instead.
+    case failed(String)
+    /// The check does not apply (a feature the receiver does not advertise, or an earlier step failed).
+    case skipped(String)
+
+    /// `pass`, `fail` or `skip`.
+    public var word: String {
+        switch self {
+        case .passed: "pass"
+        case .failed: "fail"
+        case .skipped: "skip"
+        }
+    }
+
+    /// What was seen, or why.
+    public var detail: String {
+        switch self {
+        case .passed(let text), .failed(let text), .skipped(let text): text
+        }
+    }
+}
+
+/// One exchange written in `Protocol/`, as a check any receiver can be put to.
+public struct ConformanceCheck: Sendable {
+    /// A stable id, `SECTION.what` (`raop.announce`).
+    public let id: String
+    /// Where in `Protocol/` the exchange is written (`raop.md §2 ANNOUNCE`).
+    public let reference: String
+    /// What the check asks, in a line.
+    public let summary: String
+    let run: @Sendable (ConformanceProbe) async -> ConformanceOutcome
+
+    /// A check.
+    public init(_ id: String, _ reference: String, _ summary: String, run: @escaping @Sendable (ConformanceProbe) async -> ConformanceOutcome) {
+        self.id = id
+        self.reference = reference
+        self.summary = summary
+        self.run = run
+    }
+
+    /// The part of the id before the dot: `discovery`, `info`, `control`, `raop`, `video`, `pairing`.
+    public var section: String { String(id.prefix { $0 != "." }) }
+}
+
+/// One check's result.
+public struct ConformanceResult: Sendable {
+    /// The check.
+    public let check: ConformanceCheck
+    /// How it ended.
+    public let outcome: ConformanceOutcome
+    /// How long it took.
+    public let milliseconds: Int
+}
+
+/// Every check, in the order they run (sessions build on earlier steps within a section).
+public enum ConformanceSuite {
+    /// All checks.
+    public static let all: [ConformanceCheck] = DiscoveryChecks.all + InfoChecks.all + ControlPortChecks.all + RAOPChecks.all
+        + VideoChecks.all + PairingChecks.all
+
+    /// Runs the checks whose section is in `sections` (all when empty) against `host:port`.
+    public static func run(host: String, port: Int, sections: Set<String> = [], browseSeconds: Double = 3) async -> [ConformanceResult] {
+        let probe = ConformanceProbe(host: host, port: port, browseSeconds: browseSeconds)
+        var results: [ConformanceResult] = []
+        for check in all where sections.isEmpty || sections.contains(check.section) {
+            let started = Date()
+            let outcome = await check.run(probe)
+            results.append(ConformanceResult(check: check, outcome: outcome, milliseconds: Int(Date().timeIntervalSince(started) * 1000)))
+        }
+        await probe.close()
+        return results
+    }
+
+    /// The results as one JSON document: counts, then each check.
+    public static func json(_ results: [ConformanceResult], receiver: String) -> JSONValue {
+        func count(_ word: String) -> JSONValue { .integer(results.filter { $0.outcome.word == word }.count) }
+        return .object([
+            "receiver": .string(receiver), "passed": count("pass"), "failed": count("fail"), "skipped": count("skip"),
+            "checks": .array(results.map { result in
+                .object(["id": .string(result.check.id), "reference": .string(result.check.reference),
+                         "summary": .string(result.check.summary), "result": .string(result.outcome.word),
+                         "detail": .string(result.outcome.detail), "ms": .integer(result.milliseconds)])
+            }),
+        ])
+    }
+}
