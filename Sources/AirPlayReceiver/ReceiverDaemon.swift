@@ -66,13 +66,13 @@ public final class ReceiverDaemon: Service, Sendable {
         let followRedirects = !configuration.videoRefuseLocalURLs
         return VideoSessions(
             makePlayer: { () throws(MediaError) -> any MediaPlayer in
-                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: false, followRedirects: followRedirects)
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: false, followRedirects: followRedirects)
             },
             policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
             events: events, gateway: makeHLSGateway(events: events),
-            makeTrickPlayer: { () throws(MediaError) -> any MediaPlayer in
-                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, trickPlay: true, followRedirects: followRedirects)
+            makeClassicPlayer: { () throws(MediaError) -> any MediaPlayer in
+                try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: true, followRedirects: followRedirects)
             }, nowPlaying: nowPlaying, logger: logger)
     }
 

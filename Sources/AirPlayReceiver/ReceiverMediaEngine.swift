@@ -17,10 +17,10 @@ public protocol ReceiverMediaEngine: Sendable {
     /// Checks a sink description (`video_sink`, `audio_output`) without playing; the error
     /// says what is wrong with it.
     func validateSink(_ description: String) throws(MediaError)
-    /// A player for one `/play`, with the configured sinks; `trickPlay` asks for the player
-    /// that plays I-frame playlists; `followRedirects` false makes an HTTP redirect an error
+    /// A player for one `/play`, with the configured sinks; `classicPlaybin` asks for the
+    /// player on GStreamer's classic playbin (trick play's I-frame playlists, progressive media); `followRedirects` false makes an HTTP redirect an error
     /// (`video_refuse_local_urls`: a redirect could lead to the box itself).
-    func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer
+    func makePlayer(videoSink: String, audioOutput: String, classicPlaybin: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer
     /// The output an audio session plays to, for audio in `format` (`raw:PATH` is handled by
     /// the receiver itself).
     func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput

@@ -39,11 +39,12 @@ struct GStreamerEngine: ReceiverMediaEngine {
         try PlaybinPlayer.checkSink(description)
     }
 
-    func makePlayer(videoSink: String, audioOutput: String, trickPlay: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
+    func makePlayer(videoSink: String, audioOutput: String, classicPlaybin: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
         var configuration = PlaybinPlayer.Configuration(videoSink: videoSink, audioOutput: audioOutput)
         configuration.followRedirects = followRedirects
-        // playbin's hlsdemux plays the I-frame chunks of trick play, where playbin3's hlsdemux2 stalls.
-        if trickPlay { configuration.element = "playbin" }
+        // playbin's hlsdemux plays the I-frame chunks of trick play, where playbin3's hlsdemux2
+        // stalls; and progressive media, where playbin3 1.22 can crash on stop (VideoSessions).
+        if classicPlaybin { configuration.element = "playbin" }
         return try PlaybinPlayer(configuration: configuration)
     }
 
