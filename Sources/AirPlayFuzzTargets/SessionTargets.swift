@@ -1,5 +1,4 @@
 import AirPlayPlist
-import Foundation
 import AirPlayReceiver
 import AirPlaySender
 import AirPlayWire

@@ -1,5 +1,6 @@
 import AirPlayWire
 import Foundation
+import NIOCore
 
 /// How one conformance check ended, with what was seen or why.
 public enum ConformanceOutcome: Hashable, Sendable {
@@ -23,6 +24,17 @@ public enum ConformanceOutcome: Hashable, Sendable {
     public var detail: String {
         switch self {
         case .passed(let text), .failed(let text), .skipped(let text): text
+        }
+    }
+
+    /// Passed when the answer's status is in `expected`, with the status and the start of its body.
+    static func expecting(_ answer: Result<AirPlayResponse, ConformanceIssue>, _ expected: Range<Int>) -> ConformanceOutcome {
+        switch answer {
+        case .failure(let issue): return .failed(issue.reason)
+        case .success(let response):
+            let text = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines).prefix(80)
+            let seen = "\(response.status)\(text.isEmpty ? "" : ": \(text)")"
+            return expected.contains(response.status) ? .passed(seen) : .failed("answered \(seen)")
         }
     }
 }

@@ -1,3 +1,4 @@
+import AirPlayCrypto
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
@@ -10,7 +11,7 @@ enum VideoChecks {
     static let playbackInfoIdle = ConformanceCheck("video.playback-info", "video.md §4 GET /playback-info",
                                                    "GET /playback-info with nothing playing answers 200") { probe in
         guard await hasVideo(probe) else { return .skipped("the receiver advertises no video") }
-        return status(await probe.request("GET", "/playback-info"), expected: 200..<201)
+        return ConformanceOutcome.expecting(await probe.request("GET", "/playback-info"), 200..<201)
     }
 
     static let scrubIdle = ConformanceCheck("video.scrub", "video.md §5 GET /scrub", "GET /scrub answers duration: and position: lines") { probe in
@@ -24,35 +25,25 @@ enum VideoChecks {
     static let playRefusesFileURLs = ConformanceCheck("video.play-file-url", "video.md §9 Playback engine and safety",
                                                       "POST /play of a file:// URL is refused with a 4xx") { probe in
         guard await hasVideo(probe) else { return .skipped("the receiver advertises no video") }
-        return status(await probe.request("POST", "/play", headers: [("Content-Type", "text/parameters"), ("X-Apple-Session-ID", "conformance")],
-                                          body: Array("Content-Location: file:///etc/passwd\nStart-Position: 0\n".utf8)), expected: 400..<500)
+        return ConformanceOutcome.expecting(await probe.request("POST", "/play", headers: [("Content-Type", "text/parameters"), ("X-Apple-Session-ID", "conformance")],
+                                          body: Array("Content-Location: file:///etc/passwd\nStart-Position: 0\n".utf8)), 400..<500)
     }
 
     static let playWithoutLocation = ConformanceCheck("video.play-no-location", "video.md §2 Errors",
                                                       "POST /play without Content-Location is refused with 400") { probe in
         guard await hasVideo(probe) else { return .skipped("the receiver advertises no video") }
-        return status(await probe.request("POST", "/play", headers: [("Content-Type", "text/parameters")], body: Array("Start-Position: 0\n".utf8)),
-                      expected: 400..<401)
+        return ConformanceOutcome.expecting(await probe.request("POST", "/play", headers: [("Content-Type", "text/parameters")], body: Array("Start-Position: 0\n".utf8)),
+                      400..<401)
     }
 
     static let badRate = ConformanceCheck("video.rate-bad-value", "video.md §6 /rate and /volume", "POST /rate?value=fast is refused with 400") { probe in
         guard await hasVideo(probe) else { return .skipped("the receiver advertises no video") }
-        return status(await probe.request("POST", "/rate?value=fast"), expected: 400..<401)
+        return ConformanceOutcome.expecting(await probe.request("POST", "/rate?value=fast"), 400..<401)
     }
 
     static func hasVideo(_ probe: ConformanceProbe) async -> Bool {
         guard let features = await probe.features() else { return false }
         return !features.isDisjoint(with: [.video, .airPlayVideoV2])
-    }
-
-    static func status(_ answer: Result<AirPlayResponse, ConformanceIssue>, expected: Range<Int>) -> ConformanceOutcome {
-        switch answer {
-        case .failure(let issue): return .failed(issue.reason)
-        case .success(let response):
-            let text = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines).prefix(80)
-            return expected.contains(response.status) ? .passed("\(response.status)\(text.isEmpty ? "" : ": \(text)")")
-                : .failed("answered \(response.status)\(text.isEmpty ? "" : ": \(text)")")
-        }
     }
 }
 
@@ -80,7 +71,7 @@ enum PairingChecks {
     static let verifyStart = ConformanceCheck("pairing.verify-m2", "pairing.md §4 Pair-verify",
                                               "pair-verify M1 answers M2 with a 32-byte key and encrypted data") { probe in
         guard await pairs(probe) else { return .skipped("the receiver advertises no HomeKit pairing") }
-        let m1 = TLV8([(.state, [1]), (.publicKey, SecureRandomBytes.make(32))])
+        let m1 = TLV8([(.state, [1]), (.publicKey, SecureRandom.bytes(32))])
         guard case .success(let response) = await probe.request("POST", "/pair-verify", headers: headers(hkp: "3"), body: m1.bytes) else {
             return .failed("no answer")
         }
@@ -96,12 +87,12 @@ enum PairingChecks {
     static let notTLV = ConformanceCheck("pairing.not-tlv8", "pairing.md §3 Endpoints and headers",
                                          "a pair-setup body that is not TLV8 gets 400") { probe in
         guard await pairs(probe) else { return .skipped("the receiver advertises no HomeKit pairing") }
-        return VideoChecks.status(await probe.request("POST", "/pair-setup", headers: headers(hkp: "3"), body: [0x06]), expected: 400..<401)
+        return ConformanceOutcome.expecting(await probe.request("POST", "/pair-setup", headers: headers(hkp: "3"), body: [0x06]), 400..<401)
     }
 
     static let wrongMethod = ConformanceCheck("pairing.method", "pairing.md §3 Endpoints and headers", "GET /pair-setup gets 405") { probe in
         guard await pairs(probe) else { return .skipped("the receiver advertises no HomeKit pairing") }
-        return VideoChecks.status(await probe.request("GET", "/pair-setup", headers: headers(hkp: "3")), expected: 405..<406)
+        return ConformanceOutcome.expecting(await probe.request("GET", "/pair-setup", headers: headers(hkp: "3")), 405..<406)
     }
 
     static func pairs(_ probe: ConformanceProbe) async -> Bool {
@@ -112,9 +103,4 @@ enum PairingChecks {
     static func headers(hkp: String) -> [(String, String)] {
         [("Content-Type", "application/octet-stream"), ("X-Apple-HKP", hkp)]
     }
-}
-
-/// Random bytes for a throwaway key (pair-verify's M1 needs no real one).
-enum SecureRandomBytes {
-    static func make(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
 }
