@@ -10,7 +10,7 @@ import Testing
     static let frames = 352
     static let packetSeconds = 352.0 / 44100
 
-    static func schedule(timeline: SenderTimeline? = nil) -> PlayoutSchedule {
+    static func schedule(timeline: (any PlayoutTimeline)? = nil) -> PlayoutSchedule {
         PlayoutSchedule(timeline: timeline, sampleRate: 44100, channels: 2, framesPerPacket: frames, bufferDelay: 0.5)
     }
 
@@ -123,6 +123,67 @@ import Testing
         #expect(abs(seconds - 0.4) < 1e-6)
         #expect(Self.written(schedule.next(now: 100.9, delay: 0.1)) == Self.samples(0))
         #expect(schedule.stats.syncError.count == 1 && schedule.stats.syncError.worst < 1e-6)
+    }
+
+    /// A clock known only to ±10 ms (half a jittery link's quickest round trip) is not chased
+    /// within that: a packet 5 ms off it is written whole, where a LAN's clock (±0) would have
+    /// the output add a frame to every packet once the error had lasted a second.
+    @Test func errorsWithinTheClocksUncertaintyAreNotCorrected() {
+        final class FixedClock: PlayoutTimeline, @unchecked Sendable {
+            var start: Double
+            let uncertainty: Double
+            init(start: Double, uncertainty: Double) { (self.start, self.uncertainty) = (start, uncertainty) }
+            func localTime(of rtp: UInt32) -> Double? { start + Double(rtp) / 44100 }
+            func shift(by seconds: Double) { start += seconds }
+        }
+        for (uncertainty, corrected) in [(0.010, false), (0.0, true)] {
+            let clock = FixedClock(start: 100, uncertainty: uncertainty)
+            var schedule = Self.schedule(timeline: clock)
+            var now = 100.0, packets = 0, whole = 0
+            for index in 0..<300 {
+                _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: now)
+                // From the 10th packet on, the sender's clock says 5 ms later than before.
+                if index == 10 { clock.shift(by: 0.005) }
+                while true {
+                    let step = schedule.next(now: now, delay: 0)
+                    if case .wait(let seconds) = step { now += max(seconds, 0.0001); continue }
+                    if let written = Self.written(step) {
+                        packets += 1
+                        if written.count == Self.frames * 2 { whole += 1 }
+                    }
+                    break
+                }
+            }
+            #expect(packets == 300)
+            #expect((whole == 300) != corrected, "uncertainty \(uncertainty): \(whole) of 300 packets whole")
+        }
+    }
+
+    /// A sender whose clock stops being trusted mid-stream (its syncs contradict its timing
+    /// answers) goes on from where the output is: the next packet is due one packet length after
+    /// the last, not at the arrival schedule the run started with (0.3 s apart here).
+    @Test func losingTheSendersClockMidStreamDoesNotStep() throws {
+        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
+        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
+                                           transmit: SenderTimeline.ntp(100)), arrival: 100)
+        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(100.8), rtpTimeNext: 0, isFirst: true),
+                         arrival: 100.75)
+        var schedule = Self.schedule(timeline: timeline)
+        for index in 0..<2 {
+            _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 100)
+        }
+        // Arrival schedule: 100.5; the sender's clock: 100.8.
+        #expect(Self.written(schedule.next(now: 100.8, delay: 0)) == Self.samples(0))
+        for second in [101.0] {
+            timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(second + 5), rtpTimeNext: 0, isFirst: false),
+                             arrival: second)
+        }
+        #expect(!timeline.figures.senderClock)
+        let due = 100.8 + Self.packetSeconds
+        guard case .wait(let seconds) = schedule.next(now: 100.801, delay: 0) else { Issue.record("waits for its time"); return }
+        #expect(abs(seconds - (due - 100.801)) < 1e-6)
+        #expect(Self.written(schedule.next(now: due, delay: 0)) == Self.samples(1))
+        #expect(schedule.stats.reanchors == 0)
     }
 
     /// An output that takes frames early (a file or FIFO: 10 ms of write-ahead) gets packets in

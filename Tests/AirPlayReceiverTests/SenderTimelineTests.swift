@@ -113,6 +113,71 @@ import Testing
         #expect(timeline.figures.implausibleSyncs == 1 && !timeline.figures.senderClock)
     }
 
+    /// Trust has hysteresis: it is won only within 0.1 s, one contradicting sync (beyond 0.5 s) among
+    /// agreeing ones is ignored once three have confirmed it, two in a row lose the sender's clock, and
+    /// it takes three agreeing ones in a row to win it back (pyatv near the 0.5 s limit on a jittery
+    /// link would otherwise flip, moving the audio each time).
+    @Test func trustIsLostAfterTwoContradictionsAndWonBackAfterThreeAgreements() {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        let (reply, arrival) = sender.reply(sentAt: 100)
+        timeline.addTimingReply(reply, arrival: arrival)
+        var second = 100.0
+        func sync(off: Double) {
+            second += 1
+            let rtp = UInt32((second - 100) * 44100)
+            timeline.addSync(Self.sync(playing: rtp, next: rtp + 44100, at: sender.clock(second) + off), arrival: second)
+        }
+        sync(off: 0.2)
+        #expect(!timeline.figures.senderClock, "0.2 s off: not contradicting, not agreeing either")
+        sync(off: 0.02)
+        #expect(timeline.figures.senderClock, "the first agreeing sync is trusted")
+        sync(off: 0.4)
+        #expect(timeline.figures.senderClock, "in between: ignored")
+        sync(off: 0)
+        sync(off: 0)
+        #expect(timeline.figures.senderClock, "confirmed by three")
+        sync(off: 0.6)
+        #expect(timeline.figures.senderClock, "one contradiction is ignored once confirmed")
+        sync(off: 0)
+        sync(off: 0.6)
+        sync(off: 0.6)
+        #expect(!timeline.figures.senderClock, "two in a row lose it")
+        sync(off: 0)
+        sync(off: 0)
+        #expect(!timeline.figures.senderClock && timeline.localTime(of: 0) == nil)
+        sync(off: 0)
+        #expect(timeline.figures.senderClock, "three in a row win it back")
+        #expect(timeline.figures.implausibleSyncs == 3)
+
+        // pyatv 0.x: its first sync agrees, every later one carries the first one's time.
+        let pyatv = SenderTimeline(sampleRate: 44100)
+        pyatv.addTimingReply(reply, arrival: arrival)
+        pyatv.addSync(Self.sync(playing: 0, next: 44100, at: sender.clock(101)), arrival: 101)
+        #expect(pyatv.figures.senderClock)
+        pyatv.addSync(Self.sync(playing: 44100, next: 88200, at: sender.clock(101)), arrival: 102)
+        #expect(!pyatv.figures.senderClock, "an unconfirmed trust goes at the first contradiction")
+    }
+
+    /// On a jittery link (each way 10–30 ms, uneven) a 20 s fit shows a slope that is not there;
+    /// under five standard errors it counts as no drift, and the offset is the quickest exchange's.
+    @Test func aDriftLostInTheLinksJitterCountsAsNone() {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        // Fixed "random" delays (ms), so the test always sees the same link.
+        let out = [12, 27, 18, 29, 11, 22, 15, 30, 19, 24, 13], back = [25, 14, 29, 16, 21, 10, 28, 17, 23, 12, 26]
+        for step in 0..<11 {
+            let (reply, arrival) = sender.reply(sentAt: 100 + Double(step) * 2, oneWay: Double(out[step]) / 1000,
+                                                back: Double(back[step]) / 1000)
+            timeline.addTimingReply(reply, arrival: arrival)
+        }
+        #expect(timeline.figures.driftPPM == 0)
+        #expect(abs(timeline.uncertainty - 0.016) < 0.0005, "half the quickest round trip (11 + 21 ms)")
+        timeline.addSync(Self.sync(playing: 0, next: 0, at: sender.clock(125)), arrival: 125)
+        let local = timeline.localTime(of: 0) ?? 0
+        #expect(abs(local - 125) < 0.01, "within the link's asymmetry: \(local)")
+    }
+
     @Test func withoutTimingAnswersNothingIsTrusted() {
         let timeline = SenderTimeline(sampleRate: 44100)
         timeline.addSync(Self.sync(playing: 0, next: 88200, at: 1_000_100), arrival: 100)

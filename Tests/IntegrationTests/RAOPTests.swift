@@ -32,13 +32,15 @@ final class SweepMedia: @unchecked Sendable {
     let directory: String
     let reference: [Int16]
 
-    init() throws {
-        directory = Products.scratchDirectory("sweep")
+    /// `seconds`: how long the sweep lasts (6 s by default: long enough for every session step,
+    /// short enough for many tests; fault tests want time for a fault and the recovery after it).
+    init(seconds: Int = 6) throws {
+        directory = Products.scratchDirectory(seconds == 6 ? "sweep" : "sweep\(seconds)")
         let ffmpeg = try #require(TestHost.which("ffmpeg"))
         let wav = directory + "/sweep.wav"
         for job in [
             ["-loglevel", "error", "-y", "-f", "lavfi", "-i",
-             "aevalsrc=0.5*sin(2*PI*(100+400*t)*t)|0.4*sin(2*PI*(300+200*t)*t):s=44100:d=6", "-ac", "2", "-ar", "44100",
+             "aevalsrc=0.5*sin(2*PI*(100+400*t)*t)|0.4*sin(2*PI*(300+200*t)*t):s=44100:d=\(seconds)", "-ac", "2", "-ar", "44100",
              "-c:a", "pcm_s16le", wav],
             ["-loglevel", "error", "-y", "-i", wav, "-metadata", "title=Sweep Song", "-metadata", "artist=Test Artist",
              "-metadata", "album=Test Album", directory + "/sweep.flac"],

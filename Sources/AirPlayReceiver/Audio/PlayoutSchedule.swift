@@ -24,6 +24,8 @@ struct PlayoutSchedule {
         /// The output's delay, taken when the run starts and kept: a sink that learns its
         /// latency later must not move the schedule mid-run (that would cut audio).
         var delay: Double?
+        /// The last packet was timed by the sender's clock (not the arrival schedule).
+        var followsTimeline = false
     }
 
 
@@ -212,8 +214,18 @@ struct PlayoutSchedule {
         }
 
         // When this packet should be written: its meant time, less the output's own delay.
-        let meant = timeline?.localTime(of: key)
-            ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
+        let timed = timeline?.localTime(of: key)
+        if timed != nil {
+            run.followsTimeline = true
+        } else if run.followsTimeline, let start = run.outputStart, run.framesOut > 0 {
+            // The sender's clock was just lost (its syncs contradict its timing): there is
+            // nothing left to correct towards, so playing goes on from where the output is,
+            // neither stepping back to the arrival schedule nor finishing a correction.
+            run.anchorTimestamp = key
+            run.anchorTime = start + Double(run.framesOut) / sampleRate + (run.delay ?? delay)
+            (run.followsTimeline, run.correcting, run.outOfTolerance) = (false, false, 0)
+        }
+        let meant = timed ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
         if run.delay == nil { run.delay = delay }
         let target = meant - (run.delay ?? 0)
         // Until the first frame is out, the output's clock follows the timeline freely: a sync
@@ -240,7 +252,8 @@ struct PlayoutSchedule {
             frames = Array(samples.dropFirst(cut * channels))
             self.stats.reanchors += 1
             if frames.isEmpty { self.stats.skipped += 1 }
-        } else if abs(error) > Self.tolerance || (run.correcting && abs(error) > Self.settled) {
+        } else if abs(error) > max(Self.tolerance, timed != nil ? timeline?.uncertainty ?? 0 : 0)
+                    || (run.correcting && abs(error) > Self.settled) {
             // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
             // once the output has been 2 ms off for a whole second, until back within half a
             // millisecond. A moment's excursion (a noisy sync packet or timing answer, which the

@@ -7,19 +7,65 @@ struct AwaitedPacket: Hashable, Sendable {
     var attempts: Int
 }
 
+/// How long resends take to come, learnt as TCP learns its retransmission timeout (RFC 6298):
+/// a smoothed round trip and its variation, sampled only from packets asked for once (a
+/// packet asked for twice cannot tell which request its resend answers).
+struct ResendRoundTrip: Hashable, Sendable {
+    /// Smoothed round trip and mean deviation, seconds; nil before the first sample.
+    private(set) var smoothed: Double?
+    private(set) var deviation = 0.0
+
+    /// A resend arrived for `packet` at `now`.
+    mutating func arrived(_ packet: AwaitedPacket, now: Double) {
+        guard packet.attempts == 1 else { return }
+        let sample = max(0, now - packet.lastAsked)
+        guard let smoothed else {
+            (self.smoothed, deviation) = (sample, sample / 2)
+            return
+        }
+        deviation = 0.75 * deviation + 0.25 * abs(smoothed - sample)
+        self.smoothed = 0.875 * smoothed + 0.125 * sample
+    }
+
+    /// How long to wait for a resend before asking again: the round trip and two deviations,
+    /// within `RAOPSessionStateMachine.retryBounds` (the upper bound until a first sample).
+    /// TCP waits four deviations, as a needless resend costs it a whole window; here it costs
+    /// one datagram, while waiting too long costs an attempt within the packet's deadline.
+    var retryInterval: Double {
+        let bounds = RAOPSessionStateMachine.retryBounds
+        guard let smoothed else { return bounds.upperBound }
+        return min(bounds.upperBound, max(bounds.lowerBound, smoothed + 2 * deviation))
+    }
+}
+
 /// Asking again: a resend can be lost like the packet was (Wi-Fi loses both alike). A packet
-/// asked for and still missing `retryInterval` later is asked for again, up to `maximumAttempts`
-/// times, while it can still be played in time (`giveUpAfter`, well inside a RAOP sender's
-/// two seconds of latency); then it is left to the playout, which plays silence and counts it.
+/// asked for and still missing a round trip later (`ResendRoundTrip`) is asked for again, up
+/// to `maximumAttempts` times, while it can still be played in time (`giveUpAfter`, well inside
+/// a RAOP sender's two seconds of latency); then it is left to the playout, which plays silence
+/// and counts it. On a link with 50 ms round trips a packet gets about ten tries in the half
+/// second of buffer a sender leaves at the least; a request or resend costs one datagram.
 extension RAOPSessionStateMachine {
-    /// How long a resend may take before it is asked for again (a round trip and a margin).
-    static let retryInterval = 0.15
+    /// The least and most time a resend is given before it is asked for again: a LAN's round
+    /// trip is a few milliseconds, but a burst of requests must not become a flood.
+    static let retryBounds = 0.02...0.15
     /// Times one packet is asked for, the first included.
-    static let maximumAttempts = 4
+    static let maximumAttempts = 10
     /// After this long since the first request the packet would play late: it is given up.
     static let giveUpAfter = 1.0
     /// Packets awaited at once per session (a burst beyond is not tracked for asking again).
     static let maximumAwaited = 512
+
+    /// The requests for `count` packets from `first`: one, or two when the run crosses the
+    /// sequence numbers' wrap. pyatv 0.x looks a request's packets up as `first + i` without
+    /// wrapping, so it never found 65536 and up; no request of ours crosses the wrap.
+    static func resendRequests(session: Int, first: UInt16, count: UInt16) -> [Action] {
+        // 65536 - first, as a count; wrapping arithmetic, as from 0 nothing wraps (and a
+        // plain `+ 1` would trap there).
+        let beforeWrap = (UInt16.max - first) &+ 1
+        guard first != 0, count > beforeWrap else { return [.requestResend(session: session, first: first, count: count)] }
+        return [.requestResend(session: session, first: first, count: beforeWrap),
+                .requestResend(session: session, first: 0, count: count - beforeWrap)]
+    }
 
     /// Notes `count` packets from `first` as asked for at `now`.
     static func await(_ first: UInt16, count: UInt16, in session: inout Session, now: Double) {
@@ -33,10 +79,11 @@ extension RAOPSessionStateMachine {
     mutating func resendsDue(now: Double) -> [Action] {
         guard var session = current, !session.awaited.isEmpty else { return [] }
         var due: [UInt16] = []
+        let retryInterval = session.resendRoundTrip.retryInterval
         for (sequence, packet) in session.awaited {
-            if now - packet.firstAsked > Self.giveUpAfter || (packet.attempts >= Self.maximumAttempts && now - packet.lastAsked >= Self.retryInterval) {
+            if now - packet.firstAsked > Self.giveUpAfter || (packet.attempts >= Self.maximumAttempts && now - packet.lastAsked >= retryInterval) {
                 session.awaited[sequence] = nil
-            } else if now - packet.lastAsked >= Self.retryInterval {
+            } else if now - packet.lastAsked >= retryInterval {
                 session.awaited[sequence] = AwaitedPacket(firstAsked: packet.firstAsked, lastAsked: now, attempts: packet.attempts + 1)
                 due.append(sequence)
             }
@@ -49,7 +96,7 @@ extension RAOPSessionStateMachine {
         var actions: [Action] = []
         var runStart = sorted[0], runCount: UInt16 = 1
         for sequence in sorted.dropFirst() {
-            if sequence == runStart &+ runCount {
+            if sequence == runStart &+ runCount, sequence != 0 {
                 runCount += 1
             } else {
                 actions.append(.requestResend(session: session.number, first: runStart, count: runCount))

@@ -91,6 +91,8 @@ public struct RAOPSessionStateMachine: Sendable {
         public var requestedAgain = 0
         /// Packets asked for and not come yet, by sequence number (`RAOPSessionStateMachine+Resends`).
         var awaited: [UInt16: AwaitedPacket] = [:]
+        /// How long resends have taken to come, for when to ask again.
+        var resendRoundTrip = ResendRoundTrip()
         /// Retransmitted packets received.
         public var retransmitted = 0
         /// AirPlay 2: the stream is buffered (type 103, over TCP, anchored on PTP).
@@ -387,6 +389,9 @@ public struct RAOPSessionStateMachine: Sendable {
             session.resumeSequence = nil
             actions.append(.nowPlaying(.resumed))
         }
+        if retransmitted, let awaited = session.awaited[sequence] {
+            session.resendRoundTrip.arrived(awaited, now: now)
+        }
         session.awaited[sequence] = nil
         if retransmitted {
             session.retransmitted += 1
@@ -395,7 +400,7 @@ public struct RAOPSessionStateMachine: Sendable {
                 let count = sequence &- expected
                 if count < Self.largestResend {
                     session.requested += Int(count)
-                    actions.append(.requestResend(session: number, first: expected, count: count))
+                    actions += Self.resendRequests(session: number, first: expected, count: count)
                     Self.await(expected, count: count, in: &session, now: now)
                 }
             }

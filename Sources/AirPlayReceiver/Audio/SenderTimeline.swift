@@ -16,6 +16,15 @@ import NIOConcurrencyHelpers
 /// playout then times frames from their arrival instead. pyatv 0.18, for one, stamps sync
 /// packets with the wall clock of its set-up plus the frames sent since, which agrees only while
 /// its stream starts soon after its set-up.
+///
+/// Trust changes with hysteresis, in time and in count. It is won by a sync within 0.1 s of
+/// the timing answers (an honest sender is within a few milliseconds) and lost by two in a row
+/// beyond 0.5 s (by one, while fewer than three syncs have confirmed it); once lost, it takes
+/// three agreeing syncs in a row to win it back. A sender near
+/// a single limit (pyatv whose stream started 0.5 s after its set-up, on a link with 30 ms of
+/// jitter) would otherwise flip between its clock and the arrival schedule, and every flip
+/// would move the audio. Losing trust moves nothing: the playout goes on from where the
+/// sender's clock had it.
 public final class SenderTimeline: PlayoutTimeline {
     /// One timing exchange, in seconds.
     struct Exchange: Hashable, Sendable {
@@ -39,6 +48,8 @@ public final class SenderTimeline: PlayoutTimeline {
         public var driftPPM: Double
         /// Sync packets whose times contradicted the sender's timing answers.
         public var implausibleSyncs: Int
+        /// Times the sender's clock was trusted, and distrusted after that.
+        public var trustChanges: Int = 0
     }
 
     private struct Anchor {
@@ -57,8 +68,16 @@ public final class SenderTimeline: PlayoutTimeline {
         var anchor: Anchor?
         /// The last few sync packets since the last jump, for the earliest-stamp anchor.
         var recentSyncs: [Anchor] = []
-        var trusted = false
+        var trusted = false {
+            didSet { if trusted != oldValue { trustChanges += 1 } }
+        }
+        var trustChanges = 0
         var implausible = 0
+        /// Syncs in a row that agreed with the timing answers, and that contradicted them.
+        var agreeingInARow = 0
+        var contradictingInARow = 0
+        /// Agreeing syncs since trust was last won (three confirm it).
+        var agreeingSinceTrusted = 0
     }
 
     /// Timing answers kept for the estimate (at one exchange every 2 s, about a minute).
@@ -66,6 +85,13 @@ public final class SenderTimeline: PlayoutTimeline {
     /// A sync packet that puts the frame being sent further than this from "now + latency"
     /// contradicts the timing answers.
     static let plausibility = 0.5
+    /// A sync that wins trust (or keeps the timeline moving) agrees with the timing answers
+    /// within this; between it and `plausibility` a sync is ignored, and trust kept.
+    static let agreement = 0.1
+    /// Contradicting syncs in a row that lose the sender's trust, and agreeing ones that win it
+    /// back once lost (the first agreeing sync of a stream wins it).
+    static let syncsToDistrust = 2
+    static let syncsToRetrust = 3
     /// Sync packets that disagree with the timeline by less than this are late stamps, not jumps.
     static let smoothingLimit = 0.005
     /// Sync packets the earliest stamp is taken over (about 8 s of them).
@@ -126,11 +152,25 @@ public final class SenderTimeline: PlayoutTimeline {
             guard let line = state.line else { return }
             let offset = line.offset + line.drift * (arrival - line.local)
             let meant = anchor.senderTime - lift - offset + latency
-            if abs(meant - (arrival + latency)) > Self.plausibility || latency > 10 {
+            let disagreement = abs(meant - (arrival + latency))
+            if disagreement > Self.plausibility || latency > 10 {
                 state.implausible += 1
-                state.trusted = false
+                state.agreeingInARow = 0
+                state.contradictingInARow += 1
+                // A trust not yet confirmed by three agreeing syncs goes at the first contradiction
+                // (pyatv 0.x stamps every sync with its first one's time: only that one agrees).
+                let confirmed = state.agreeingSinceTrusted >= Self.syncsToRetrust
+                if state.contradictingInARow >= (confirmed ? Self.syncsToDistrust : 1) { state.trusted = false }
                 return
             }
+            guard disagreement <= Self.agreement else {
+                state.agreeingInARow = 0
+                return
+            }
+            state.contradictingInARow = 0
+            state.agreeingInARow += 1
+            if !state.trusted, state.implausible > 0, state.agreeingInARow < Self.syncsToRetrust { return }
+            state.agreeingSinceTrusted = state.trusted ? state.agreeingSinceTrusted + 1 : 1
             // Senders stamp a sync packet when they get round to sending it: a stamp can be
             // late (PulseAudio's first one by up to 4 ms, after its IO thread stalled), never
             // early. So within a few milliseconds the timeline follows the earliest of the last
@@ -154,6 +194,13 @@ public final class SenderTimeline: PlayoutTimeline {
         }
     }
 
+    /// Half the quickest exchange's round trip: the most its offset can be skewed by a path
+    /// slower one way than the other (a LAN's 1 ms leaves the playout's 2 ms tolerance alone;
+    /// a Wi-Fi link with 20 ms of jitter is not corrected within 10 ms).
+    public var uncertainty: Double {
+        state.withLockedValue { state in (state.exchanges.map(\.roundTrip).min() ?? 0) / 2 }
+    }
+
     /// Our monotonic time at which the frame with RTP time `rtp` is meant to play, or nil while
     /// the sender's clock is unknown or not trusted.
     public func localTime(of rtp: UInt32) -> Double? {
@@ -170,7 +217,8 @@ public final class SenderTimeline: PlayoutTimeline {
         state.withLockedValue { state in
             Figures(senderClock: state.trusted, exchanges: state.answered,
                     roundTripMilliseconds: state.exchanges.map(\.roundTrip).min().map { $0 * 1000 },
-                    driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible)
+                    driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible,
+                    trustChanges: state.trustChanges)
         }
     }
 
@@ -181,16 +229,19 @@ public final class SenderTimeline: PlayoutTimeline {
         return exchanges.filter { $0.roundTrip <= best * 1.5 + 0.0005 }
     }
 
-    /// The offset as a line over our time: through (`local`, `offset`) with slope `drift`. Once
-    /// the drift is known, through the usable exchanges' mean. Before (the first 10 s), through
-    /// the quickest of the last three exchanges: the quickest is the least skewed by queueing,
-    /// and a recent one lags little behind a drifting clock.
+    /// The offset as a line over our time: through (`local`, `offset`) with slope `drift`. With
+    /// a drift, through the usable exchanges' mean. Without one, flat through the quickest
+    /// exchange (the least skewed by queueing): in the first 10 s the quickest of the last
+    /// three, as a recent one lags little behind a drifting clock not yet measured; after that,
+    /// when the drift is too small to tell from the link's jitter, the quickest of all, which
+    /// changes only when a quicker one comes, so jitter does not move the audio every 2 s.
     static func line(_ exchanges: [Exchange]) -> (local: Double, offset: Double, drift: Double)? {
         let chosen = usable(exchanges)
         guard !chosen.isEmpty else { return nil }
         let slope = drift(chosen)
         guard slope != 0 else {
-            let quickest = exchanges.suffix(3).min { $0.roundTrip < $1.roundTrip }!
+            let candidates = spansEnough(chosen) ? exchanges[...] : exchanges.suffix(3)
+            let quickest = candidates.min { $0.roundTrip < $1.roundTrip }!
             return (quickest.local, quickest.offset, 0)
         }
         let meanLocal = chosen.map(\.local).reduce(0, +) / Double(chosen.count)
@@ -198,11 +249,18 @@ public final class SenderTimeline: PlayoutTimeline {
         return (meanLocal, meanOffset, slope)
     }
 
-    /// The least-squares slope of offset over time; zero until the exchanges span 10 s.
+    /// Whether the exchanges are enough to fit a line through: three, over 10 s at least.
+    static func spansEnough(_ exchanges: [Exchange]) -> Bool {
+        guard exchanges.count >= 3, let first = exchanges.first, let last = exchanges.last else { return false }
+        return last.local - first.local >= 10
+    }
+
+    /// The least-squares slope of offset over time; zero until six exchanges span 10 s, and
+    /// zero while it is under five standard errors. On a link with 20 ms of jitter a 10 s fit
+    /// can show a few hundred ppm that are not there, and following them would add and remove
+    /// frames for nothing; a real drift stands out of a LAN's noise within seconds.
     static func drift(_ exchanges: [Exchange]) -> Double {
-        guard exchanges.count >= 3, let first = exchanges.first, let last = exchanges.last, last.local - first.local >= 10 else {
-            return 0
-        }
+        guard spansEnough(exchanges) else { return 0 }
         let meanLocal = exchanges.map(\.local).reduce(0, +) / Double(exchanges.count)
         let meanOffset = exchanges.map(\.offset).reduce(0, +) / Double(exchanges.count)
         var covariance = 0.0, variance = 0.0
@@ -211,7 +269,16 @@ public final class SenderTimeline: PlayoutTimeline {
             variance += (exchange.local - meanLocal) * (exchange.local - meanLocal)
         }
         guard variance > 0 else { return 0 }
-        return min(max(covariance / variance, -maximumDrift), maximumDrift)
+        let slope = covariance / variance
+        var residuals = 0.0
+        for exchange in exchanges {
+            let residual = exchange.offset - meanOffset - slope * (exchange.local - meanLocal)
+            residuals += residual * residual
+        }
+        let standardError = (residuals / Double(exchanges.count - 2) / variance).squareRoot()
+        // Few points leave the error itself uncertain (Student's t): ask for six and five errors.
+        guard exchanges.count >= 6, abs(slope) >= 5 * standardError else { return 0 }
+        return min(max(slope, -maximumDrift), maximumDrift)
     }
 }
 
@@ -226,9 +293,14 @@ public protocol PlayoutTimeline: AnyObject, Sendable {
     /// True when nothing may play while `localTime` is unknown (a buffered stream waits for
     /// its anchor); false when the playout then times frames from their arrival (RAOP).
     var holdsWithoutTime: Bool { get }
+    /// How far `localTime` may be off the sender's real clock, in seconds: the playout does not
+    /// correct errors smaller than this (it would chase the estimate's noise, not the sender).
+    var uncertainty: Double { get }
 }
 
 extension PlayoutTimeline {
     /// Realtime streams play from their arrival until the sender's clock is known.
     public var holdsWithoutTime: Bool { false }
+    /// A clock known to well under the playout's own tolerance.
+    public var uncertainty: Double { 0 }
 }

@@ -25,6 +25,7 @@ extension AudioSessions.StreamFigures {
             "source": .string(clock.senderClock ? "sender" : "arrival"), "exchanges": .integer(clock.exchanges),
             "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
             "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
+            "trustChanges": .integer(clock.trustChanges),
         ]
         object["clock"] = .object(clockFigures)
         return .object(object)
