@@ -33,6 +33,8 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var upgraded = false
     /// Writes waiting for a deferred answer before them (so responses keep request order).
     private var pendingWrites: EventLoopFuture<Void>?
+    /// The last answer written at once, while no deferred one was waiting.
+    private var lastWrite: EventLoopFuture<Void>?
     /// The connection's cipher, switched on after a pair-verify or transient pair-setup.
     private let cipher: EncryptedChannelHandler?
     /// Set when encryption was decided: the cipher's opened-frame count then. A request that
@@ -119,6 +121,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
             guard let session = reply.upgradeToEventChannel, let events else {
                 let written = context.writeAndFlush(wrapOutboundOut(response))
+                lastWrite = written
                 if closes { written.whenComplete { _ in channel.close(promise: nil) } }
                 return
             }
@@ -185,6 +188,15 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// No cipher handler in this pipeline.
     private struct PairingUnavailable: Error {}
+
+    /// The peer half-closed (it sends nothing more, as `nc -N` and scripted clients do): every
+    /// answer still owed goes out, the deferred ones too, then the connection closes.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
+        let channel = context.channel
+        let owed = [pendingWrites, lastWrite].compactMap { $0 }
+        EventLoopFuture.andAllComplete(owed, on: context.eventLoop).whenComplete { _ in channel.close(promise: nil) }
+    }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A reset or broken pipe from a vanished peer ends the session; the daemon goes on.

@@ -53,9 +53,14 @@ public final class ControlServer: Sendable {
         let events = self.events
         let policy = self.policy
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
+            // A crowd connecting at once (a thousand in the load test) must not overflow the
+            // accept queue: dropped SYNs are retried by clients only after seconds.
+            .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A peer that half-closes still gets its answers (ControlConnectionHandler closes
+            // once they are out) rather than a connection closed at its end of input.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 let overLimit = connections.count >= policy.maxConnections
                 connections.add(channel)
@@ -159,6 +164,13 @@ final class EventChannelReplies: ChannelInboundHandler, @unchecked Sendable {
         }
         buffer.discardReadBytes()
         if buffer.readableBytes > 1 << 20 { context.close(promise: nil) }
+    }
+
+    /// The sender closed its side of the event channel: it is gone (half-closure is allowed on
+    /// the control port for requests, not for events).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
+        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

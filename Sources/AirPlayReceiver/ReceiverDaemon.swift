@@ -68,7 +68,8 @@ public final class ReceiverDaemon: Service, Sendable {
             makePlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: false, followRedirects: followRedirects)
             },
-            policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs),
+            policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs,
+                                   caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
             events: events, gateway: makeHLSGateway(events: events),
             makeClassicPlayer: { () throws(MediaError) -> any MediaPlayer in

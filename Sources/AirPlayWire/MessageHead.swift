@@ -71,14 +71,12 @@ public struct MessageHeaders: Hashable, Sendable, Sequence, ExpressibleByDiction
 
     /// The first value of a field (case-insensitive name).
     public subscript(name: String) -> String? {
-        let wanted = name.lowercased()
-        return fields.first { $0.name.lowercased() == wanted }?.value
+        fields.first { Self.sameName($0.name, name) }?.value
     }
 
     /// All values of a field (case-insensitive name).
     public func values(of name: String) -> [String] {
-        let wanted = name.lowercased()
-        return fields.filter { $0.name.lowercased() == wanted }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     /// Appends a field.
@@ -92,8 +90,19 @@ public struct MessageHeaders: Hashable, Sendable, Sequence, ExpressibleByDiction
 
     /// Removes every field of this name.
     public mutating func remove(name: String) {
-        let wanted = name.lowercased()
-        fields.removeAll { $0.name.lowercased() == wanted }
+        fields.removeAll { Self.sameName($0.name, name) }
+    }
+
+    /// Field names compared as HTTP does, ASCII letters without case (names are tokens), and
+    /// without making lower-case copies: every request looks up several fields.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (a.utf8, b.utf8)
+        guard x.count == y.count else { return false }
+        for (p, q) in zip(x, y) where p != q {
+            let folded = p | 0x20
+            guard folded == q | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else { return false }
+        }
+        return true
     }
 
     /// Iterates the fields in order.
@@ -123,15 +132,30 @@ public struct AirPlayRequest: Hashable, Sendable {
         self.body = body
     }
 
-    /// The path part of the target without the query (for `rtsp://host/x` targets, the path after the authority).
+    /// The path part of the target without the query (for `rtsp://host/x` targets, the path
+    /// after the authority). A scheme counts only before the first `/` or `?`, so a URL in a
+    /// query (`/play?u=http://x/y`) is not taken for one. Read on every request by every
+    /// route, so it scans bytes: a generic substring search here cost a third of the CPU of
+    /// a `/playback-info` poll.
     public var path: String {
-        var rest = Substring(target)
-        if let scheme = rest.firstRange(of: "://") {
-            rest = rest[scheme.upperBound...]
-            rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
+        let bytes = target.utf8
+        let (slash, colon, question) = (UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "?"))
+        var start = bytes.startIndex
+        var index = bytes.startIndex
+        while index != bytes.endIndex, bytes[index] != slash, bytes[index] != question {
+            if bytes[index] == colon {
+                let afterColon = bytes[bytes.index(after: index)...]
+                if afterColon.starts(with: [slash, slash]) {
+                    let authority = bytes.index(index, offsetBy: 3)
+                    guard let pathStart = bytes[authority...].firstIndex(of: slash) else { return "/" }
+                    start = pathStart
+                }
+                break
+            }
+            index = bytes.index(after: index)
         }
-        if let query = rest.firstIndex(of: "?") { rest = rest[..<query] }
-        return String(rest)
+        let end = bytes[start...].firstIndex(of: question) ?? bytes.endIndex
+        return String(target[start..<end])
     }
 
     /// The query items of the target (`?position=3&x`), percent-decoding left to the caller.

@@ -10,7 +10,29 @@ public enum GStreamerRuntime {
 
     private static let initialization: Void = {
         gst_init(nil, nil)
+        for name in neverAutoplugged { demote(name) }
     }()
+
+    /// Sinks `autovideosink` must never try. DirectFB's sink (plugins-bad, rank marginal) is
+    /// the last one it tries, so every headless box gets there, and libfusion then segfaults in
+    /// its own dispatch thread when there is no DirectFB display: a phone's video `/play` took
+    /// the whole daemon down. Named explicitly (`video_sink = "dfbvideosink"`) it still works.
+    public static let neverAutoplugged = ["dfbvideosink"]
+
+    /// Sets a feature's rank to none for this process, so automatic choosers skip it.
+    private static func demote(_ name: String) {
+        guard let feature = gst_registry_lookup_feature(gst_registry_get(), name) else { return }
+        gst_plugin_feature_set_rank(feature, guint(GST_RANK_NONE.rawValue))
+        gst_object_unref(UnsafeMutableRawPointer(feature))
+    }
+
+    /// The rank of an element factory, nil when none of that name is installed.
+    public static func rank(of name: String) -> Int? {
+        initialize()
+        guard let feature = gst_registry_lookup_feature(gst_registry_get(), name) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(feature)) }
+        return Int(gst_plugin_feature_get_rank(feature))
+    }
 
     /// The version text of the linked GStreamer, e.g. `GStreamer 1.22.0`.
     public static var version: String {

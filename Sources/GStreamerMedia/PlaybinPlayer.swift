@@ -64,6 +64,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     private let configuration: Configuration
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let inner = Mutex(Inner())
+    private let answers = Mutex<PipelineAnswers?>(nil)
     private let busDone = DispatchSemaphore(value: 0)
 
     /// Builds the pipeline with its sinks; throws when a sink description does not parse.
@@ -135,6 +136,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     /// Starts loading; the bus thread takes it from there.
     public func load(url: String, start: StartPosition, paused: Bool) throws(MediaError) {
+        forgetAnswers()
         guard let scheme = URL(string: url)?.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
             throw MediaError(code: -3, domain: "airplayd.url", message: "only http and https URLs are played")
         }
@@ -168,6 +170,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     /// Plays at rate 1.
     public func play() {
+        forgetAnswers()
         let prerolled = inner.withLock { inner -> Bool in
             inner.wantPaused = false
             return inner.prerolled
@@ -178,12 +181,14 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     /// Pauses.
     public func pause() {
+        forgetAnswers()
         inner.withLock { $0.wantPaused = true }
         gst_element_set_state(pipeline, GST_STATE_PAUSED)
     }
 
     /// Seeks accurately (decoding from the previous keyframe up to the target).
     public func seek(to seconds: Double) throws(MediaError) {
+        forgetAnswers()
         let ready = inner.withLock { inner -> Bool in
             if !inner.prerolled { inner.pendingSeek = max(0, seconds) }
             return inner.prerolled
@@ -206,6 +211,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     /// Changes the rate with a flushing seek at the current position; 0 pauses, 1 plays.
     public func setRate(_ rate: Double) throws(MediaError) {
+        forgetAnswers()
         if rate == 0 { pause(); return }
         guard rate.isFinite, abs(rate) <= 32 else {
             throw MediaError(code: -6, domain: "airplayd.rate", message: "rate \(rate) is out of range")
@@ -246,6 +252,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
 
     /// Stops and releases the media; the player can load again afterwards.
     public func stop() {
+        forgetAnswers()
         stopBusThread()
         gst_element_set_state(pipeline, GST_STATE_NULL)
         let changed = inner.withLock { inner -> Bool in
@@ -266,10 +273,42 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         guard [.loading, .playing, .paused, .ended].contains(snapshot.state) else {
             return MediaStatus(state: snapshot.state, error: snapshot.error)
         }
-        let duration = currentDuration()
-        var seconds = currentPosition()
+        let answers = pipelineAnswers(playing: snapshot.state == .playing && !snapshot.buffering ? snapshot.rate : 0)
+        let (duration, seekable) = (answers.duration, answers.seekable)
+        var seconds = answers.position
         if let duration, duration.isFinite { seconds = min(seconds, duration) }
         if snapshot.state == .ended, let duration, duration.isFinite { seconds = duration }
+        let loaded: [TimeRange] = duration.map { [TimeRange(start: 0, duration: $0.isFinite ? $0 : seconds)] } ?? []
+        let rate: Double = snapshot.state == .playing && !snapshot.buffering ? snapshot.rate : 0
+        return MediaStatus(state: snapshot.state, position: seconds, duration: duration, rate: rate,
+                           bufferPercent: snapshot.bufferPercent, loadedRanges: loaded, seekableRanges: seekable,
+                           error: snapshot.error)
+    }
+
+    // MARK: Bus thread
+
+    /// What the pipeline said of its position, duration and seekable range, and when.
+    private struct PipelineAnswers {
+        var at: Double
+        var position: Double
+        var duration: Double?
+        var seekable: [TimeRange]
+    }
+
+    /// Answers younger than this are reused (the position moved on by the rate): three queries
+    /// walk the pipeline under its locks, and 64 senders polling `/playback-info` at once
+    /// would otherwise queue behind a streaming thread for each request.
+    static let answerReuse = 0.025
+
+    /// The pipeline's answers, queried anew or reused; `playing` is the rate the position
+    /// moves at (0 when paused).
+    private func pipelineAnswers(playing rate: Double) -> PipelineAnswers {
+        let now = Self.now()
+        if var reused = answers.withLock({ $0 }), now - reused.at < Self.answerReuse, inner.withLock({ $0.seekTarget == nil }) {
+            reused.position += rate * (now - reused.at)
+            return reused
+        }
+        let duration = currentDuration()
         var seekable: [TimeRange] = []
         if let query = gst_query_new_seeking(GST_FORMAT_TIME) {
             if gst_element_query(pipeline, query) != 0 {
@@ -284,14 +323,13 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
             }
             gst_query_unref(query)
         }
-        let loaded: [TimeRange] = duration.map { [TimeRange(start: 0, duration: $0.isFinite ? $0 : seconds)] } ?? []
-        let rate: Double = snapshot.state == .playing && !snapshot.buffering ? snapshot.rate : 0
-        return MediaStatus(state: snapshot.state, position: seconds, duration: duration, rate: rate,
-                           bufferPercent: snapshot.bufferPercent, loadedRanges: loaded, seekableRanges: seekable,
-                           error: snapshot.error)
+        let fresh = PipelineAnswers(at: now, position: currentPosition(), duration: duration, seekable: seekable)
+        answers.withLock { $0 = fresh }
+        return fresh
     }
 
-    // MARK: Bus thread
+    /// Forgets the pipeline's last answers (a seek, rate or state change makes them stale).
+    private func forgetAnswers() { answers.withLock { $0 = nil } }
 
     /// The position in seconds; while a seek settles, its target (the pipeline reports nothing useful then).
     private func currentPosition() -> Double {

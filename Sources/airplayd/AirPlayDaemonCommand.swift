@@ -105,6 +105,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         let level = settings.logLevel
         LoggingSystem.bootstrap { label in JournalAwareLogHandler(label: label, level: level) }
         let logger = Logger(label: "airplayd")
+        OpenFileLimit.raise(toServe: settings.maxConnections, logger: logger)
         let command = self
         PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
         let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }

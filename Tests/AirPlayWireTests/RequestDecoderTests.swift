@@ -168,4 +168,26 @@ import Testing
         AirPlayResponseEncoder.write(AirPlayResponse(status: 101, headers: ["Upgrade": "PTTH/1.0"]), into: &upgrade)
         #expect(String(buffer: upgrade) == "HTTP/1.1 101 Switching Protocols\r\nUpgrade: PTTH/1.0\r\n\r\n")
     }
+
+    /// The path of every target form senders use: origin-form with a query, RTSP's absolute
+    /// URIs (with or without a path), `*`, and a URL inside a query, which is no scheme.
+    @Test func thePathOfEveryTargetForm() {
+        let cases: [(String, String)] = [
+            ("/playback-info", "/playback-info"), ("/scrub?position=5.0", "/scrub"), ("rtsp://10.0.0.1/3413821438", "/3413821438"),
+            ("rtsp://[fe80::1]:7000/1?x", "/1"), ("rtsp://10.0.0.1", "/"), ("*", "*"), ("/play?u=http://x/y", "/play"), ("", ""),
+        ]
+        for (target, path) in cases {
+            #expect(AirPlayRequest(method: "GET", target: target, version: .http11).path == path, "\(target)")
+        }
+    }
+
+    /// Field names match without regard to ASCII case, and only so (`-` is not `_`).
+    @Test func fieldNamesMatchWithoutCase() {
+        var headers: MessageHeaders = ["CSeq": "3", "content-length": "0", "X-Apple-Session-ID": "a"]
+        #expect(headers["cseq"] == "3" && headers["CONTENT-LENGTH"] == "0" && headers["x-apple-session-id"] == "a")
+        #expect(headers["X_Apple-Session-ID"] == nil && headers["CSeq2"] == nil && headers["CSe"] == nil)
+        headers.remove(name: "Content-Length")
+        #expect(headers.values(of: "content-length").isEmpty && headers.fields.count == 2)
+    }
 }
+

@@ -44,6 +44,23 @@ import Testing
         #expect(plist["srcvers"]?.stringValue == "220.68")
     }
 
+    /// A client that half-closes its side right after its requests (`nc -N`, scripted
+    /// clients) still gets every answer, in order, those that take a while (`/play` builds a
+    /// player first) too; then the box closes the connection. This daemon has the default
+    /// sinks on a box with no display or sound card: before DirectFB's sink was kept out of
+    /// `autovideosink`'s choice, that `/play` killed it (SIGSEGV in libfusion).
+    @Test func aHalfClosedConnectionGetsEveryAnswer() throws {
+        let host = try #require(Self.host, "test host with airplayd")
+        let body = "Content-Location: http://127.0.0.1:9/nothing.mp4\r\nStart-Position: 0\r\n"
+        let play = "POST /play HTTP/1.1\r\nContent-Type: text/parameters\r\nX-Apple-Session-ID: half\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let reply = try host.exchange(port: 7000, [play + "GET /info HTTP/1.1\r\n\r\nPOST /stop HTTP/1.1\r\nX-Apple-Session-ID: half\r\n\r\n"],
+                                      pause: 0)
+        #expect(statusLines(reply) == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"], "\(reply.prefix(300))")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(statusLines(try exchange(["GET /info HTTP/1.1\r\n\r\n"])) == ["HTTP/1.1 200 OK"], "the daemon lives on")
+    }
+
     @Test func unknownPathIs404ThenTheConnectionGoesOn() throws {
         let reply = try exchange(["GET /nowhere HTTP/1.1\r\n\r\n", "GET /info HTTP/1.1\r\n\r\n"])
         #expect(statusLines(reply) == ["HTTP/1.1 404 Not Found", "HTTP/1.1 200 OK"])

@@ -103,6 +103,38 @@ import Testing
         #expect(info.contains("<string>\(firstRecord.txtValue("deviceid") ?? "?")</string>"))
         #expect(second.storedDeviceID == firstRecord.txtValue("deviceid"))
     }
+
+    /// `kill -9` at a different moment of a config reload each round (SIGHUP, then the kill
+    /// within 0–60 ms, while the daemon re-reads its file and re-publishes): every restart comes
+    /// up ready on the same state, with the same device id, its pairings readable and no
+    /// temporary file left behind. (airplayd keeps no downloads on disk: a video's media is
+    /// fetched again by the next `/play`, so there is nothing to resume.)
+    @Test func killNineDuringAReloadLeavesAStateThatStartsClean() throws {
+        let host = try TestHost(label: "reloadkill")
+        defer { host.close() }
+        let state = host.directory + "/kept-state"
+        let config = host.directory + "/airplayd.toml"
+        var deviceID: String?
+        for round in 0..<6 {
+            try "name = \"Box \(round)\"\npassword = \"\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try RunningDaemon.start(in: host, extra: ["--config", config], stateDirectory: state)
+            if let deviceID { #expect(daemon.storedDeviceID == deviceID, "round \(round)") }
+            deviceID = daemon.storedDeviceID
+            #expect(try host.exchange(port: 7000, ["GET /info HTTP/1.1\r\n\r\n"]).hasPrefix("HTTP/1.1 200 OK"), "round \(round)")
+            try "name = \"Box \(round) reloaded\"\npassword = \"s3cret\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            usleep(UInt32(round * 12_000))
+            daemon.process.signal(SIGKILL)
+            _ = daemon.process.waitForExit(timeout: 5)
+            let list = try runCommand(try Products.executable("airplayd"), ["pairings", "list", "--state-dir", state])
+            #expect(list.status == 0, "round \(round): \(list.stdout)\(list.stderr)")
+        }
+        let last = try RunningDaemon.start(in: host, extra: ["--config", config], stateDirectory: state)
+        #expect(last.storedDeviceID == deviceID)
+        #expect(last.process.stderr.contains("device.idSource=stored"))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.contains(".tmp") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
 }
 
 /// A datagram socket standing in for systemd's notify socket.

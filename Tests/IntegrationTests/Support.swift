@@ -43,15 +43,16 @@ extension TestHost {
         return found
     }
 
-    /// One HTTP exchange with a server inside the namespace, through python3 (raw bytes in, raw bytes out).
-    func exchange(port: Int, _ requests: [String], timeout: Double = 10) throws -> String {
+    /// One HTTP exchange with a server inside the namespace, through python3 (raw bytes in, raw
+    /// bytes out): the chunks `pause` seconds apart, then our side half-closed, then all that comes.
+    func exchange(port: Int, _ requests: [String], pause: Double = 0.15, timeout: Double = 10) throws -> String {
         let script = """
             import json, socket, sys, time
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
             out = b""
             for chunk in json.load(open(sys.argv[2])):
                 s.sendall(chunk.encode("latin-1"))
-                time.sleep(0.15)
+                time.sleep(float(sys.argv[3]))
             s.shutdown(socket.SHUT_WR)
             try:
                 while True:
@@ -66,8 +67,9 @@ extension TestHost {
         let file = directory + "/requests-\(UUID().uuidString.prefix(8)).json"
         try JSONSerialization.data(withJSONObject: requests).write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let result = try run("/usr/bin/python3", ["-c", script, String(port), file], timeout: timeout)
-        return result.stdout
+        let result = try run("/usr/bin/python3", ["-c", script, String(port), file, String(pause)], timeout: timeout)
+        // Nothing at all usually means the daemon died: the script's own error says if it did not.
+        return result.stdout.isEmpty ? "(nothing; python: \(result.stderr.suffix(600)))" : result.stdout
     }
 }
 
