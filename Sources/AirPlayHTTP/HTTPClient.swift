@@ -112,6 +112,14 @@ public enum HTTPClient {
         return (status, sink.written)
     }
 
+    /// Where `url` leads after its redirects (each one screened as `options` say), found by a
+    /// GET of its first byte: HEAD is not enough, as signed CDN URLs are valid for one method
+    /// only. Returns the status and the final URL; the body is not read.
+    public static func resolve(_ url: String, options: HTTPRequestOptions = HTTPRequestOptions()) throws(HTTPError)
+        -> (status: Int, finalURL: String) {
+        try perform(url, options: options, range: 0...0, resumeFrom: nil, sink: FirstBytesSink())
+    }
+
     private static func perform(_ url: String, options: HTTPRequestOptions, range: ClosedRange<Int>?, resumeFrom: Int?, sink: Sink)
         throws(HTTPError) -> (Int, String) {
         guard isFetchable(url) else {
@@ -153,7 +161,7 @@ public enum HTTPClient {
             return length
         }, box.toOpaque())
         let code = cairplay_curl_easy_perform(handle)
-        if code != CURLE_OK {
+        if code != CURLE_OK, !sink.stoppedOnPurpose {
             if sink.overflowed { throw HTTPError(message: "\(url) is larger than \(options.maximumBytes) bytes", unsupportedScheme: false) }
             if refused.pointee != 0 {
                 var error = HTTPError(message: "\(url): refused: it leads to a loopback or link-local address", unsupportedScheme: false)
@@ -173,7 +181,17 @@ public enum HTTPClient {
 /// Where a response body goes.
 class Sink: @unchecked Sendable {
     var overflowed = false
+    /// True when the sink ended the transfer because it had what it wanted (not an error).
+    var stoppedOnPurpose = false
     func accept(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+}
+
+/// Stops at the first bytes of a body: the headers (status, final URL) were all that was wanted.
+final class FirstBytesSink: Sink, @unchecked Sendable {
+    override func accept(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        stoppedOnPurpose = true
+        return false
+    }
 }
 
 final class MemorySink: Sink, @unchecked Sendable {

@@ -104,4 +104,34 @@ import Testing
         let closed = sessions.addChunks(token: "t", [("c.ts", nil)])
         #expect(closed == 0)
     }
+
+    /// Proxied segments (`video_refuse_local_urls`) keep their name across a live playlist's
+    /// reloads, and the oldest names are forgotten once a playback has named too many.
+    @Test func proxiedSegmentsKeepTheirNamesAndTheOldestAreForgotten() throws {
+        var sessions = Self.opened()
+        let first = ["a.ts", "b.ts", "a.ts"].map { sessions.proxiedName(token: "t", url: "https://cdn.example.com/\($0)") }
+        #expect(first == ["s0", "s1", "s0"])
+        for index in 2...HLSGatewaySessions.maximumProxied {
+            _ = sessions.proxiedName(token: "t", url: "https://cdn.example.com/\(index).ts")
+        }
+        let session = try #require(sessions["t"])
+        #expect(session.proxied.count == HLSGatewaySessions.maximumProxied)
+        #expect(session.proxied[0] == nil && session.proxiedNumbers["https://cdn.example.com/a.ts"] == nil, "the oldest is forgotten")
+        #expect(session.proxied[1] == "https://cdn.example.com/b.ts")
+        #expect(sessions.proxiedName(token: "t", url: "https://cdn.example.com/a.ts") == "s\(HLSGatewaySessions.maximumProxied + 1)",
+                "named anew when it comes back")
+    }
+
+    /// What the proxy reads of the player's requests: its names, one byte range, extensions.
+    @Test func theProxyReadsNamesRangesAndExtensions() {
+        #expect(HLSGateway.proxiedNumber("s12.ts") == 12 && HLSGateway.proxiedNumber("s7") == 7)
+        #expect(HLSGateway.proxiedNumber("s+1.ts") == nil && HLSGateway.proxiedNumber("main.m3u8") == nil
+                && HLSGateway.proxiedNumber("s.ts") == nil && HLSGateway.proxiedNumber("s99999999999.ts") == nil)
+        #expect(HLSGateway.singleByteRange("bytes=100-199") == 100...199)
+        #expect(HLSGateway.singleByteRange("bytes=100-") == nil && HLSGateway.singleByteRange("bytes=0-1,5-9") == nil
+                && HLSGateway.singleByteRange("bytes=9-1") == nil && HLSGateway.singleByteRange(nil) == nil)
+        #expect(HLSGateway.fileExtension("https://x/seg/00001.TS?token=a.b") == ".ts")
+        #expect(HLSGateway.fileExtension("https://x/a.b/segment") == "" && HLSGateway.fileExtension("https://x/s.verylong") == "")
+        #expect(HLSGateway.mediaType("https://x/init.mp4") == "video/mp4" && HLSGateway.mediaType("https://x/sub.vtt") == "text/vtt")
+    }
 }

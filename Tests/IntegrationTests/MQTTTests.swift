@@ -114,6 +114,31 @@ func mqttHex(_ text: String) -> String { text.utf8.map { String(format: "%02x", 
         #expect(again.waitForOutput(mqttLine("airplayd/test/availability", "offline"), timeout: 10, inStdout: true))
     }
 
+    /// A command left retained on the broker (by a careless client, or an attacker) is handed
+    /// to every new subscriber: it must not run when the daemon (re)subscribes, or every
+    /// restart would replay it. Only commands published while the daemon listens run.
+    @Test func aRetainedCommandIsNotRunWhenTheDaemonSubscribes() throws {
+        try TestHost.require(["mosquitto", "mosquitto_sub", "mosquitto_pub"])
+        let directory = Products.scratchDirectory("mqtt-retained")
+        let broker = try Broker(directory: directory)
+        #expect(try runCommand("/usr/bin/mosquitto_pub", ["-p", String(broker.port), "-t", "airplayd/test/remote", "-r", "-m", "stop"],
+                               timeout: 5).status == 0)
+        let results = try broker.subscribe(["airplayd/test/availability", "airplayd/test/remote/result"])
+        defer { results.stop() }
+        try "[mqtt]\nhost = \"127.0.0.1\"\nport = \(broker.port)\ntopic = \"airplayd/test\"\n"
+            .write(toFile: directory + "/airplayd.toml", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", directory + "/airplayd.toml", "--airplay2", "off"])
+        #expect(results.waitForOutput(mqttLine("airplayd/test/availability", "online"), timeout: 10, inStdout: true),
+                "\(daemon.process.stderr.suffix(800))")
+        // The retained command reached the daemon with its subscription; a live one follows it.
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try runCommand("/usr/bin/mosquitto_pub", ["-p", String(broker.port), "-t", "airplayd/test/remote", "-m", "dance"],
+                               timeout: 5).status == 0)
+        #expect(results.waitForOutput(mqttLine("airplayd/test/remote/result", "error dance: unknown command"), timeout: 5, inStdout: true))
+        let answered = results.stdout.split(separator: "\n").filter { $0.hasPrefix("airplayd/test/remote/result|") }
+        #expect(answered.count == 1, "only the live command was answered: \(answered)")
+    }
+
     /// A broker that wants TLS and a password: the `[mqtt]` table's `tls_ca_file`, `username`
     /// and `password` get the daemon in; a wrong password is refused and said so.
     @Test func mqttLogsInWithAPasswordOverTLS() throws {

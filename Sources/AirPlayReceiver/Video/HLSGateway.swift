@@ -1,6 +1,7 @@
 import AirPlayHLS
 import AirPlayHTTP
 import AirPlayWire
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
@@ -14,7 +15,8 @@ import NIOCore
 /// reads that variant's playlist from us); and it fetches the keys itself, over HTTPS with the
 /// cookies or headers the sender handed over in `/play`, or, for a custom-scheme key URI, from
 /// the sender over the reverse event channel. Segments are not proxied: their URIs are made
-/// absolute and the player fetches them from the origin.
+/// absolute and the player fetches them from the origin; with `refuseLocalTargets` they are
+/// (`HLSGateway+Segments.swift`), as the player follows their redirects unscreened.
 public final class HLSGateway: Sendable {
     /// Asks the sender of a session for a key it can reach and we cannot (a custom scheme).
     public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], KeyError>
@@ -78,9 +80,9 @@ public final class HLSGateway: Sendable {
         }
     }
 
-    private let sessions = NIOLockedValueBox(HLSGatewaySessions())
+    let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
-    private let options: HTTPRequestOptions
+    let options: HTTPRequestOptions
     /// Where the player reaches the control port: `127.0.0.1:PORT`, or the zone's own address.
     private let playerOrigin = NIOLockedValueBox("127.0.0.1:0")
     private let requestKey: KeyRequester?
@@ -151,6 +153,8 @@ public final class HLSGateway: Sendable {
             case _ where name.hasPrefix("t") && name.hasSuffix(".m3u8"): response = await trickPlaylist(token, name: String(name.dropLast(5)))
             case _ where name.hasPrefix("c") && name.hasSuffix(".ts"): response = await chunk(token, name: String(name.dropLast(3)))
             case _ where name.hasPrefix("k") && name.hasSuffix(".key"): response = await key(token, name: String(name.dropLast(4)))
+            case _ where Self.proxiedNumber(name) != nil:
+                response = await proxied(token, number: Self.proxiedNumber(name)!, range: request.headers["Range"])
             case _ where name.hasSuffix(".m3u8"): response = await mediaPlaylist(token, name: String(name.dropLast(5)))
             default: response = Self.text(404, "no \(name) in this playback")
             }
@@ -179,8 +183,8 @@ public final class HLSGateway: Sendable {
             // A media playlist played directly: rewritten like a variant's.
             sessions.withLockedValue { $0.servedMediaDirectly(token: token, base: base) }
             let rewritten = rewrite(media, base: base, token: token)
-            if let problem = screen(rewritten) { return fail(token, 403, problem) }
-            return Self.playlist(rewritten.text)
+            if let problem = await screen(rewritten) { return fail(token, 403, problem) }
+            return Self.playlist(proxying(rewritten, token: token).text)
         case .master(let master):
             let (allowed, refused) = policy.choose(master)
             guard !allowed.isEmpty else {
@@ -219,8 +223,8 @@ public final class HLSGateway: Sendable {
             if let changed { logger.info("hls variant playing", metadata: ["variant": "\(index)", "stream": "\(Self.describe(changed))"]) }
         }
         let rewritten = rewrite(media, base: base, token: token)
-        if let problem = screen(rewritten) { return fail(token, 403, problem) }
-        return Self.playlist(rewritten.text)
+        if let problem = await screen(rewritten) { return fail(token, 403, problem) }
+        return Self.playlist(proxying(rewritten, token: token).text)
     }
 
     /// Segments and maps absolute (the player fetches them from the origin); keys through us.
@@ -251,7 +255,7 @@ public final class HLSGateway: Sendable {
     /// Why a rewritten media playlist may not go to the player, if it may not: its segments and
     /// maps must be http(s) URLs (always), on few hosts, and with `refuseLocalTargets` on hosts
     /// that resolve to no loopback or link-local address.
-    private func screen(_ media: MediaPlaylist) -> String? {
+    private func screen(_ media: MediaPlaylist) async -> String? {
         var hosts = Set<String>()
         for segment in media.segments {
             for uri in [segment.uri] + (segment.map?["URI"].map { [$0] } ?? []) {
@@ -265,12 +269,19 @@ public final class HLSGateway: Sendable {
             return "the playlist spreads its segments over \(hosts.count) hosts (at most \(Self.maximumSegmentHosts))"
         }
         guard options.refuseLocalTargets else { return nil }
-        for host in hosts.sorted() {
-            if let address = LocalAddressScreen.firstLocalAddress(of: host) {
-                return "the playlist's segments are on \(host) (\(address)), a loopback or link-local address; refused by configuration"
+        // Name lookups block: not on the concurrency pool's few threads.
+        let names = hosts.sorted()
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                for host in names {
+                    if let address = LocalAddressScreen.firstLocalAddress(of: host) {
+                        return continuation.resume(returning:
+                            "the playlist's segments are on \(host) (\(address)), a loopback or link-local address; refused by configuration")
+                    }
+                }
+                continuation.resume(returning: nil)
             }
         }
-        return nil
     }
 
     private func keyName(_ token: String, uri: String) -> String {
@@ -472,7 +483,7 @@ public final class HLSGateway: Sendable {
         }
     }
 
-    private func fail(_ token: String, _ status: Int, _ reason: String) -> AirPlayResponse {
+    func fail(_ token: String, _ status: Int, _ reason: String) -> AirPlayResponse {
         sessions.withLockedValue { $0.fail(token: token, reason: reason) }
         logger.notice("hls gateway", metadata: ["error": "\(reason)"])
         return Self.text(status, reason)

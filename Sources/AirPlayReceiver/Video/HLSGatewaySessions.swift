@@ -29,6 +29,11 @@ struct HLSGatewaySessions: Sendable {
         var chunks: [(url: String, range: ByteRange?)] = []
         /// The leading PSI packets (PAT, PMT, SDT) of a transport stream resource, by URL.
         var psi: [String: [UInt8]] = [:]
+        /// Resources the gateway fetches for the player (`s<n>`, with `video_refuse_local_urls`):
+        /// by number, and each URL's number, so a live playlist's reloads keep their names.
+        var proxied: [Int: String] = [:]
+        var proxiedNumbers: [String: Int] = [:]
+        var nextProxied = 0
         /// What `/playback-info` and the log report.
         var figures = HLSGateway.Figures(variants: 0, allowed: [], refused: [:])
     }
@@ -176,6 +181,26 @@ struct HLSGatewaySessions: Sendable {
         let first = sessions[token]?.chunks.count ?? 0
         sessions[token]?.chunks += chunks
         return first
+    }
+
+    /// Resources named for proxying at once per playback: a live playlist names new segments
+    /// for hours, the player only ever wants the last few hundred.
+    static let maximumProxied = 4096
+
+    /// The gateway name (`s<n>`) the player fetches `url` by, the same for the same URL; the
+    /// oldest names are forgotten past `maximumProxied`.
+    mutating func proxiedName(token: String, url: String) -> String {
+        guard var session = sessions[token] else { return "s0" }
+        if let number = session.proxiedNumbers[url] { return "s\(number)" }
+        let number = session.nextProxied
+        session.nextProxied += 1
+        session.proxied[number] = url
+        session.proxiedNumbers[url] = number
+        if let forgotten = session.proxied.removeValue(forKey: number - Self.maximumProxied) {
+            session.proxiedNumbers[forgotten] = nil
+        }
+        sessions[token] = session
+        return "s\(number)"
     }
 
     /// Keeps a resource's leading PSI packets.

@@ -110,9 +110,33 @@ public struct PlayRequest: Hashable, Sendable {
 public struct MediaURLPolicy: Hashable, Sendable {
     /// Refuse hosts that resolve to loopback or link-local addresses.
     public var refuseLocalTargets: Bool
+    /// Extra certificate authorities for the redirect check (`tls_ca_file`).
+    public var caFile: String?
 
     /// A policy.
-    public init(refuseLocalTargets: Bool) { self.refuseLocalTargets = refuseLocalTargets }
+    public init(refuseLocalTargets: Bool, caFile: String? = nil) {
+        self.refuseLocalTargets = refuseLocalTargets
+        self.caFile = caFile
+    }
+
+    /// The URL the player should open for `url` (already `check`ed). With `refuseLocalTargets`,
+    /// a progressive URL's redirects are followed here, each hop screened as it connects, and the
+    /// player, which follows none, gets where they lead; a redirect to the box is refused. HLS
+    /// playlists are left to the gateway, which screens every fetch of its own. Blocking (name
+    /// lookups and a request): never on an event loop.
+    public func destination(of url: String, headers: [String: String]) throws(PlayRequest.Problem) -> String {
+        guard refuseLocalTargets, !HLSGateway.isPlaylist(url) else { return url }
+        let options = HTTPRequestOptions(headers: headers, timeout: 10, caFile: caFile, refuseLocalTargets: true)
+        do {
+            let final = try HTTPClient.resolve(url, options: options).finalURL
+            return HTTPClient.isFetchable(final) ? final : url
+        } catch where error.localTargetRefused {
+            throw PlayRequest.Problem(status: 400, reason: "\(url.prefix(200)) redirects to a loopback or link-local address; refused by configuration")
+        } catch {
+            // Unreachable or refused for another reason: the player tries and reports it.
+            return url
+        }
+    }
 
     /// Throws with a 400 reason for anything but an absolute http(s) URL with a host,
     /// and, when configured, for loopback and link-local targets.

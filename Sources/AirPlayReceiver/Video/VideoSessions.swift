@@ -193,17 +193,55 @@ public final class VideoSessions: Sendable {
         let play: PlayRequest
         do {
             play = try PlayRequest(request: request)
-            try policy.check(play.url)
         } catch {
             return .now(Self.text(error.status, error.reason))
         }
+        guard policy.refuseLocalTargets else {
+            do {
+                try policy.check(play.url)
+            } catch {
+                return .now(Self.text(error.status, error.reason))
+            }
+            return begin(play, url: play.url, request: request)
+        }
+        // Screening looks names up and follows redirects, which can take seconds: off the loop.
+        return .later { [self] eventLoop in
+            let promise = eventLoop.makePromise(of: AirPlayResponse.self)
+            DispatchQueue.global().async { [self] in
+                screenThenBegin(play, request: request, eventLoop: eventLoop, promise: promise)
+            }
+            return promise.futureResult
+        }
+    }
+
+    /// Screens a `/play` URL under `video_refuse_local_urls` (name lookups, redirects), then
+    /// starts it; blocking, so never on an event loop.
+    private func screenThenBegin(_ play: PlayRequest, request: AirPlayRequest, eventLoop: any EventLoop,
+                                 promise: EventLoopPromise<AirPlayResponse>) {
+        let url: String
+        do {
+            try policy.check(play.url)
+            url = try policy.destination(of: play.url, headers: play.httpHeaders)
+        } catch {
+            promise.succeed(Self.text(error.status, error.reason))
+            return
+        }
+        if url != play.url { logger.info("video redirect followed", metadata: ["to": "\(url.prefix(300))"]) }
+        switch begin(play, url: url, request: request) {
+        case .now(let response): promise.succeed(response)
+        case .later(let answer): promise.completeWith(answer(eventLoop))
+        }
+    }
+
+    /// Starts playing `url` (the request's URL, or where its redirects lead) for a `/play`.
+    private func begin(_ play: PlayRequest, url: String, request: AirPlayRequest) -> VideoAnswer {
         let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
         // HLS playlists go through the gateway: it picks the variants and fetches the keys.
         let gatewayURL = gateway.flatMap { gateway in
-            HLSGateway.isPlaylist(play.url) ? gateway.open(origin: play.url, headers: play.httpHeaders, sessionID: sessionID) : nil
+            HLSGateway.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
         }
         let decision = machine.withLockedValue {
-            $0.play(sessionID: sessionID, url: play.url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0)
+            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0)
         }
         switch decision {
         case .failure(let refusal):
