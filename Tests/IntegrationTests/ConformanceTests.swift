@@ -77,9 +77,27 @@ import Testing
                    "raop.setup"] {
             #expect(report.checks[id]?.result == "fail", "\(id) must fail: \(report.summary)")
         }
-        for id in ["raop.record", "raop.flush", "raop.teardown"] {
+        for id in ["raop.record", "raop.timing", "raop.resend", "raop.flush", "raop.teardown"] {
             #expect(report.checks[id]?.result == "skip", "\(id) follows a failed SETUP: \(report.summary)")
         }
         #expect(report.checks["discovery.airplay-record"]?.result == "skip")
+    }
+
+    /// The same fixture with a sound RTSP session whose UDP side is silent: the timing and
+    /// resend checks fail, while the RTSP steps around them pass.
+    @Test func aReceiverSilentOnUDPFailsTheTimingAndResendChecks() throws {
+        let host = try TestHost(label: "conf-mute")
+        defer { host.close() }
+        let mute = try host.spawn("/usr/bin/python3", [Products.repositoryRoot + "/Tests/IntegrationTests/peers/broken_receiver.py", "0",
+                                                       "silent-udp"], label: "mute")
+        #expect(poll(timeout: 10) { Int(mute.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil })
+        let port = try #require(Int(mute.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let (status, report) = try conformance(in: host, ["127.0.0.1:\(port)", "--section", "raop", "--browse-seconds", "0.5"])
+        #expect(status == 1)
+        for id in ["raop.announce", "raop.setup", "raop.record", "raop.flush", "raop.teardown"] {
+            #expect(report.checks[id]?.result == "pass", "\(id): \(report.summary)")
+        }
+        #expect(report.checks["raop.timing"]?.result == "fail", "\(report.summary)")
+        #expect(report.checks["raop.resend"]?.result == "fail", "\(report.summary)")
     }
 }

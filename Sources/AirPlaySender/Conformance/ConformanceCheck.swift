@@ -57,7 +57,7 @@ public struct ConformanceCheck: Sendable {
         self.run = run
     }
 
-    /// The part of the id before the dot: `discovery`, `info`, `control`, `raop`, `video`, `pairing`.
+    /// The part of the id before the dot: `discovery`, `info`, `control`, `raop`, `video`, `pairing`, `airplay2`.
     public var section: String { String(id.prefix { $0 != "." }) }
 }
 
@@ -75,7 +75,7 @@ public struct ConformanceResult: Sendable {
 public enum ConformanceSuite {
     /// All checks.
     public static let all: [ConformanceCheck] = DiscoveryChecks.all + InfoChecks.all + ControlPortChecks.all + RAOPChecks.all
-        + VideoChecks.all + PairingChecks.all
+        + VideoChecks.all + PairingChecks.all + AirPlay2Checks.all
 
     /// Runs the checks whose section is in `sections` (all when empty) against `host:port`.
     public static func run(host: String, port: Int, sections: Set<String> = [], browseSeconds: Double = 3) async -> [ConformanceResult] {

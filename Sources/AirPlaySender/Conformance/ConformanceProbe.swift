@@ -23,8 +23,10 @@ public final class ConformanceProbe: @unchecked Sendable {
     var sessionBroken: String?
     /// The `Session` SETUP answered.
     var sessionID: String?
-    /// UDP sockets of ours the session named in SETUP.
+    /// UDP sockets of ours the session named in SETUP: control, then timing.
     var udpDescriptors: [Int32] = []
+    /// The receiver's audio (`server_port`) and control ports, from SETUP.
+    var receiverPorts: (audio: Int, control: Int)?
     private var cseq = 0
 
     init(host: String, port: Int, browseSeconds: Double) {
@@ -104,6 +106,16 @@ public final class ConformanceProbe: @unchecked Sendable {
     func connect() async -> Result<ReceiverConnection, ConformanceIssue> {
         do { return .success(try await ReceiverConnection.connect(host: host, port: port)) } catch {
             return .failure(ConformanceIssue(reason: error.message))
+        }
+    }
+
+    /// `body` on a fresh connection, closed after it; a connection that cannot be made fails the check.
+    func withConnection(_ body: (ReceiverConnection) async -> ConformanceOutcome) async -> ConformanceOutcome {
+        switch await connect() {
+        case .failure(let issue): return .failed(issue.reason)
+        case .success(let connection):
+            defer { Task { await connection.close() } }
+            return await body(connection)
         }
     }
 

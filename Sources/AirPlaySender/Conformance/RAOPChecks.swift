@@ -6,8 +6,8 @@ import Glibc
 /// `raop.md §2`: a RAOP session request by request, as iTunes and pyatv make it, on one
 /// connection. Each step needs the one before; after a failure the rest are skipped.
 enum RAOPChecks {
-    static let all = [options, appleChallenge, announce, setup, record, volume, progress, metadata, getVolume, flush, teardown,
-                      unknownCodec]
+    static let all = [options, appleChallenge, announce, setup, record, RAOPStreamChecks.timing, RAOPStreamChecks.resend, volume,
+                      progress, metadata, getVolume, flush, teardown, unknownCodec]
 
     static let options = ConformanceCheck("raop.options", "raop.md §2 OPTIONS", "OPTIONS lists the RAOP methods in Public") { probe in
         switch await probe.request("OPTIONS", "*", rtsp: true) {
@@ -23,23 +23,19 @@ enum RAOPChecks {
     static let appleChallenge = ConformanceCheck("raop.apple-challenge", "raop.md §2 OPTIONS",
                                                  "Apple-Response signs the challenge, the address and the device id with the AirPort key") { probe in
         guard let deviceID = await probe.deviceID() else { return .skipped("the device id is unknown (no /info, no records)") }
-        let connection: ReceiverConnection
-        switch await probe.connect() {
-        case .failure(let issue): return .failed(issue.reason)
-        case .success(let made): connection = made
-        }
-        defer { Task { await connection.close() } }
-        do {
-            let client = RAOPClient(connection: connection, identity: probe.identity, password: nil)
-            switch try await client.checkIdentity(deviceID: deviceID.bytes, crypto: try RAOPSenderCrypto()) {
-            case nil: return .failed("no Apple-Response to an Apple-Challenge")
-            case false?: return .failed("the Apple-Response does not verify for \(deviceID)")
-            case true?: return .passed("verified for \(deviceID) at \(connection.remoteIP ?? probe.host)")
+        return await probe.withConnection { connection in
+            do {
+                let client = RAOPClient(connection: connection, identity: probe.identity, password: nil)
+                switch try await client.checkIdentity(deviceID: deviceID.bytes, crypto: try RAOPSenderCrypto()) {
+                case nil: return .failed("no Apple-Response to an Apple-Challenge")
+                case false?: return .failed("the Apple-Response does not verify for \(deviceID)")
+                case true?: return .passed("verified for \(deviceID) at \(connection.remoteIP ?? probe.host)")
+                }
+            } catch let error as SenderError {
+                return .failed(error.message)
+            } catch {
+                return .failed("\(error)")
             }
-        } catch let error as SenderError {
-            return .failed(error.message)
-        } catch {
-            return .failed("\(error)")
         }
     }
 
@@ -61,9 +57,10 @@ enum RAOPChecks {
         ])
         guard case .success(let response) = answer, response.status == 200 else { return answer }
         let transport = RTSPTransport(parsing: response.headers["Transport"] ?? "")
-        guard transport.port("server_port") != nil, transport.port("control_port") != nil else {
+        guard let audio = transport.port("server_port"), let control = transport.port("control_port") else {
             return .failure("Transport \(response.headers["Transport"] ?? "(none)") lacks server_port or control_port")
         }
+        probe.receiverPorts = (Int(audio), Int(control))
         guard let session = response.headers["Session"], !session.isEmpty else { return .failure("no Session header") }
         probe.sessionID = String(session.prefix { $0 != ";" })
         return answer
@@ -112,18 +109,14 @@ enum RAOPChecks {
 
     static let unknownCodec = ConformanceCheck("raop.unknown-codec", "raop.md §3 Error answers",
                                                "ANNOUNCE of a codec the receiver cannot play is refused with a 4xx") { probe in
-        let connection: ReceiverConnection
-        switch await probe.connect() {
-        case .failure(let issue): return .failed(issue.reason)
-        case .success(let made): connection = made
-        }
-        defer { Task { await connection.close() } }
-        let body = Array(sdp(probe, codec: "speex/16000/1", fmtp: nil).utf8)
-        switch await probe.send("ANNOUNCE", probe.sessionURI, on: connection, rtsp: true, headers: [("Content-Type", "application/sdp")], body: body) {
-        case .failure(let issue): return .failed(issue.reason)
-        case .success(let response):
-            return (400..<500).contains(response.status) ? .passed("\(response.status) \(String(buffer: response.body).prefix(80))")
-                : .failed("answered \(response.status)")
+        return await probe.withConnection { connection in
+            let body = Array(sdp(probe, codec: "speex/16000/1", fmtp: nil).utf8)
+            switch await probe.send("ANNOUNCE", probe.sessionURI, on: connection, rtsp: true, headers: [("Content-Type", "application/sdp")], body: body) {
+            case .failure(let issue): return .failed(issue.reason)
+            case .success(let response):
+                return (400..<500).contains(response.status) ? .passed("\(response.status) \(String(buffer: response.body).prefix(80))")
+                    : .failed("answered \(response.status)")
+            }
         }
     }
 

@@ -6,7 +6,18 @@ import NIOCore
 
 /// `video.md`: the video endpoints with no playback, and the refusals `/play` owes a sender.
 enum VideoChecks {
-    static let all = [playbackInfoIdle, scrubIdle, playRefusesFileURLs, playWithoutLocation, badRate]
+    static let all = [playbackInfoIdle, scrubIdle, reverse, playRefusesFileURLs, playWithoutLocation, badRate]
+
+    static let reverse = ConformanceCheck("video.reverse", "video.md §7 Reverse event channel",
+                                          "POST /reverse with Upgrade: PTTH/1.0 switches the connection to events (101)") { probe in
+        guard await hasVideo(probe) else { return .skipped("the receiver advertises no video") }
+        guard case .success(let response) = await probe.request("POST", "/reverse", headers: [
+            ("Upgrade", "PTTH/1.0"), ("Connection", "Upgrade"), ("X-Apple-Purpose", "event"), ("X-Apple-Session-ID", "conformance"),
+        ]) else { return .failed("no answer") }
+        guard response.status == 101 else { return .failed("answered \(response.status)") }
+        let upgrade = response.headers["Upgrade"] ?? ""
+        return upgrade.lowercased() == "ptth/1.0" ? .passed("101, Upgrade: \(upgrade)") : .failed("101 without Upgrade: PTTH/1.0 (\(upgrade))")
+    }
 
     static let playbackInfoIdle = ConformanceCheck("video.playback-info", "video.md §4 GET /playback-info",
                                                    "GET /playback-info with nothing playing answers 200") { probe in

@@ -1,0 +1,79 @@
+import AirPlayCrypto
+import AirPlayPairing
+import AirPlayPlist
+import AirPlayWire
+import Foundation
+
+/// `airplay2.md`: what an AirPlay 2 receiver says of itself, and that it sets up no session
+/// on a connection that was never paired. Skipped for receivers that advertise no AirPlay 2
+/// (neither unified media control nor CoreUtils pairing, the bits pyatv chooses AirPlay 2 by).
+enum AirPlay2Checks {
+    static let all = [info, recordKey, setupInClear, session]
+
+    static let session = ConformanceCheck("airplay2.session", "airplay2.md §3 SETUP, phase 1, and §4 The event channel",
+                                          "after transient pairing, a session SETUP answers an eventPort whose channel opens encrypted") { probe in
+        guard let features = await airPlay2Features(probe) else { return .skipped("the receiver advertises no AirPlay 2") }
+        guard !features.isDisjoint(with: [.systemPairing, .coreUtilsPairing]) else { return .skipped("no transient pairing is offered") }
+        return await probe.withConnection { connection in
+            do {
+                try await connection.pairTransient(identity: PairingIdentity(identifier: UUID().uuidString.lowercased(),
+                                                                             key: Ed25519SigningKey.generate()))
+                let client = RAOPClient(connection: connection, identity: probe.identity, password: nil)
+                let session = try await AirPlay2SenderSession.start(client: client, timingPort: probe.udpPorts().timing)
+                await session.close()
+                _ = try? await client.request("TEARDOWN")
+                return .passed("transient pair-setup, encrypted SETUP, event channel open")
+            } catch let error as SenderError {
+                return .failed(error.message)
+            } catch {
+                return .failed("\(error)")
+            }
+        }
+    }
+
+    static let info = ConformanceCheck("airplay2.info", "airplay2.md §1 Turning it on, and what is advertised",
+                                       "GET /info carries deviceID, a 32-byte pk and initialVolume as a real; supportedFormats with buffered audio") { probe in
+        guard let features = await airPlay2Features(probe) else { return .skipped("the receiver advertises no AirPlay 2") }
+        guard case .success(let list) = await probe.info() else { return .failed("no /info plist") }
+        var problems: [String] = []
+        if list["deviceID"]?.stringValue.flatMap(DeviceID.init) == nil { problems.append("no deviceID AA:BB:CC:DD:EE:FF") }
+        if case .data(let key)? = list["pk"], key.count == 32 {} else { problems.append("pk is not 32 bytes of data") }
+        // pyatv raises on an integer here.
+        if case .real? = list["initialVolume"] {} else if list["initialVolume"] != nil { problems.append("initialVolume is not a real") }
+        if features.contains(.bufferedAudio), case .dictionary? = list["supportedFormats"] {} else if features.contains(.bufferedAudio) {
+            problems.append("buffered audio (bit 40) without supportedFormats")
+        }
+        return problems.isEmpty ? .passed("deviceID \(list["deviceID"]?.stringValue ?? ""), pk of 32 bytes") : .failed(problems.joined(separator: "; "))
+    }
+
+    static let recordKey = ConformanceCheck("airplay2.record-pk", "airplay2.md §1 Turning it on, and what is advertised",
+                                            "the _airplay._tcp record's pk is /info's pk, in hex") { probe in
+        guard await airPlay2Features(probe) != nil else { return .skipped("the receiver advertises no AirPlay 2") }
+        guard case .success(let device) = await probe.discovered(), let record = device.airPlay?.record else {
+            return .skipped("no _airplay._tcp record was resolved")
+        }
+        guard case .success(let list) = await probe.info(), case .data(let key)? = list["pk"] else { return .failed("/info has no pk") }
+        let hex = key.map { String(format: "%02x", $0) }.joined()
+        guard let advertised = record.txt["pk"] else { return .failed("the record has no pk") }
+        return advertised.lowercased() == hex ? .passed("pk \(hex.prefix(16))…") : .failed("the record says \(advertised.prefix(16))…, /info \(hex.prefix(16))…")
+    }
+
+    static let setupInClear = ConformanceCheck("airplay2.setup-in-clear", "airplay2.md §3 SETUP, phase 1: the session",
+                                               "a session SETUP plist on a connection never paired is refused with a 4xx") { probe in
+        guard await airPlay2Features(probe) != nil else { return .skipped("the receiver advertises no AirPlay 2") }
+        let body = PropertyList.dictionary([
+            "deviceID": .string("AA:BB:CC:DD:EE:FF"),
+            "sessionUUID": .string(UUID().uuidString), "timingProtocol": .string("NTP"), "timingPort": .integer(9),
+            "name": .string("airplay conformance"), "model": .string("Conformance1,1"),
+        ]).encoded(as: .binary)
+        let answer = await probe.request("SETUP", probe.sessionURI, rtsp: true,
+                                         headers: [("Content-Type", "application/x-apple-binary-plist")], body: body)
+        return ConformanceOutcome.expecting(answer, 400..<500)
+    }
+
+    /// The receiver's features when they say AirPlay 2; nil otherwise.
+    static func airPlay2Features(_ probe: ConformanceProbe) async -> FeatureSet? {
+        guard let features = await probe.features(), !features.isDisjoint(with: [.unifiedMediaControl, .coreUtilsPairing]) else { return nil }
+        return features
+    }
+}
