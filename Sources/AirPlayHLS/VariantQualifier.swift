@@ -101,13 +101,27 @@ public indirect enum VariantQualifier: Hashable, Sendable, CustomStringConvertib
         }
     }
 
-    /// The expression in canonical text form.
-    public var description: String {
+    /// The expression in canonical text form, with only the parentheses the parser needs
+    /// (`&&` binds tighter than `||`, both group from the left). Parenthesising every operator
+    /// made a flat chain of 33 `&&` read back 33 levels deep, past the parser's bound (found
+    /// by fuzzing the round trip).
+    public var description: String { rendered(within: .or) }
+
+    /// How tightly an operand must bind where it stands.
+    private enum Binding: Int { case or, and, unary }
+
+    private func rendered(within binding: Binding) -> String {
         switch self {
-        case .compare(let field, let op, let literal): "\(field.rawValue) \(op.rawValue) \(Self.quotedIfNeeded(literal))"
-        case .and(let left, let right): "(\(left) && \(right))"
-        case .or(let left, let right): "(\(left) || \(right))"
-        case .not(let inner): "!\(inner)"
+        case .compare(let field, let op, let literal):
+            return "\(field.rawValue) \(op.rawValue) \(Self.quotedIfNeeded(literal))"
+        case .not(let inner):
+            return "!" + inner.rendered(within: .unary)
+        case .and(let left, let right):
+            let text = left.rendered(within: .and) + " && " + right.rendered(within: .unary)
+            return binding.rawValue > Binding.and.rawValue ? "(\(text))" : text
+        case .or(let left, let right):
+            let text = left.rendered(within: .or) + " || " + right.rendered(within: .and)
+            return binding.rawValue > Binding.or.rawValue ? "(\(text))" : text
         }
     }
 
@@ -173,9 +187,18 @@ public indirect enum VariantQualifier: Hashable, Sendable, CustomStringConvertib
 }
 
 /// A recursive-descent parser for qualifier expressions, keeping columns for errors.
+///
+/// Nesting and length are bounded: every step over the tree (parsing, matching, printing and
+/// freeing it) recurses, and 20 KB of `((((` or `!!!!` overflowed the stack.
 struct QualifierParser {
     let characters: [Character]
     var index = 0
+    /// Parentheses and `!` open around the current point, and comparisons read so far.
+    private var depth = 0
+    private var comparisons = 0
+    /// The deepest nesting and the most comparisons an expression may have.
+    static let maximumDepth = 32
+    static let maximumComparisons = 256
 
     init(text: String) { characters = Array(text) }
 
@@ -211,10 +234,14 @@ struct QualifierParser {
     mutating func unary() throws(VariantQualifier.Problem) -> VariantQualifier {
         skipSpaces()
         if index < characters.count, characters[index] == "!", index + 1 >= characters.count || characters[index + 1] != "=" {
+            try enterNesting()
+            defer { depth -= 1 }
             index += 1
             return .not(try unary())
         }
         if take("(") {
+            try enterNesting()
+            defer { depth -= 1 }
             let inner = try expression()
             guard take(")") else { throw VariantQualifier.Problem(message: "expected )", column: index + 1) }
             return inner
@@ -222,8 +249,20 @@ struct QualifierParser {
         return try comparison()
     }
 
+    /// One more level of `(` or `!`, within `maximumDepth`.
+    private mutating func enterNesting() throws(VariantQualifier.Problem) {
+        guard depth < Self.maximumDepth else {
+            throw VariantQualifier.Problem(message: "nested more than \(Self.maximumDepth) deep", column: index + 1)
+        }
+        depth += 1
+    }
+
     mutating func comparison() throws(VariantQualifier.Problem) -> VariantQualifier {
         skipSpaces()
+        comparisons += 1
+        guard comparisons <= Self.maximumComparisons else {
+            throw VariantQualifier.Problem(message: "more than \(Self.maximumComparisons) comparisons", column: index + 1)
+        }
         let fieldStart = index
         let name = word()
         guard !name.isEmpty else {

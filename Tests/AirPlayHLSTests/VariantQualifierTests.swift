@@ -62,9 +62,36 @@ import Testing
         }
     }
 
+    /// Nesting and length are bounded, since matching and freeing the tree recurse: 32 levels of
+    /// parentheses or `!` and 256 comparisons are fine, one more is refused (20 KB of `((((`
+    /// once overflowed the stack).
+    @Test func nestingAndLengthAreBounded() throws {
+        let deep = String(repeating: "(", count: 32) + "width > 1" + String(repeating: ")", count: 32)
+        #expect(try VariantQualifier(parsing: deep) == VariantQualifier(parsing: "width > 1"))
+        #expect(throws: VariantQualifier.Problem.self) { try VariantQualifier(parsing: "(" + deep + ")") }
+        #expect(throws: VariantQualifier.Problem.self) { try VariantQualifier(parsing: String(repeating: "!", count: 33) + "width > 1") }
+        #expect(throws: VariantQualifier.Problem.self) { try VariantQualifier(parsing: String(repeating: "(!", count: 10_000)) }
+        let long = Array(repeating: "width > 1", count: 256).joined(separator: " && ")
+        #expect(try VariantQualifier(parsing: long).matches(Self.variants[2]) == true)
+        do {
+            _ = try VariantQualifier(parsing: long + " || height > 1")
+            Issue.record("257 comparisons parsed")
+        } catch {
+            #expect(error.message.contains("more than 256 comparisons"), "\(error)")
+        }
+    }
+
+    /// The canonical text has only the parentheses grouping needs, and reads back as the same
+    /// qualifier; a flat chain of the longest length allowed does too (with a pair of
+    /// parentheses per operator it read back 255 levels deep, past the bound).
     @Test func canonicalTextParsesToTheSameQualifier() throws {
         let qualifier = try VariantQualifier(parsing: "!(a.b == 1)".replacingOccurrences(of: "a.b", with: "audio.channels")
             + " || videoRange == PQ && peakBitRate < 5000000")
         #expect(try VariantQualifier(parsing: qualifier.description) == qualifier)
+        #expect(qualifier.description == "!audio.channels == 1 || videoRange == PQ && peakBitRate < 5000000")
+        let grouped = try VariantQualifier(parsing: "width > 1 && (height > 1 || !(frameRate > 30 && width < 9)) || height < 2")
+        #expect(grouped.description == "width > 1 && (height > 1 || !(frameRate > 30 && width < 9)) || height < 2")
+        let long = try VariantQualifier(parsing: Array(repeating: "width > 1", count: 256).joined(separator: " && "))
+        #expect(try VariantQualifier(parsing: long.description) == long)
     }
 }
