@@ -41,6 +41,10 @@ import Testing
         let (status, report) = try conformance(in: host, ["127.0.0.1:7000"])
         #expect(report.ids("fail").isEmpty, "\(report.summary)")
         #expect(report.ids("pass").count >= 30, "\(report.summary)")
+        // The AirPlay 2 stream checks need transient pairing, PTP and buffered audio: all on by default.
+        for id in ["airplay2.session", "airplay2.realtime-stream", "airplay2.buffered-stream"] {
+            #expect(report.checks[id]?.result == "pass", "\(id): \(report.checks[id]?.detail ?? "not run")")
+        }
         #expect(status == 0)
         print("measure: airplay conformance → airplayd: \(report.ids("pass").count) passed, \(report.ids("skip").count) skipped "
               + "(\(report.ids("skip").joined(separator: ", ")))")

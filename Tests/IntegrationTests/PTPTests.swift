@@ -107,9 +107,14 @@ import Testing
         }
         #expect(master.isRunning && ptp4l.isRunning, "\(master.stderr)\(ptp4l.stdout)")
         #expect(offsets.count >= 15, "\(ptp4l.stdout.suffix(1000))")
-        #expect(offsets.allSatisfy { abs($0) < 10_000 }, "ptp4l's offsets from our grandmaster: \(offsets) ns")
-        #expect(delays.contains { $0 > 0 && $0 < 1_000_000 }, "ptp4l measured a path delay with our Delay_Resps: \(delays)")
+        // Software timestamps on a loaded two-core machine: the typical offset is under a
+        // microsecond, and one sample now and then is late by a scheduler wake-up (10.4 µs once
+        // in CI). Rooms in step need well under a millisecond: the typical offset is held to
+        // 5 µs and every one to 50 µs (between two and three frames at 48 kHz).
         let sorted = offsets.map(abs).sorted()
+        #expect(!sorted.isEmpty && sorted[sorted.count / 2] < 5_000, "ptp4l's offsets from our grandmaster: \(offsets) ns")
+        #expect(offsets.allSatisfy { abs($0) < 50_000 }, "ptp4l's offsets from our grandmaster: \(offsets) ns")
+        #expect(delays.contains { $0 > 0 && $0 < 1_000_000 }, "ptp4l measured a path delay with our Delay_Resps: \(delays)")
         print("measure: ptp4l following airplay ptp-master: |offset| p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ns, max \(sorted.last ?? -1) ns, path delay \(delays.last ?? -1) ns")
     }
 }

@@ -8,10 +8,65 @@ import Foundation
 /// on a connection that was never paired. Skipped for receivers that advertise no AirPlay 2
 /// (neither unified media control nor CoreUtils pairing, the bits pyatv chooses AirPlay 2 by).
 enum AirPlay2Checks {
-    static let all = [info, recordKey, setupInClear, session]
+    static let all = [info, recordKey, setupInClear, session, realtimeStream, bufferedStream]
 
     static let session = ConformanceCheck("airplay2.session", "airplay2.md §3 SETUP, phase 1, and §4 The event channel",
                                           "after transient pairing, a session SETUP answers an eventPort whose channel opens encrypted") { probe in
+        await pairedSession(probe) { client in
+            let session = try await AirPlay2SenderSession.start(client: client, timingPort: probe.udpPorts().timing)
+            await session.close()
+            return .passed("transient pair-setup, encrypted SETUP, event channel open")
+        }
+    }
+
+    static let realtimeStream = ConformanceCheck("airplay2.realtime-stream", "airplay2.md §5 SETUP, phase 2: the stream",
+                                                 "after phase 1, a realtime ALAC stream (type 96) SETUP answers its dataPort and controlPort, and RECORD is taken") { probe in
+        await pairedSession(probe) { client in
+            let ports = probe.udpPorts()
+            let session = try await AirPlay2SenderSession.start(client: client, timingPort: ports.timing)
+            defer { Task { await session.close() } }
+            let reply = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
+                "type": .integer(96), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(352), "sr": .integer(44100),
+                "shk": .data(SecureRandom.bytes(32)), "controlPort": .integer(Int64(ports.control)),
+                "latencyMin": .integer(11025), "latencyMax": .integer(88200), "isMedia": .bool(true), "audioMode": .string("default"),
+                "streamConnectionID": .integer(Int64(UInt32.random(in: 1...UInt32.max))), "supportsDynamicStreamID": .bool(false),
+            ])])])
+            guard let data = streamPort(reply, "dataPort"), let control = streamPort(reply, "controlPort") else {
+                return .failed("the stream SETUP answered no dataPort and controlPort: \(reply)")
+            }
+            try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=1;rtptime=0"])
+            return .passed("dataPort \(data), controlPort \(control), RECORD 200")
+        }
+    }
+
+    static let bufferedStream = ConformanceCheck("airplay2.buffered-stream", "airplay2.md §12 Buffered audio (type 103) on PTP",
+                                                 "with buffered audio advertised (bit 40), a PTP session's buffered stream (type 103) SETUP answers a dataPort that takes a TCP connection") { probe in
+        guard let features = await airPlay2Features(probe) else { return .skipped("the receiver advertises no AirPlay 2") }
+        guard features.contains(.bufferedAudio) else { return .skipped("no buffered audio (bit 40) is advertised") }
+        return await pairedSession(probe) { client in
+            let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
+            let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
+            let session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
+            defer { Task { await session.close() } }
+            try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=0;rtptime=0"])
+            try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
+                                     contentType: "/peer-list-changed")
+            let reply = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
+                "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(352),
+                "sr": .integer(44100), "ss": .integer(16), "shk": .data(SecureRandom.bytes(32)), "audioMode": .string("default"),
+                "streamConnectionID": .integer(Int64(UInt32.random(in: 1...UInt32.max))), "supportsDynamicStreamID": .bool(false),
+            ])])])
+            guard let data = streamPort(reply, "dataPort") else { return .failed("the buffered SETUP answered no dataPort: \(reply)") }
+            let connection = try BufferedDataConnection(host: remote, port: data)
+            connection.close()
+            return .passed("dataPort \(data) takes a TCP connection")
+        }
+    }
+
+    /// Runs `body` on a connection of its own, encrypted by a transient pair-setup; tears the
+    /// session down after it. Skipped for receivers that offer no transient pairing.
+    private static func pairedSession(_ probe: ConformanceProbe,
+                                      _ body: (RAOPClient) async throws -> ConformanceOutcome) async -> ConformanceOutcome {
         guard let features = await airPlay2Features(probe) else { return .skipped("the receiver advertises no AirPlay 2") }
         guard !features.isDisjoint(with: [.systemPairing, .coreUtilsPairing]) else { return .skipped("no transient pairing is offered") }
         return await probe.withConnection { connection in
@@ -19,16 +74,22 @@ enum AirPlay2Checks {
                 try await connection.pairTransient(identity: PairingIdentity(identifier: UUID().uuidString.lowercased(),
                                                                              key: Ed25519SigningKey.generate()))
                 let client = RAOPClient(connection: connection, identity: probe.identity, password: nil)
-                let session = try await AirPlay2SenderSession.start(client: client, timingPort: probe.udpPorts().timing)
-                await session.close()
+                let outcome = try await body(client)
                 _ = try? await client.request("TEARDOWN")
-                return .passed("transient pair-setup, encrypted SETUP, event channel open")
+                return outcome
             } catch let error as SenderError {
                 return .failed(error.message)
             } catch {
                 return .failed("\(error)")
             }
         }
+    }
+
+    /// A port of the first stream a phase 2 answer describes.
+    private static func streamPort(_ reply: PropertyList, _ key: String) -> Int? {
+        guard case .array(let streams)? = reply["streams"], let port = streams.first?[key]?.integerValue,
+              (1...65535).contains(port) else { return nil }
+        return Int(port)
     }
 
     static let info = ConformanceCheck("airplay2.info", "airplay2.md §1 Turning it on, and what is advertised",
