@@ -294,9 +294,23 @@ public final class RAOPLink: @unchecked Sendable {
         if let controlAddress { send(sync.bytes, to: controlAddress) }
     }
 
-    /// Asks the receiver for its clock (receivers that answer show their round trip).
+    /// Timing requests sent so far (by the streamer's thread).
+    private let timingRequestsSent = NIOLockedValueBox(0)
+    /// Timing requests a receiver may leave unanswered before it is asked no more. In RAOP the
+    /// receiver times the sender, not the other way round: airplayd answers ours, shairport-sync
+    /// 3.3.8 logs each as an unknown packet type, so one that answers neither of the first two hears
+    /// no more of them.
+    static let unansweredTimingRequests = 2
+
+    /// Asks the receiver for its clock (receivers that answer show their round trip); nothing
+    /// once it has left the first `unansweredTimingRequests` unanswered.
     public func sendTimingRequest() {
         guard let timingAddress else { return }
+        let sent = timingRequestsSent.withLockedValue { count in
+            count += 1
+            return count
+        }
+        guard sent <= Self.unansweredTimingRequests || !roundTrips.withLockedValue(\.isEmpty) else { return }
         send(RAOPTiming(origin: 0, receive: 0, transmit: RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)).bytes(reply: false),
              to: timingAddress)
     }
