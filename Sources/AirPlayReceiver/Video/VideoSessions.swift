@@ -53,6 +53,9 @@ public final class VideoSessions: Sendable {
     public let gateway: HLSGateway?
     /// The box's now-playing state, which video sessions appear in too.
     let nowPlaying: NowPlaying?
+    /// Recent `/playback-info` answers, for senders polling together.
+    private let playbackInfoCache = PlaybackInfoCache()
+    private let clock = SystemClock()
 
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
@@ -76,6 +79,7 @@ public final class VideoSessions: Sendable {
 
     /// Answers one video request.
     public func answer(_ request: AirPlayRequest) -> VideoAnswer {
+        if request.path != "/playback-info" { playbackInfoCache.clear() }
         switch request.path {
         case "/play": return play(request)
         case "/playback-info": return .now(playbackInfo(request))
@@ -143,6 +147,8 @@ public final class VideoSessions: Sendable {
                 sendEvent(sessionID: sessionID, state: state)
             }
         }
+        // What the actions changed shows in the next `/playback-info`, not a copy from before.
+        playbackInfoCache.clear()
         return failure
     }
 
@@ -256,6 +262,15 @@ public final class VideoSessions: Sendable {
 
     private func playbackInfo(_ request: AirPlayRequest) -> AirPlayResponse {
         let format = ControlRouter.negotiatePlistFormat(request)
+        let now = clock.now()
+        if let cached = playbackInfoCache.answer(format: format, now: now) { return cached }
+        let generation = playbackInfoCache.generation()
+        let response = renderPlaybackInfo(format: format)
+        playbackInfoCache.store(response, format: format, now: now, generation: generation)
+        return response
+    }
+
+    private func renderPlaybackInfo(format: PropertyListFormat) -> AirPlayResponse {
         guard let (session, player) = currentPlayer() else {
             return ControlRouter.plistResponse(Self.idleInfo(error: nil), format: format)
         }
@@ -417,6 +432,7 @@ public final class VideoSessions: Sendable {
 
     /// A player reported a state (from its own thread): logged, and told to the sender once.
     private func playerChanged(_ id: Machine.PlayerID, status: MediaStatus) {
+        playbackInfoCache.clear()
         let (actions, session) = machine.withLockedValue { machine in
             (machine.playerChanged(id, to: status.state), machine.current.flatMap { $0.player == id ? $0.id : nil })
         }
