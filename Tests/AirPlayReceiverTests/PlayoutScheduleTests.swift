@@ -10,6 +10,17 @@ import Testing
     static let frames = 352
     static let packetSeconds = 352.0 / 44100
 
+    /// A sender's timeline whose clock agrees with ours (one timing exchange at 100 s) and whose
+    /// first sync, stamped `syncStamp` on its clock, says RTP 0 arrived at our `arrival`.
+    static func senderTimeline(syncStamp: Double, arrival: Double) -> SenderTimeline {
+        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
+        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
+                                           transmit: SenderTimeline.ntp(100)), arrival: 100)
+        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(syncStamp), rtpTimeNext: 0, isFirst: true),
+                         arrival: arrival)
+        return timeline
+    }
+
     static func schedule(timeline: (any PlayoutTimeline)? = nil) -> PlayoutSchedule {
         PlayoutSchedule(timeline: timeline, sampleRate: 44100, channels: 2, framesPerPacket: frames, bufferDelay: 0.5)
     }
@@ -109,12 +120,8 @@ import Testing
     /// With the sender's timeline, a frame is written when the sender means it to be heard,
     /// less the output's own delay (a sink that takes 100 ms gets it 100 ms early).
     @Test func theSendersTimelineLessTheOutputDelay() throws {
-        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
         // Our clock and the sender's agree (offset 0); RTP 44100 is heard at sender time 101.
-        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
-                                           transmit: SenderTimeline.ntp(100)), arrival: 100)
-        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(100), rtpTimeNext: 0, isFirst: true),
-                         arrival: 100)
+        let timeline = Self.senderTimeline(syncStamp: 100, arrival: 100)
         let meant = try #require(timeline.localTime(of: 44100))
         #expect(abs(meant - 101) < 1e-6)
         var schedule = Self.schedule(timeline: timeline)
@@ -163,11 +170,7 @@ import Testing
     /// answers) goes on from where the output is: the next packet is due one packet length after
     /// the last, not at the arrival schedule the run started with (0.3 s apart here).
     @Test func losingTheSendersClockMidStreamDoesNotStep() throws {
-        let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
-        timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
-                                           transmit: SenderTimeline.ntp(100)), arrival: 100)
-        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(100.8), rtpTimeNext: 0, isFirst: true),
-                         arrival: 100.75)
+        let timeline = Self.senderTimeline(syncStamp: 100.8, arrival: 100.75)
         var schedule = Self.schedule(timeline: timeline)
         for index in 0..<2 {
             _ = schedule.receive(timestamp: UInt32(index * Self.frames), samples: Self.samples(index), arrival: 100)
