@@ -5,12 +5,12 @@
 /// where queueing on the way can only have made the message later, so the sample's offset is
 /// too small by however long it waited. The fit therefore runs three times: through all samples,
 /// then twice more through those at or above the median residual of the fit before (the
-/// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share. Drift
-/// comes out as the slope, when the samples can tell it: on a link so noisy that the slope's
-/// own uncertainty is above `driftResolution` (tens of milliseconds of jitter over a few
-/// seconds) and the slope is not three times that, a slope would be noise that moves every
-/// frame's time, so the line is level there and follows the clock by being refitted as the
-/// samples slide.
+/// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share, and is
+/// finally raised through the quickest sixteenth. Drift comes out as the slope, when the
+/// samples can tell it: on a link so noisy that the slope's own uncertainty is above
+/// `driftResolution` (milliseconds of jitter over a few seconds) and the plain fit does not
+/// show it clearly, a slope would be noise that moves every frame's time, so the line is level
+/// there and follows the clock by being refitted as the samples slide.
 public struct ClockLine: Hashable, Sendable {
     /// Our time the line is anchored at, in nanoseconds.
     public var local: Int64
@@ -46,11 +46,35 @@ public struct ClockLine: Hashable, Sendable {
         let sloped = luckyFit(samples, anchor: last.local, level: false)
         let span = Double(sloped.span)
         let slopeError = span > 0 ? sloped.line.residual * (12 / Double(sloped.line.samples)).squareRoot() / span : .infinity
-        // A slope is believed when it is known to 20 ppm, or stands well clear of its own noise
-        // (a sender hundreds of ppm off, seen through a noisy timing channel).
-        let believed = slopeError <= driftResolution || abs(sloped.line.drift) >= 3 * slopeError
-        return believed ? sloped.line : luckyFit(samples, anchor: last.local, level: true).line
+        // A slope is believed when it is known to 20 ppm, or when the plain fit through every
+        // sample shows it five of its own standard errors clear of zero (eight fits a second
+        // would meet a three-error fluke within minutes) (a sender hundreds of ppm off, seen
+        // through a noisy link). Only the plain fit's noise is honest there: the lucky passes
+        // choose the samples that agree with the slope they are fitting, so on a jittery link
+        // their small residual made noise look like hundreds of ppm.
+        let plain = line(through: samples, anchor: last.local)
+        let plainSpan = Double(last.local - first.local)
+        let plainError = plain.residual * (12 / Double(samples.count)).squareRoot() / plainSpan
+        let believed = slopeError <= driftResolution || abs(plain.drift) >= 5 * plainError
+        let fitted = believed ? sloped.line : luckyFit(samples, anchor: last.local, level: true).line
+        return fitted.raised(toQuickest: samples)
     }
+
+    /// The same slope, moved up through the quickest sixteenth of `samples` (the mean of their
+    /// residuals): on a jittery link the quickest few of a window tell the clock far better
+    /// than the quickest quarter, whose mean wanders by a millisecond as the window slides.
+    /// The path delay is taken from the same share of Delay_Req answers, so the two biases
+    /// left (the quickest are still a little late) cancel.
+    func raised(toQuickest samples: [(local: Int64, offset: Double)]) -> ClockLine {
+        let residuals = samples.map { $0.offset - offset(at: $0.local) }.sorted(by: >)
+        let quickest = residuals.prefix(Self.quickestCount(of: residuals.count))
+        var line = self
+        line.offset += quickest.reduce(0, +) / Double(quickest.count)
+        return line
+    }
+
+    /// How many of `count` samples count as the quickest: a sixteenth, at least one.
+    public static func quickestCount(of count: Int) -> Int { max(1, count / 16) }
 
     /// Two passes: the first fit leans toward the queued samples, so the upper half of its
     /// residuals may still hold a few that waited a little; the second pass drops those. Returns

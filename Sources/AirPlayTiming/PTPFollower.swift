@@ -15,17 +15,20 @@ import AirPlayWire
 public struct PTPFollower: Sendable {
     /// Limits and rates.
     public struct Configuration: Hashable, Sendable {
-        /// Syncs kept per master for the fit (8 s of Apple's and ptp4l's 8 a second).
-        public var window = 64
+        /// Syncs kept per master for the fit (16 s of Apple's and ptp4l's 8 a second): on a
+        /// jittery link the quickest few of a longer window wander less.
+        public var window = 128
         /// Path delay measurements kept per master: as many as Syncs, so the quickest of each
         /// direction are drawn from samples alike (their biases cancel on a jittery link).
-        public var delayWindow = 64
+        public var delayWindow = 128
         /// A master not heard from for this long is silent (nanoseconds).
         public var silence: Int64 = 2_000_000_000
         /// How long a silent master's last line is still used, then it is forgotten (nanoseconds).
         public var holdover: Int64 = 30_000_000_000
-        /// How often the followed master is sent a Delay_Req (nanoseconds): as often as it sends
-        /// Syncs (ptp4l and our grandmaster answer every one; Apple's may answer none).
+        /// How often the followed master is sent a Delay_Req (nanoseconds) when its Syncs do not
+        /// say how often they come; otherwise as often as they do, within 1/32 s and 1 s, so both
+        /// directions have as many samples (ptp4l and our grandmaster answer every one; Apple's
+        /// may answer none).
         public var delayRequestInterval: Int64 = 125_000_000
         /// The most masters tracked at once; more are ignored (and counted).
         public var maximumMasters = 16
@@ -77,12 +80,14 @@ public struct PTPFollower: Sendable {
         /// Our time and (master minus ours) of each completed Sync, before the path delay.
         var samples: [(local: Int64, offset: Double)] = []
         var pendingRequests: [UInt16: Int64] = [:]
+        /// The Sync interval its last Sync gave (nanoseconds), if it gave a plausible one.
+        var syncInterval: Int64?
         /// Each answered Delay_Req: our send time and the master's receive time minus it.
         var requests: [(sent: Int64, masterMinusSent: Int64)] = []
         var line: ClockLine?
 
-        /// The path delay: the mean of the quickest quarter of the measurements (queueing only
-        /// adds). A Sync's (t2 - t1) plus a request's (t4 - t3) is twice the path delay, and the
+        /// The path delay: the mean of the quickest sixteenth of the measurements (queueing
+        /// only adds; the Syncs' line is raised through the same share of theirs). A Sync's (t2 - t1) plus a request's (t4 - t3) is twice the path delay, and the
         /// Syncs' line taken at t3 stands for a (t2 - t1) measured then. The line in force now
         /// is the one used for every request, so early requests, answered while the line was
         /// still settling, are as good as late ones: the lucky Syncs and the lucky requests
@@ -90,7 +95,7 @@ public struct PTPFollower: Sendable {
         var pathDelay: Int64? {
             guard let line, !requests.isEmpty else { return nil }
             let delays = requests.map { Double($0.masterMinusSent) - line.offset(at: $0.sent) }.sorted()
-            let quickest = delays.prefix(max(1, delays.count / 4))
+            let quickest = delays.prefix(ClockLine.quickestCount(of: delays.count))
             return max(0, Int64((quickest.reduce(0, +) / Double(quickest.count) / 2).rounded()))
         }
     }
@@ -156,6 +161,8 @@ public struct PTPFollower: Sendable {
             master.announce = announce
         case .sync(let origin):
             let correction = message.header.correctionNanoseconds
+            let log = message.header.logInterval
+            master.syncInterval = (-5...0).contains(log) ? 1_000_000_000 >> Int64(-log) : nil
             if message.header.isTwoStep {
                 pairSync(in: &master, sequence: message.header.sequence) { pending in
                     pending.arrival = local
@@ -205,10 +212,10 @@ public struct PTPFollower: Sendable {
     public mutating func tick(now: Int64) -> [Action] {
         masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
         guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
-        nextRequest = now + configuration.delayRequestInterval
+        nextRequest = now + (master.syncInterval ?? configuration.delayRequestInterval)
         requestSequence &+= 1
         master.pendingRequests[requestSequence] = now
-        if master.pendingRequests.count > 4, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
+        if master.pendingRequests.count > 8, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
             master.pendingRequests[oldest] = nil
         }
         masters[key] = master
