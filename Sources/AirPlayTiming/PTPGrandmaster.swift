@@ -10,15 +10,31 @@ import Synchronization
 /// carrying the kernel's send stamp, an Announce each second, and a Delay_Resp to every
 /// Delay_Req with the kernel's receive stamp.
 ///
+/// A follower's first `quickStart` seconds get a Sync 32 times a second (saying so in the
+/// Syncs' log interval, so a follower of ours asks for path delays as often): the first frame
+/// sounds a second or so after a receiver is set up, and on a jittery link the follower's
+/// line is only as good as the quickest of the Syncs it has by then.
+///
 /// Binding UDP 319 and 320 needs root or `CAP_NET_BIND_SERVICE`; without it the sender says so.
 public final class PTPGrandmaster: Sendable {
     /// Our port identity, in every message (the clock id receivers know the timeline by).
     public let identity: PTPPortIdentity
     private let announce: PTPAnnounce
     private let sockets: (event: Int32, general: Int32)
-    private let followers = Mutex<Set<String>>([])
+    private let followers = Mutex<[String: Follower]>([:])
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
+
+    /// How long a new follower gets Syncs at the quick rate (nanoseconds).
+    public static let quickStart: Int64 = 3_000_000_000
+    /// The Sync intervals as PTP log2 seconds: 1/8 s, and 1/32 s while a follower is new.
+    static let (syncLogInterval, quickSyncLogInterval): (Int8, Int8) = (-3, -5)
+
+    /// One follower: when it was added (monotonic nanoseconds), and its own Sync sequence.
+    private struct Follower {
+        var added: Int64
+        var sequence: UInt16 = 0
+    }
 
     /// Binds the PTP ports and starts serving time to the followers added later.
     /// - Parameter priority1: lower wins a follower's choice among masters (ptp4l's default 128).
@@ -51,12 +67,13 @@ public final class PTPGrandmaster: Sendable {
 
     /// Serves time to `address` (IPv4) from now on.
     public func addFollower(_ address: String) {
-        followers.withLock { _ = $0.insert(address) }
+        let now = PTPSockets.monotonicNanoseconds()
+        followers.withLock { if $0[address] == nil { $0[address] = Follower(added: now) } }
     }
 
     /// Stops serving time to `address`.
     public func removeFollower(_ address: String) {
-        followers.withLock { _ = $0.remove(address) }
+        followers.withLock { _ = $0.removeValue(forKey: address) }
     }
 
     /// Stops the thread, which closes the sockets within 20 ms.
@@ -66,15 +83,15 @@ public final class PTPGrandmaster: Sendable {
 
     private func run() {
         var buffer = [UInt8](repeating: 0, count: 1500)
-        var syncSequence: UInt16 = 0
         var announceSequence: UInt16 = 0
+        var tick: UInt64 = 0
         var nextSync = PTPSockets.monotonicNanoseconds()
         var nextAnnounce = nextSync
         while !stopped.load(ordering: .acquiring) {
-            PTPSockets.wait([sockets.event], milliseconds: 20)
+            PTPSockets.wait([sockets.event], milliseconds: 10)
             answerDelayRequests(buffer: &buffer)
             let now = PTPSockets.monotonicNanoseconds()
-            let targets = followers.withLock { Array($0) }
+            let targets = followers.withLock { Array($0.keys) }
             if now >= nextAnnounce {
                 nextAnnounce += 1_000_000_000
                 announceSequence &+= 1
@@ -83,9 +100,20 @@ public final class PTPGrandmaster: Sendable {
                 for target in targets { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
             }
             if now >= nextSync {
-                nextSync = max(nextSync + 125_000_000, now - 125_000_000)
-                syncSequence &+= 1
-                for target in targets { sendSync(to: target, sequence: syncSequence) }
+                // Ticks every 1/32 s; a settled follower gets every fourth.
+                nextSync = max(nextSync + 31_250_000, now - 31_250_000)
+                tick &+= 1
+                let due = followers.withLock { followers -> [(String, UInt16, Int8)] in
+                    var due: [(String, UInt16, Int8)] = []
+                    for (address, follower) in followers {
+                        let quick = now - follower.added < Self.quickStart
+                        guard quick || tick % 4 == 0 else { continue }
+                        followers[address]?.sequence &+= 1
+                        due.append((address, follower.sequence &+ 1, quick ? Self.quickSyncLogInterval : Self.syncLogInterval))
+                    }
+                    return due
+                }
+                for (target, sequence, interval) in due { sendSync(to: target, sequence: sequence, logInterval: interval) }
             }
         }
         close(sockets.event)
@@ -93,13 +121,13 @@ public final class PTPGrandmaster: Sendable {
     }
 
     /// A two-step Sync, then its Follow_Up with the time the kernel says it left.
-    private func sendSync(to target: String, sequence: UInt16) {
-        let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: -3),
+    private func sendSync(to target: String, sequence: UInt16, logInterval: Int8) {
+        let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: logInterval),
                               body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))
         let before = Self.now()
         guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort) else { return }
         let sent = PTPSockets.transmitStamp(sockets.event, fallback: before)
-        let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: -3),
+        let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: logInterval),
                                   body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
         PTPSockets.send(followUp.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort)
     }
