@@ -26,7 +26,7 @@ public struct PTPFollower: Sendable {
         /// How long a silent master's last line is still used, then it is forgotten (nanoseconds).
         public var holdover: Int64 = 30_000_000_000
         /// How often the followed master is sent a Delay_Req (nanoseconds) when its Syncs do not
-        /// say how often they come; otherwise as often as they do, within 1/32 s and 1 s, so both
+        /// say how often they come; otherwise as often as they do, within 1/64 s and 1 s, so both
         /// directions have as many samples (ptp4l and our grandmaster answer every one; Apple's
         /// may answer none).
         public var delayRequestInterval: Int64 = 125_000_000
@@ -162,7 +162,7 @@ public struct PTPFollower: Sendable {
         case .sync(let origin):
             let correction = message.header.correctionNanoseconds
             let log = message.header.logInterval
-            master.syncInterval = (-5...0).contains(log) ? 1_000_000_000 >> Int64(-log) : nil
+            master.syncInterval = (-6...0).contains(log) ? 1_000_000_000 >> Int64(-log) : nil
             if message.header.isTwoStep {
                 pairSync(in: &master, sequence: message.header.sequence) { pending in
                     pending.arrival = local

@@ -10,7 +10,7 @@ import Synchronization
 /// carrying the kernel's send stamp, an Announce each second, and a Delay_Resp to every
 /// Delay_Req with the kernel's receive stamp.
 ///
-/// A follower's first `quickStart` seconds get a Sync 32 times a second (saying so in the
+/// A follower's first `quickStart` seconds get a Sync 64 times a second (saying so in the
 /// Syncs' log interval, so a follower of ours asks for path delays as often): the first frame
 /// sounds a second or so after a receiver is set up, and on a jittery link the follower's
 /// line is only as good as the quickest of the Syncs it has by then.
@@ -26,9 +26,9 @@ public final class PTPGrandmaster: Sendable {
     private let logger: Logger
 
     /// How long a new follower gets Syncs at the quick rate (nanoseconds).
-    public static let quickStart: Int64 = 3_000_000_000
-    /// The Sync intervals as PTP log2 seconds: 1/8 s, and 1/32 s while a follower is new.
-    static let (syncLogInterval, quickSyncLogInterval): (Int8, Int8) = (-3, -5)
+    public static let quickStart: Int64 = 2_000_000_000
+    /// The Sync intervals as PTP log2 seconds: 1/8 s, and 1/64 s while a follower is new.
+    static let (syncLogInterval, quickSyncLogInterval): (Int8, Int8) = (-3, -6)
 
     /// One follower: when it was added (monotonic nanoseconds), and its own Sync sequence.
     private struct Follower {
@@ -88,7 +88,7 @@ public final class PTPGrandmaster: Sendable {
         var nextSync = PTPSockets.monotonicNanoseconds()
         var nextAnnounce = nextSync
         while !stopped.load(ordering: .acquiring) {
-            PTPSockets.wait([sockets.event], milliseconds: 10)
+            PTPSockets.wait([sockets.event], milliseconds: 5)
             answerDelayRequests(buffer: &buffer)
             let now = PTPSockets.monotonicNanoseconds()
             let targets = followers.withLock { Array($0.keys) }
@@ -100,14 +100,14 @@ public final class PTPGrandmaster: Sendable {
                 for target in targets { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
             }
             if now >= nextSync {
-                // Ticks every 1/32 s; a settled follower gets every fourth.
-                nextSync = max(nextSync + 31_250_000, now - 31_250_000)
+                // Ticks every 1/64 s; a settled follower gets every eighth.
+                nextSync = max(nextSync + 15_625_000, now - 15_625_000)
                 tick &+= 1
                 let due = followers.withLock { followers -> [(String, UInt16, Int8)] in
                     var due: [(String, UInt16, Int8)] = []
                     for (address, follower) in followers {
                         let quick = now - follower.added < Self.quickStart
-                        guard quick || tick % 4 == 0 else { continue }
+                        guard quick || tick % 8 == 0 else { continue }
                         followers[address]?.sequence &+= 1
                         due.append((address, follower.sequence &+ 1, quick ? Self.quickSyncLogInterval : Self.syncLogInterval))
                     }

@@ -260,7 +260,7 @@ import Testing
 
     /// A master behind a bad Wi-Fi link, simulated millisecond by millisecond: every message
     /// each way takes 10 to 30 ms (uniformly, so they overtake each other), one in twenty up to
-    /// 5 ms more. Like our grandmaster, it sends 32 Syncs a second for the first 3 s (saying so
+    /// 5 ms more. Like our grandmaster, it sends 64 Syncs a second for the first 2 s (saying so
     /// in their log interval), then 8. Returns the follower's error (ms) at each of `checkpoints`
     /// (ms from the first Sync), and the largest drift its line ever had.
     func jitteryLink(seed: UInt64, checkpoints: [Int64], quickStart: Bool = true) -> (errors: [Double], largestDrift: Double) {
@@ -277,9 +277,9 @@ import Testing
         var sequence: UInt16 = 0, nextSync: Int64 = 0
         for now in stride(from: Int64(0), through: (checkpoints.last ?? 0) * ms, by: Int(ms)) {
             if now >= nextSync {
-                let quick = quickStart && now < 3_000 * ms
+                let quick = quickStart && now < 2_000 * ms
                 sequence &+= 1
-                let interval: Int8 = quick ? -5 : -3
+                let interval: Int8 = quick ? -6 : -3
                 if sequence % 8 == 1 {
                     inFlight.append((now + delay(), PTPMessage(header: PTPHeader(type: .announce, source: source, sequence: sequence),
                                                                body: .announce(PTPAnnounce(grandmasterIdentity: 0xA)))))
@@ -288,7 +288,7 @@ import Testing
                                                            body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))))
                 inFlight.append((now + delay(), PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: sequence, logInterval: interval),
                                                            body: .followUp(PTPTimestamp(totalNanoseconds: now + offset)))))
-                nextSync += quick ? 31 * ms : 125 * ms
+                nextSync += quick ? 15_625_000 : 125 * ms
             }
             for case .sendDelayRequest(let request, _) in follower.tick(now: now) {
                 follower.delayRequestSent(sequence: request.header.sequence, at: now)

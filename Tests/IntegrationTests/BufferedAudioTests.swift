@@ -289,8 +289,8 @@ final class HiResSweep: @unchecked Sendable {
         let comparison = sweep.compare(played)
         // What holds the follower on this link (`PTPFollowerTests` keeps the figures): its line
         // goes through the quickest sixteenth of 16 s of Syncs, a slope is believed only when
-        // the plain fit shows it, and our grandmaster sends 32 Syncs a second for a receiver's
-        // first 3 s, so the error it has when the first frame sounds (and keeps) is small.
+        // the plain fit shows it, and our grandmaster sends 64 Syncs a second for a receiver's
+        // first 2 s, so the error it has when the first frame sounds (and keeps) is small.
         #expect(inStep(report.skews), "\(report.line)")
         #expect(report.sameSamples, "\(report.line)")
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); the follower mid-stream: \(clock)")
