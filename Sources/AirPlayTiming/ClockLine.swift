@@ -47,11 +47,11 @@ public struct ClockLine: Hashable, Sendable {
         let span = Double(sloped.span)
         let slopeError = span > 0 ? sloped.line.residual * (12 / Double(sloped.line.samples)).squareRoot() / span : .infinity
         // A slope is believed when it is known to 20 ppm, or when the plain fit through every
-        // sample shows it five of its own standard errors clear of zero (eight fits a second
-        // would meet a three-error fluke within minutes) (a sender hundreds of ppm off, seen
-        // through a noisy link). Only the plain fit's noise is honest there: the lucky passes
-        // choose the samples that agree with the slope they are fitting, so on a jittery link
-        // their small residual made noise look like hundreds of ppm.
+        // sample shows it five of its own standard errors clear of zero: a sender hundreds of
+        // ppm off, seen through a noisy link. (Eight fits a second would meet a three-error
+        // fluke within minutes.) Only the plain fit's noise is honest here: the lucky passes
+        // keep the samples that agree with the slope they fit, so on a jittery link their
+        // small residual made noise look like hundreds of ppm.
         let plain = line(through: samples, anchor: last.local)
         let plainSpan = Double(last.local - first.local)
         let plainError = plain.residual * (12 / Double(samples.count)).squareRoot() / plainSpan

@@ -87,8 +87,9 @@ public struct PTPFollower: Sendable {
         var line: ClockLine?
 
         /// The path delay: the mean of the quickest sixteenth of the measurements (queueing
-        /// only adds; the Syncs' line is raised through the same share of theirs). A Sync's (t2 - t1) plus a request's (t4 - t3) is twice the path delay, and the
-        /// Syncs' line taken at t3 stands for a (t2 - t1) measured then. The line in force now
+        /// only adds; the Syncs' line is raised through the same share of theirs). A Sync's
+        /// (t2 - t1) plus a request's (t4 - t3) is twice the path delay, and the Syncs' line
+        /// taken at t3 stands for a (t2 - t1) measured then. The line in force now
         /// is the one used for every request, so early requests, answered while the line was
         /// still settling, are as good as late ones: the lucky Syncs and the lucky requests
         /// meet half way, whatever the link's queueing.
@@ -208,11 +209,13 @@ public struct PTPFollower: Sendable {
     }
 
     /// Time passes: forgets masters silent beyond the holdover, and asks the followed master
-    /// for a path delay measurement every `delayRequestInterval`.
+    /// for a path delay measurement as often as its Syncs come (`delayRequestInterval`).
     public mutating func tick(now: Int64) -> [Action] {
         masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
         guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
-        nextRequest = now + (master.syncInterval ?? configuration.delayRequestInterval)
+        // Keeps the cadence when ticks come a little late; starts afresh when far behind.
+        let interval = master.syncInterval ?? configuration.delayRequestInterval
+        nextRequest = nextRequest + interval > now ? nextRequest + interval : now + interval
         requestSequence &+= 1
         master.pendingRequests[requestSequence] = now
         if master.pendingRequests.count > 8, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
