@@ -77,8 +77,11 @@ enum WireTargets {
     }
 
     /// PTP (IEEE 1588 v2) event and general messages, and the datagrams airplayd instances share
-    /// one PTP follower with. Each reads back as written.
-    static let ptp = FuzzTarget("ptp", "PTP messages and the PTP-share datagrams between instances") { bytes in
+    /// one PTP follower with. Each reads back as written. Then the follower takes what any host
+    /// on the LAN may send it: the input as up to 32 records (a length byte, then a datagram),
+    /// arriving 10 ms apart, its Delay_Reqs sent as it asks; its clock is then read both ways,
+    /// as an anchor would (any time a sender names).
+    static let ptp = FuzzTarget("ptp", "PTP messages and the PTP-share datagrams between instances, and a follower fed them") { bytes in
         if let message = try? PTPMessage.decode(bytes) {
             let written = message.encoded()
             precondition((try? PTPMessage.decode(written))?.encoded() == written, "a PTP message does not read back as written")
@@ -87,8 +90,33 @@ enum WireTargets {
             // Compared as bytes: a NaN read from the wire never equals itself.
             let written = shared.encoded()
             precondition(PTPShareMessage.decode(written)?.encoded() == written, "a share message does not read back as written")
+            if case .snapshot(let masters) = shared {
+                for master in masters { _ = master.masterTime(at: 1_000_000_000_000).map { master.localTime(ofMaster: $0, near: 1_000_000_000_000) } }
+            }
         }
+        var follower = PTPFollower(identity: ptpIdentity)
+        var rest = bytes[...]
+        var now: Int64 = 1_000_000_000_000
+        for _ in 0..<32 {
+            guard let length = rest.popFirst() else { break }
+            if let message = try? PTPMessage.decode(Array(rest.prefix(Int(length)))) {
+                follower.receive(message, from: "10.0.0.1", at: now)
+            }
+            rest = rest.dropFirst(Int(length))
+            for case .sendDelayRequest(let request, _) in follower.tick(now: now) {
+                follower.delayRequestSent(sequence: request.header.sequence, at: now + 50_000)
+            }
+            now += 10_000_000
+        }
+        let master = follower.masterTime(at: now)
+        for time in [master, Int64.min, Int64.max, bytes.first.map { Int64($0) << 56 }].compactMap({ $0 }) {
+            _ = follower.localTime(ofMaster: time, now: now)
+        }
+        _ = follower.statuses(now: now)
     }
+
+    /// The follower's own port identity in the `ptp` target (its Delay_Resps name it).
+    static let ptpIdentity = PTPPortIdentity(clockIdentity: 0x02FC_00FF_FE00_0001, port: 1)
 
     /// DMAP track metadata as RAOP senders send it.
     static let dmap = FuzzTarget("dmap", "DMAP metadata bodies (SET_PARAMETER application/x-dmap-tagged)") { bytes in

@@ -24,10 +24,18 @@ public struct ClockLine: Hashable, Sendable {
     public var residual: Double
 
     /// The remote clock minus ours at our time `time`.
-    public func offset(at time: Int64) -> Double { offset + drift * Double(time - local) }
+    public func offset(at time: Int64) -> Double { offset + drift * Double(time &- local) }
 
     /// The remote clock's time at our time `time`.
-    public func remoteTime(at time: Int64) -> Int64 { time + Int64(offset(at: time).rounded()) }
+    public func remoteTime(at time: Int64) -> Int64 { time &+ Self.nanoseconds(offset(at: time)) }
+
+    /// `value` rounded to whole nanoseconds, within ±`PTPFollower.largestOffset` (0 for NaN):
+    /// a line read from a peer may hold anything, and converting it must not trap.
+    public static func nanoseconds(_ value: Double) -> Int64 {
+        guard value.isFinite else { return 0 }
+        let limit = Double(PTPFollower.largestOffset)
+        return Int64(min(limit, max(-limit, value)).rounded())
+    }
 
     /// Drift beyond this is a broken clock, not a crystal.
     public static let maximumDrift = 500e-6

@@ -23,16 +23,21 @@ extension PTPFollower.MasterStatus {
     /// The master's time at our time `now`: its line plus the path delay (zero when it never
     /// answered a Delay_Req).
     public func masterTime(at now: Int64) -> Int64? {
-        line.map { $0.remoteTime(at: now) + (pathDelay ?? 0) }
+        line.map { $0.remoteTime(at: now) &+ (pathDelay ?? 0) }
     }
 
-    /// Our time at which the master's clock reads `masterTime`, for a moment near our `now`.
+    /// Our time at which the master's clock reads `masterTime`, for a moment near our `now`;
+    /// nil when that is beyond our clock (`masterTime` comes from a sender's anchor).
     public func localTime(ofMaster masterTime: Int64, near now: Int64) -> Int64? {
         guard let line else { return nil }
         let delay = Double(pathDelay ?? 0)
         // master = local + line(local) + delay; the line's slope is tiny, so two steps settle it.
-        var local = masterTime - Int64((line.offset(at: now) + delay).rounded())
-        local = masterTime - Int64((line.offset(at: local) + delay).rounded())
+        var local = masterTime
+        for near in [now, nil] {
+            let (result, overflow) = masterTime.subtractingReportingOverflow(ClockLine.nanoseconds(line.offset(at: near ?? local) + delay))
+            if overflow { return nil }
+            local = result
+        }
         return local
     }
 

@@ -79,14 +79,14 @@ public final class PTPClockService: PTPClock {
     public func status() -> JSONValue {
         let now = PTPSockets.monotonicNanoseconds()
         let wall = PTPSockets.realtimeNanoseconds()
-        let (statuses, masterTime, ignored, unmatched) = follower.withLock {
-            ($0.statuses(now: now), $0.masterTime(at: now), $0.ignored, $0.unmatched)
+        let (statuses, masterTime, ignored, unmatched, implausible) = follower.withLock {
+            ($0.statuses(now: now), $0.masterTime(at: now), $0.ignored, $0.unmatched, $0.implausible)
         }
         let clocks = statuses.map(\.json)
         return .object([
             "clocks": .array(clocks),
-            "offset_to_system_clock_ns": masterTime.map { .integer(Int($0 - wall)) } ?? .null,
-            "ignored": .integer(ignored), "unmatched": .integer(unmatched),
+            "offset_to_system_clock_ns": masterTime.map { .integer(Int($0 &- wall)) } ?? .null,
+            "ignored": .integer(ignored), "unmatched": .integer(unmatched), "implausible": .integer(implausible),
             "malformed": .integer(malformed.load(ordering: .relaxed)),
         ])
     }

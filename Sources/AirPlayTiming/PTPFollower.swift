@@ -97,7 +97,8 @@ public struct PTPFollower: Sendable {
             guard let line, !requests.isEmpty else { return nil }
             let delays = requests.map { Double($0.masterMinusSent) - line.offset(at: $0.sent) }.sorted()
             let quickest = delays.prefix(ClockLine.quickestCount(of: delays.count))
-            return max(0, Int64((quickest.reduce(0, +) / Double(quickest.count) / 2).rounded()))
+            let delay = ClockLine.nanoseconds(quickest.reduce(0, +) / Double(quickest.count) / 2)
+            return min(PTPFollower.longestPathDelay, max(0, delay))
         }
     }
 
@@ -114,6 +115,16 @@ public struct PTPFollower: Sendable {
     public private(set) var ignored = 0
     /// Syncs, Follow_Ups and Delay_Resps that matched nothing (lost partners, stale sequence numbers).
     public private(set) var unmatched = 0
+    /// Syncs, Follow_Ups and Delay_Resps with times no clock could have: dropped.
+    public private(set) var implausible = 0
+
+    /// The largest offset between a master's clock and ours taken as a clock's: 2^62 ns, 146
+    /// years (PTP counts from 1970, our monotonic clock from boot). Any UDP datagram may claim
+    /// a time; beyond this it is a broken or hostile master, and its times would overflow on
+    /// the way to a frame's.
+    public static let largestOffset: Int64 = 1 << 62
+    /// The longest path delay believed (a second is no network's).
+    public static let longestPathDelay: Int64 = 1_000_000_000
 
     /// A follower with our port identity.
     public init(identity: PTPPortIdentity, configuration: Configuration = Configuration()) {
@@ -169,18 +180,28 @@ public struct PTPFollower: Sendable {
                     pending.arrival = local
                     pending.syncCorrection = correction
                 }
+            } else if let origin = Self.sum(origin.totalNanoseconds, correction) {
+                addSample(to: &master, arrival: local, origin: origin)
             } else {
-                addSample(to: &master, arrival: local, origin: origin.totalNanoseconds + correction)
+                implausible += 1
             }
         case .followUp(let precise):
+            guard let origin = Self.sum(precise.totalNanoseconds, message.header.correctionNanoseconds) else {
+                implausible += 1
+                break
+            }
             pairSync(in: &master, sequence: message.header.sequence) { pending in
-                pending.preciseOrigin = precise.totalNanoseconds + message.header.correctionNanoseconds
+                pending.preciseOrigin = origin
             }
         case .delayResponse(let received, let requester):
             guard requester == identity else { break }
             if let sent = master.pendingRequests.removeValue(forKey: message.header.sequence) {
-                let masterReceived = received.totalNanoseconds - message.header.correctionNanoseconds
-                master.requests.append((sent, masterReceived - sent))
+                guard let masterReceived = Self.sum(received.totalNanoseconds, -message.header.correctionNanoseconds),
+                      let masterMinusSent = Self.offset(masterReceived, from: sent) else {
+                    implausible += 1
+                    break
+                }
+                master.requests.append((sent, masterMinusSent))
                 if master.requests.count > configuration.delayWindow { master.requests.removeFirst() }
             } else {
                 unmatched += 1
@@ -198,7 +219,11 @@ public struct PTPFollower: Sendable {
         update(&pending)
         if let arrival = pending.arrival, let origin = pending.preciseOrigin {
             master.pendingSyncs[sequence] = nil
-            addSample(to: &master, arrival: arrival, origin: origin + pending.syncCorrection)
+            if let origin = Self.sum(origin, pending.syncCorrection) {
+                addSample(to: &master, arrival: arrival, origin: origin)
+            } else {
+                implausible += 1
+            }
             return
         }
         master.pendingSyncs[sequence] = pending
@@ -276,9 +301,25 @@ public struct PTPFollower: Sendable {
     }
 
     private mutating func addSample(to master: inout Master, arrival: Int64, origin: Int64) {
-        master.samples.append((arrival, Double(origin - arrival)))
+        guard let offset = Self.offset(origin, from: arrival) else {
+            implausible += 1
+            return
+        }
+        master.samples.append((arrival, Double(offset)))
         if master.samples.count > configuration.window { master.samples.removeFirst(master.samples.count - configuration.window) }
         master.line = ClockLine.fit(master.samples)
+    }
+
+    /// `a + b`, or nil when it overflows.
+    private static func sum(_ a: Int64, _ b: Int64) -> Int64? {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? nil : sum
+    }
+
+    /// `time - reference`, or nil when it overflows or is beyond `largestOffset`.
+    private static func offset(_ time: Int64, from reference: Int64) -> Int64? {
+        let (difference, overflow) = time.subtractingReportingOverflow(reference)
+        return overflow || difference.magnitude > largestOffset.magnitude ? nil : difference
     }
 
     /// Sequence numbers wrap: `a` is older than `b` when it lies less than half the space behind.

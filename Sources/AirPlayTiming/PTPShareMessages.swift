@@ -76,8 +76,12 @@ public enum PTPShareMessage: Hashable, Sendable {
                           let samples = reader.integer(), samples <= UInt64(Int.max), let residual = reader.integer() else { return nil }
                     line = ClockLine(local: Int64(bitPattern: local), offset: Double(bitPattern: offset), drift: Double(bitPattern: drift),
                                      samples: Int(samples), residual: Double(bitPattern: residual))
+                    // Only a line a follower could have fitted (its times stay clear of overflow).
+                    guard let line, line.offset.magnitude <= Double(PTPFollower.largestOffset), line.drift.magnitude <= ClockLine.maximumDrift,
+                          line.residual.isFinite, line.local.magnitude <= PTPFollower.largestOffset.magnitude else { return nil }
                 }
                 let pathDelay = Int64(bitPattern: delay)
+                guard pathDelay <= PTPFollower.longestPathDelay, Int64(bitPattern: silent) >= 0, silent <= UInt64(PTPFollower.largestOffset) else { return nil }
                 masters.append(PTPFollower.MasterStatus(
                     identity: PTPPortIdentity(clockIdentity: clock, port: UInt16(truncatingIfNeeded: port)), address: address,
                     announce: announce, silentFor: Int64(bitPattern: silent), line: line, pathDelay: pathDelay < 0 ? nil : pathDelay,

@@ -111,7 +111,7 @@ public final class SharedPTPClock: PTPClock {
         let chosen = chosenMaster(now: now)
         return .object([
             "clocks": .array(masters.map(\.json)), "shared": .string("client"),
-            "offset_to_system_clock_ns": chosen?.masterTime(at: now).map { .integer(Int($0 - wall)) } ?? .null,
+            "offset_to_system_clock_ns": chosen?.masterTime(at: now).map { .integer(Int($0 &- wall)) } ?? .null,
         ])
     }
 

@@ -368,6 +368,74 @@ import Testing
         #expect(quick < plain, "mean error at 1.5 s: \(quick / 8) ms with the quick start, \(plain / 8) ms without")
     }
 
+    /// Any host can send a Sync to UDP 319, and a sender's anchor names any time it likes: times
+    /// that would overflow on the way to a frame's (a timestamp near the end of Int64 plus a
+    /// correction, an offset of centuries) are counted and dropped, never trapped on, and a
+    /// master time beyond our clock maps to no local time at all.
+    @Test func timesNoClockCouldHaveAreDroppedNotTrappedOn() throws {
+        var follower = PTPFollower(identity: PTPPortIdentity(clockIdentity: 1, port: 1))
+        let source = PTPPortIdentity(clockIdentity: 0xBAD, port: 1)
+        let nearTheEnd = PTPTimestamp(seconds: 9_223_372_036, nanoseconds: 854_775_807)   // Int64.max ns
+        let centuries = PTPTimestamp(seconds: 6_311_520_000, nanoseconds: 0)               // 2170
+        let hostile: [PTPMessage] = [
+            // One-step Syncs: the end of Int64 plus a positive correction; a time centuries away from ours.
+            PTPMessage(header: PTPHeader(type: .sync, correction: 5 << 16, source: source, sequence: 1), body: .sync(nearTheEnd)),
+            PTPMessage(header: PTPHeader(type: .sync, source: source, sequence: 2), body: .sync(centuries)),
+            // A two-step pair whose precise time overflows with the Sync's correction.
+            PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, correction: Int64.max, source: source, sequence: 3), body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0))),
+            PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: 3), body: .followUp(nearTheEnd)),
+            // A Follow_Up that overflows with its own correction.
+            PTPMessage(header: PTPHeader(type: .followUp, correction: 1 << 16, source: source, sequence: 5), body: .followUp(nearTheEnd)),
+        ]
+        for message in hostile { follower.receive(message, from: "10.0.0.9", at: 1_000_000_000_000) }
+        #expect(follower.implausible == 4, "counted: \(follower.implausible)")
+        #expect(follower.masterTime(at: 1_000_000_000_000) == nil, "no line from times no clock could have")
+
+        // The most distant plausible master: its times and ours still map both ways without trapping.
+        let far = PTPMessage(header: PTPHeader(type: .sync, source: source, sequence: 4),
+                             body: .sync(PTPTimestamp(totalNanoseconds: PTPFollower.largestOffset + 1_000_000_000_000 - 1)))
+        follower.receive(far, from: "10.0.0.9", at: 1_000_000_000_000)
+        let now: Int64 = 1_000_100_000_000
+        let master = try #require(follower.masterTime(at: now))
+        #expect((master - now - (PTPFollower.largestOffset - 1)).magnitude <= 1024, "within a Double's step there")
+        #expect(follower.localTime(ofMaster: master, now: now).map { ($0 - now).magnitude <= 1024 } == true)
+        #expect(follower.localTime(ofMaster: Int64.min, now: now) == nil, "an anchor before our clock's range")
+        _ = follower.localTime(ofMaster: Int64.max, now: now)
+        // A Delay_Resp whose receive time overflows with its correction is not a path delay.
+        guard case .sendDelayRequest(let request, _)? = follower.tick(now: now).first else {
+            Issue.record("no Delay_Req to the master")
+            return
+        }
+        follower.receive(PTPMessage(header: PTPHeader(type: .delayResponse, correction: -(Int64(1) << 62), source: source, sequence: request.header.sequence),
+                                    body: .delayResponse(received: nearTheEnd, requester: follower.identity)), from: "10.0.0.9", at: now + 1_000_000)
+        #expect(follower.implausible == 5)
+        #expect(follower.followed(now: now)?.pathDelay == nil)
+    }
+
+    /// A snapshot from the box's shared follower with a line no follower could have fitted
+    /// (NaN, an offset of centuries, a drift of 1 %), a path delay of minutes or a silence
+    /// beyond counting is not read: its times would trap on the way to a frame's.
+    @Test func aSharedSnapshotWithAnImpossibleLineIsNotRead() throws {
+        func snapshot(_ line: ClockLine, pathDelay: Int64? = 40_000) -> PTPShareMessage {
+            .snapshot([PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 0xA, port: 1), address: "10.0.0.1", announce: nil,
+                                                 silentFor: 0, line: line, pathDelay: pathDelay, followed: true)])
+        }
+        let good = ClockLine(local: 5, offset: 1.7e18, drift: 20e-6, samples: 32, residual: 800)
+        #expect(PTPShareMessage.decode(snapshot(good).encoded()) != nil)
+        for bad in [ClockLine(local: 5, offset: .nan, drift: 0, samples: 1, residual: 0),
+                    ClockLine(local: 5, offset: 9e18, drift: 0, samples: 1, residual: 0),
+                    ClockLine(local: 5, offset: 1e9, drift: 0.01, samples: 1, residual: 0),
+                    ClockLine(local: Int64.min, offset: 1e9, drift: 0, samples: 1, residual: 0)] {
+            #expect(PTPShareMessage.decode(snapshot(bad).encoded()) == nil, "\(bad)")
+        }
+        #expect(PTPShareMessage.decode(snapshot(good, pathDelay: 120_000_000_000).encoded()) == nil)
+        var silentForever = PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 0xA, port: 1), address: "10.0.0.1", announce: nil,
+                                                     silentFor: Int64.max, line: good, pathDelay: nil, followed: true)
+        #expect(PTPShareMessage.decode(PTPShareMessage.snapshot([silentForever]).encoded()) == nil, "silent for longer than a clock can count")
+        silentForever.silentFor = -1
+        #expect(PTPShareMessage.decode(PTPShareMessage.snapshot([silentForever]).encoded()) == nil)
+    }
+
     /// On a link that reorders (Wi-Fi, a jittery relay) a Follow_Up may come before its Sync:
     /// the pair still makes a sample, and the clock is tracked as well as in order.
     @Test func followUpsThatOvertakeTheirSyncStillCount() throws {

@@ -1,4 +1,5 @@
 import AirPlayTesting
+import AirPlayWire
 import Foundation
 import Testing
 
@@ -116,5 +117,58 @@ import Testing
         #expect(offsets.allSatisfy { abs($0) < 50_000 }, "ptp4l's offsets from our grandmaster: \(offsets) ns")
         #expect(delays.contains { $0 > 0 && $0 < 1_000_000 }, "ptp4l measured a path delay with our Delay_Resps: \(delays)")
         print("measure: ptp4l following airplay ptp-master: |offset| p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ns, max \(sorted.last ?? -1) ns, path delay \(delays.last ?? -1) ns")
+    }
+
+    /// Anyone on the LAN can send to UDP 319 and 320. Syncs and Follow_Ups whose times would
+    /// overflow on the way to a frame's time (one of them trapped the daemon) are counted as
+    /// implausible and dropped; the daemon lives on and follows ptp4l when it comes.
+    @Test func datagramsWithTimesNoClockCouldHaveLeaveTheFollowerFollowing() throws {
+        let box = try TestHost(label: "ptp-hostile")
+        defer { box.close() }
+        let peer = try TestHost(label: "ptp-hostile-gm")
+        defer { peer.close() }
+        let link = try peer.link(to: box, addresses: ["10.97.3.1"], peerAddress: "10.97.3.2")
+        let daemon = try RunningDaemon.start(in: box, extra: ["--airplay2", "on", "--audio-output", "raw:\(box.directory)/out.pcm",
+                                                             "--video-sink", "fakesink sync=true"])
+        let source = PTPPortIdentity(clockIdentity: 0xBAD0_00FF_FE00_0001, port: 1)
+        let nearTheEnd = PTPTimestamp(seconds: 9_223_372_036, nanoseconds: 854_775_807)
+        let hostile = [
+            PTPMessage(header: PTPHeader(type: .sync, correction: 5 << 16, source: source, sequence: 1), body: .sync(nearTheEnd)),
+            PTPMessage(header: PTPHeader(type: .sync, source: source, sequence: 2), body: .sync(PTPTimestamp(seconds: 6_311_520_000, nanoseconds: 0))),
+            PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, correction: Int64.max, source: source, sequence: 3), body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0))),
+            PTPMessage(header: PTPHeader(type: .followUp, source: source, sequence: 3), body: .followUp(nearTheEnd)),
+        ]
+        // One datagram each, to the port its kind goes to (event 319, general 320).
+        let sender = """
+            import socket, sys
+            for item in sys.argv[1:]:
+                port, payload = item.split(":")
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(bytes.fromhex(payload), ("10.97.3.2", int(port)))
+            """
+        let datagrams = hostile.map { message in
+            "\(message.header.type == .followUp ? 320 : 319):" + message.encoded().map { String(format: "%02x", $0) }.joined()
+        }
+        let sent = try peer.run(try Products.peerTool("python"), ["-c", sender] + datagrams)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let curl = try #require(TestHost.which("curl"))
+        var status: [String: Any] = [:]
+        #expect(poll(timeout: 5, interval: 0.1) {
+            let answer = (try? box.run(curl, ["-s", "http://127.0.0.1:7000/ptp"]).stdout) ?? ""
+            status = (try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]) ?? [:]
+            return status["implausible"] as? Int == 3
+        }, "GET /ptp: \(status)")
+        #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(2000))")
+        #expect(status["offset_to_system_clock_ns"] is NSNull, "no line from those times: \(status)")
+
+        let master = try Self.grandmaster(in: peer, interface: link, priority1: 100)
+        var offset = Double.infinity
+        #expect(poll(timeout: 15, interval: 0.25) {
+            let answer = (try? box.run(curl, ["-s", "http://127.0.0.1:7000/ptp"]).stdout) ?? ""
+            let now = (try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]) ?? [:]
+            offset = (now["offset_to_system_clock_ns"] as? Double).map(abs) ?? .infinity
+            return offset < 100_000
+        }, "ptp4l followed within 100 µs: \(offset) ns")
+        #expect(master.isRunning && daemon.process.isRunning)
+        print("measure: 3 PTP datagrams with times no clock could have, counted and dropped; ptp4l then followed within \(offset) ns")
     }
 }

@@ -39,7 +39,8 @@ final class AnchoredTimeline: PlayoutTimeline {
         guard let anchor = anchor.withLock({ $0 }), anchor.playing, let rtpTime = anchor.rtpTime, let networkTime = anchor.networkTime else {
             return nil
         }
-        let master = networkTime + Int64((Double(Int32(bitPattern: rtp &- rtpTime)) / sampleRate * 1e9).rounded())
-        return clock.localTime(ofMaster: master).map { Double($0) / 1e9 }
+        // The anchor's time is the sender's word: one near the end of Int64 plays nothing.
+        let (master, overflow) = networkTime.addingReportingOverflow(Int64((Double(Int32(bitPattern: rtp &- rtpTime)) / sampleRate * 1e9).rounded()))
+        return overflow ? nil : clock.localTime(ofMaster: master).map { Double($0) / 1e9 }
     }
 }
