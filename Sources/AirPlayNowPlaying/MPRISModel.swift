@@ -157,7 +157,16 @@ public enum MPRISModel {
         }
     }
 
-    static func microseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).rounded()) }
+    /// Seconds as MPRIS's microseconds: NaN as 0, and no further than a year of them, so a
+    /// position a sender pushed out of range (a live stream has no duration to bound it) never
+    /// traps on its way to an Int64.
+    static func microseconds(_ seconds: Double) -> Int64 {
+        guard seconds.isFinite else { return seconds.isNaN ? 0 : (seconds > 0 ? maximumMicroseconds : -maximumMicroseconds) }
+        return Int64((min(max(seconds * 1_000_000, -Double(maximumMicroseconds)), Double(maximumMicroseconds))).rounded())
+    }
+
+    /// The largest time `microseconds` gives: 2^53 µs (285 years), exact in a Double.
+    static let maximumMicroseconds: Int64 = 1 << 53
 
     /// A bus name element: letters, digits and `_` (a leading digit gets a `_`).
     static func busNameElement(_ text: String) -> String {

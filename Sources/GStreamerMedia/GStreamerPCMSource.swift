@@ -88,7 +88,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
         }
         tags = Self.readTags(pipeline)
         if start > 0 {
-            guard cairplay_seek(pipeline, gint64(start * 1e9)) != 0 else {
+            guard cairplay_seek(pipeline, gint64(min(start, PlaybinPlayer.furthestSeek) * 1e9)) != 0 else {
                 gst_element_set_state(pipeline, GST_STATE_NULL)
                 throw MediaError(code: -8, domain: "airplay.source", message: "\(name) cannot start at \(start) s")
             }

@@ -186,15 +186,20 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
         gst_element_set_state(pipeline, GST_STATE_PAUSED)
     }
 
+    /// The furthest a seek goes, in seconds (about 31 years): a sender may name any position,
+    /// a live stream has no duration to bound it, and GStreamer counts nanoseconds in a gint64
+    /// (1e10 s of them overflowed it and trapped the daemon).
+    public static let furthestSeek = 1e9
+
     /// Seeks accurately (decoding from the previous keyframe up to the target).
     public func seek(to seconds: Double) throws(MediaError) {
         forgetAnswers()
         let ready = inner.withLock { inner -> Bool in
-            if !inner.prerolled { inner.pendingSeek = max(0, seconds) }
+            if !inner.prerolled { inner.pendingSeek = min(max(0, seconds), Self.furthestSeek) }
             return inner.prerolled
         }
         guard ready else { return }
-        var target = max(0, seconds)
+        var target = min(max(0, seconds), Self.furthestSeek)
         if let duration = currentDuration(), duration.isFinite { target = min(target, duration) }
         let rate = inner.withLock { inner -> Double in
             inner.seekTarget = target

@@ -1,4 +1,4 @@
-import AirPlayNowPlaying
+@testable import AirPlayNowPlaying
 import Testing
 
 /// What MPRIS shows and asks, without a bus.
@@ -29,6 +29,16 @@ import Testing
         let properties = MPRISModel.playerProperties(state, now: 0, artURL: nil)
         #expect(properties["CanPause"] == .bool(false) && properties["CanGoNext"] == .bool(false))
         #expect(properties["CanControl"] == .bool(true), "CanControl never changes (MPRIS says so)")
+    }
+
+    /// MPRIS counts microseconds in an Int64; a position out of any range (a live stream has
+    /// no duration to bound one) is held at 285 years rather than trapping.
+    @Test func positionsBeyondRangeAreHeldNotTrappedOn() {
+        #expect(MPRISModel.microseconds(1.5) == 1_500_000)
+        #expect(MPRISModel.microseconds(.infinity) == MPRISModel.maximumMicroseconds)
+        #expect(MPRISModel.microseconds(1e300) == MPRISModel.maximumMicroseconds)
+        #expect(MPRISModel.microseconds(-1e300) == -MPRISModel.maximumMicroseconds)
+        #expect(MPRISModel.microseconds(.nan) == 0)
     }
 
     @Test func idleIsStoppedWithNoTrack() {

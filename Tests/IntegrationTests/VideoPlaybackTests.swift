@@ -116,10 +116,34 @@ import Testing
         #expect(try sender.send("POST", "/rate?value=1.000000").status == 200)
         #expect(try sender.waitFor("playing").last == "playing")
         #expect(try sender.send("POST", "/rate?value=abc").status == 400)
+        #expect(try sender.send("POST", "/rate?value=1e300").status == 422, "a rate beyond any trick play")
 
         #expect(try sender.send("POST", "/stop").status == 200)
         #expect(try sender.waitFor("stopped").last == "stopped")
         #expect(try sender.playbackInfo()["duration"] == nil)
+    }
+
+    /// A live stream has no duration to bound a seek, and a sender may name any position:
+    /// one beyond any media (1e12 s; the end of what a Double holds) is clamped, so the seek
+    /// fails or lands at the live edge, and the box plays on and answers. Its nanoseconds used
+    /// to overflow GStreamer's gint64 and trap the daemon.
+    @Test func aScrubBeyondAnyMediaOnALiveStreamLeavesTheBoxAnswering() throws {
+        let media = try media()
+        let vod = try String(contentsOfFile: media.directory + "/hls/index.m3u8", encoding: .utf8)
+        let live = vod.components(separatedBy: "\n").filter { !$0.hasPrefix("#EXT-X-ENDLIST") && !$0.hasPrefix("#EXT-X-PLAYLIST-TYPE") }
+        try live.joined(separator: "\n").write(toFile: media.directory + "/hls/live.m3u8", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon()
+        let sender = try Sender(port: daemon.port)
+        #expect(try sender.play(media.url("hls/live.m3u8")).status == 200)
+        _ = try sender.waitFor("playing")
+        for position in ["1e12", "1.7976931348623157e308"] {
+            let answer = try sender.send("POST", "/scrub?position=\(position)")
+            print("measure: /scrub?position=\(position) on a live stream: \(answer.status.map(String.init) ?? "no status") \(answer.text.prefix(120))")
+            #expect(daemon.process.isRunning, "after /scrub?position=\(position): \(daemon.process.stderr.suffix(2000))")
+            #expect(try sender.send("GET", "/playback-info").status == 200)
+        }
+        #expect(try sender.send("POST", "/stop").status == 200)
+        #expect(daemon.process.isRunning)
     }
 
     @Test func binaryPlistPlayStartsPausedAtAnAbsolutePosition() throws {
