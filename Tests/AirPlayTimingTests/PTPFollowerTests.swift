@@ -260,8 +260,8 @@ import Testing
 
     /// A master behind a bad Wi-Fi link, simulated millisecond by millisecond: every message
     /// each way takes 10 to 30 ms (uniformly, so they overtake each other), one in twenty up to
-    /// 5 ms more. Like our grandmaster, it sends 64 Syncs a second for the first 2 s (saying so
-    /// in their log interval), then 8; its clock runs `ppm` fast. Returns the follower's error
+    /// 5 ms more. As our grandmaster can (its quick start), it sends 64 Syncs a second for the
+    /// first 2 s (saying so in their log interval), then 8; its clock runs `ppm` fast. Returns the follower's error
     /// (ms) at each of `checkpoints` (ms from the first Sync), and the largest drift its line
     /// ever had.
     func jitteryLink(seed: UInt64, checkpoints: [Int64], quickStart: Bool = true, ppm: Double = 0) -> (errors: [Double], largestDrift: Double) {
