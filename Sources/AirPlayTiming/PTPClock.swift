@@ -32,13 +32,11 @@ extension PTPFollower.MasterStatus {
         guard let line else { return nil }
         let delay = Double(pathDelay ?? 0)
         // master = local + line(local) + delay; the line's slope is tiny, so two steps settle it.
-        var local = masterTime
-        for near in [now, nil] {
-            let (result, overflow) = masterTime.subtractingReportingOverflow(ClockLine.nanoseconds(line.offset(at: near ?? local) + delay))
-            if overflow { return nil }
-            local = result
+        func local(near time: Int64) -> Int64? {
+            let (result, overflow) = masterTime.subtractingReportingOverflow(ClockLine.nanoseconds(line.offset(at: time) + delay))
+            return overflow ? nil : result
         }
-        return local
+        return local(near: now).flatMap(local(near:))
     }
 
     /// The master as `GET /ptp` lists it.
