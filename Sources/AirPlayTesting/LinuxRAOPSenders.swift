@@ -54,6 +54,11 @@ public final class PulseAudioRAOPSender: @unchecked Sendable {
     /// The daemon's log so far.
     public var log: String { daemon.stderr }
 
+    /// Whether the RAOP sink aborted on PulseAudio 16.1's own race: its I/O thread can see the
+    /// RTSP side recording before it has handled the queued message that registers the
+    /// stream's sockets, and `raop-sink.c` asserts on the missing poll item.
+    public var abortedOnItsOwnRace: Bool { log.contains("Assertion 'pollfd' failed") }
+
     static func path(_ program: String) throws -> String {
         guard let path = TestHost.which(program) else { throw TestHostError("\(program) is missing: tools/setup-deps --test installs it") }
         return path

@@ -21,22 +21,33 @@ import Testing
     func pulseAudioPlaysBitExact(encryption: String) throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
-        let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
-        // AirPlay 2 on: the same box serves AirPlay 1 senders as before.
-        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)", "--airplay2", "on"])
-        let pulse = try PulseAudioRAOPSender()
-        let played = try pulse.play(padded, port: daemon.port, encryption: encryption) {
-            daemon.process.stderr.contains("request.method=OPTIONS")
+        // PulseAudio 16.1 can abort itself when a receiver answers SETUP and RECORD faster than
+        // its I/O thread reads its own queue (raop-sink.c asserts a poll item that the queued
+        // CONNECTED message has not made yet; seen once in CI on a loaded machine). That is the
+        // sender's race, not the receiver's: it alone earns a second try, with a new sender.
+        for attempt in 1...2 {
+            let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
+            // AirPlay 2 on: the same box serves AirPlay 1 senders as before.
+            let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)", "--airplay2", "on"])
+            let pulse = try PulseAudioRAOPSender()
+            let played = try pulse.play(padded, port: daemon.port, encryption: encryption) {
+                daemon.process.stderr.contains("request.method=OPTIONS")
+            }
+            if played.status != 0, pulse.abortedOnItsOwnRace, attempt == 1 {
+                print("measure: PulseAudio RAOP sink (\(encryption)) aborted on its own SETUP/RECORD race; trying once more")
+                continue
+            }
+            #expect(played.status == 0, "paplay: \(played.stderr)\npulseaudio: \(pulse.log.suffix(4000))")
+            #expect(poll(timeout: 10) { self.sessionSummary(daemon).contains("received=") }, "the session ends when the sink goes")
+            let summary = sessionSummary(daemon)
+            #expect(daemon.process.stderr.contains("codec=ALAC encrypted=\(encryption == "RSA")"))
+            #expect(summary.contains("dropped=0"), "\(summary)")
+            let comparison = sweep.compare(try output(raw))
+            #expect(comparison.offset != nil, "the sweep is found in the output; \(summary)")
+            #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); \(summary)")
+            print("measure: PulseAudio RAOP sink (\(encryption)), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; \(summary)")
+            return
         }
-        #expect(played.status == 0, "paplay: \(played.stderr)\npulseaudio: \(pulse.log.suffix(4000))")
-        #expect(poll(timeout: 10) { self.sessionSummary(daemon).contains("received=") }, "the session ends when the sink goes")
-        let summary = sessionSummary(daemon)
-        #expect(daemon.process.stderr.contains("codec=ALAC encrypted=\(encryption == "RSA")"))
-        #expect(summary.contains("dropped=0"), "\(summary)")
-        let comparison = sweep.compare(try output(raw))
-        #expect(comparison.offset != nil, "the sweep is found in the output; \(summary)")
-        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); \(summary)")
-        print("measure: PulseAudio RAOP sink (\(encryption)), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; \(summary)")
     }
 
     @Test(arguments: ["RSA", "none"])
