@@ -44,12 +44,17 @@ public struct ClockLine: Hashable, Sendable {
 
     /// The line through `samples` (our time, remote minus ours, both in nanoseconds), or nil
     /// with none. Fewer than three samples, or ones spanning less than `driftSpan`, give a
-    /// level line (drift zero) through the best of them.
+    /// level line (drift zero) through the quickest sixteenth of them (the best one, while
+    /// there are fewer than 32): the same share the sloped line is raised through and the path
+    /// delay is taken from, so a master that sends many Syncs early (our grandmaster's quick
+    /// start: 128 in its first 2 s) sees no step when the slope takes over.
     public static func fit(_ samples: [(local: Int64, offset: Double)], driftSpan: Int64 = 2_000_000_000) -> ClockLine? {
         guard let first = samples.first, let last = samples.last else { return nil }
         guard samples.count >= 3, last.local - first.local >= driftSpan else {
+            // Level through the best first, so the residuals averaged are small numbers.
             let best = samples.max { $0.offset < $1.offset }!
-            return ClockLine(local: best.local, offset: best.offset, drift: 0, samples: 1, residual: 0)
+            let level = ClockLine(local: last.local, offset: best.offset, drift: 0, samples: quickestCount(of: samples.count), residual: 0)
+            return level.raised(toQuickest: samples)
         }
         let sloped = luckyFit(samples, anchor: last.local, level: false)
         let span = Double(sloped.span)

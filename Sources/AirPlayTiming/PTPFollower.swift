@@ -15,12 +15,17 @@ import AirPlayWire
 public struct PTPFollower: Sendable {
     /// Limits and rates.
     public struct Configuration: Hashable, Sendable {
-        /// Syncs kept per master for the fit (16 s of Apple's and ptp4l's 8 a second): on a
-        /// jittery link the quickest few of a longer window wander less.
-        public var window = 128
-        /// Path delay measurements kept per master: as many as Syncs, so the quickest of each
-        /// direction are drawn from samples alike (their biases cancel on a jittery link).
-        public var delayWindow = 128
+        /// How far back Syncs are kept for the fit (nanoseconds): 16 s, 128 of Apple's and
+        /// ptp4l's 8 a second. On a jittery link the quickest few of a longer window wander
+        /// less; kept by age, not count, so a master that sends faster for a while (our
+        /// grandmaster's quick start) does not shorten the window.
+        public var windowSpan: Int64 = 16_000_000_000
+        /// The most Syncs kept per master whatever their age (16 s at 32 a second).
+        public var window = 512
+        /// The most path delay measurements kept per master; they are kept for `windowSpan`
+        /// too, like the Syncs, so the quickest of each direction are drawn from samples alike
+        /// (their biases cancel on a jittery link).
+        public var delayWindow = 512
         /// A master not heard from for this long is silent (nanoseconds).
         public var silence: Int64 = 2_000_000_000
         /// How long a silent master's last line is still used, then it is forgotten (nanoseconds).
@@ -123,6 +128,9 @@ public struct PTPFollower: Sendable {
     /// a time; beyond this it is a broken or hostile master, and its times would overflow on
     /// the way to a frame's.
     public static let largestOffset: Int64 = 1 << 62
+    /// Sync halves waiting for their partner, and Delay_Reqs waiting for their answer, kept
+    /// per master: a second of them at the quickest rate followed (64 a second).
+    static let pendingLimit = 64
     /// The longest path delay believed (a second is no network's).
     public static let longestPathDelay: Int64 = 1_000_000_000
 
@@ -202,7 +210,8 @@ public struct PTPFollower: Sendable {
                     break
                 }
                 master.requests.append((sent, masterMinusSent))
-                if master.requests.count > configuration.delayWindow { master.requests.removeFirst() }
+                let stale = master.requests.prefix { sent - $0.sent > configuration.windowSpan }.count
+                master.requests.removeFirst(max(stale, master.requests.count - configuration.delayWindow))
             } else {
                 unmatched += 1
             }
@@ -212,8 +221,8 @@ public struct PTPFollower: Sendable {
         masters[key] = master
     }
 
-    /// Adds one half of a two-step Sync; once both halves are there, the sample. At most 8 wait
-    /// (a second of Syncs): the oldest half left over is dropped and counted as unmatched.
+    /// Adds one half of a two-step Sync; once both halves are there, the sample. At most
+    /// `pendingLimit` wait: the oldest half left over is dropped and counted as unmatched.
     private mutating func pairSync(in master: inout Master, sequence: UInt16, _ update: (inout PendingSync) -> Void) {
         var pending = master.pendingSyncs[sequence] ?? PendingSync()
         update(&pending)
@@ -227,7 +236,7 @@ public struct PTPFollower: Sendable {
             return
         }
         master.pendingSyncs[sequence] = pending
-        if master.pendingSyncs.count > 8, let oldest = master.pendingSyncs.keys.min(by: { Self.isOlder($0, than: $1) }) {
+        if master.pendingSyncs.count > Self.pendingLimit, let oldest = master.pendingSyncs.keys.min(by: { Self.isOlder($0, than: $1) }) {
             master.pendingSyncs[oldest] = nil
             unmatched += 1
         }
@@ -243,7 +252,7 @@ public struct PTPFollower: Sendable {
         nextRequest = nextRequest + interval > now ? nextRequest + interval : now + interval
         requestSequence &+= 1
         master.pendingRequests[requestSequence] = now
-        if master.pendingRequests.count > 8, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
+        if master.pendingRequests.count > Self.pendingLimit, let oldest = master.pendingRequests.keys.min(by: { Self.isOlder($0, than: $1) }) {
             master.pendingRequests[oldest] = nil
         }
         masters[key] = master
@@ -282,8 +291,12 @@ public struct PTPFollower: Sendable {
 
     private func followedKey(now: Int64) -> PTPPortIdentity? {
         // A master is followed once it has a second of Syncs (a newcomer with one Sync would make
-        // a poor line), unless no master has that many yet.
-        let settled = masters.filter { $0.value.samples.count >= 8 }
+        // a poor line), unless no master has that many yet: eight at least, spanning as long as
+        // eight of 8 a second do (a quick-starting master sends eight in 1/8 s).
+        let settled = masters.filter { master in
+            guard let first = master.value.samples.first, let last = master.value.samples.last else { return false }
+            return master.value.samples.count >= 8 && last.local - first.local >= 875_000_000
+        }
         let usable = settled.isEmpty ? masters.filter { $0.value.line != nil } : settled
         let audible = usable.filter { now - $0.value.lastHeard <= configuration.silence }
         let candidates = audible.isEmpty ? usable : audible
@@ -306,7 +319,8 @@ public struct PTPFollower: Sendable {
             return
         }
         master.samples.append((arrival, Double(offset)))
-        if master.samples.count > configuration.window { master.samples.removeFirst(master.samples.count - configuration.window) }
+        let stale = master.samples.prefix { arrival - $0.local > configuration.windowSpan }.count
+        master.samples.removeFirst(max(stale, master.samples.count - configuration.window))
         master.line = ClockLine.fit(master.samples)
     }
 

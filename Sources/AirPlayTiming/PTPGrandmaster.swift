@@ -10,7 +10,7 @@ import Synchronization
 /// carrying the kernel's send stamp, an Announce each second, and a Delay_Resp to every
 /// Delay_Req with the kernel's receive stamp.
 ///
-/// A follower's first `quickStart` seconds (none for now) get a Sync 64 times a second (saying so in the
+/// A follower's first `quickStart` seconds get a Sync 64 times a second (saying so in the
 /// Syncs' log interval, so a follower of ours asks for path delays as often): the first frame
 /// sounds a second or so after a receiver is set up, and on a jittery link the follower's
 /// line is only as good as the quickest of the Syncs it has by then.
@@ -25,11 +25,8 @@ public final class PTPGrandmaster: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
 
-    /// How long a new follower gets Syncs at the quick rate (nanoseconds). Off for now: at 2 s
-    /// it made three zones sharing one box's follower play about 0.9 ms apart (the owner and the
-    /// zones reading its snapshots disagreed; the cause is not yet found), though it halved a
-    /// jittery link's error at the first frame.
-    public static let quickStart: Int64 = 0
+    /// How long a new follower gets Syncs at the quick rate (nanoseconds).
+    public static let quickStart: Int64 = 2_000_000_000
     /// The Sync intervals as PTP log2 seconds: 1/8 s, and 1/64 s while a follower is new.
     static let (syncLogInterval, quickSyncLogInterval): (Int8, Int8) = (-3, -6)
 

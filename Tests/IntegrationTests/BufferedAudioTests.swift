@@ -288,16 +288,12 @@ final class HiResSweep: @unchecked Sendable {
         let played = try Data(contentsOf: URL(fileURLWithPath: saved)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let comparison = sweep.compare(played)
         // What holds the follower on this link (`PTPFollowerTests` keeps the figures): its line
-        // goes through the quickest sixteenth of 16 s of Syncs and a slope is believed only when
-        // the plain fit shows it. The error it has when the first frame sounds stays with the
-        // stream, though, and with 8 Syncs a second that can still pass 1 ms: our grandmaster's
-        // quick start (64 a second for 2 s) fixed it, but is off while it puts zones on one box
-        // out of step (see PTPGrandmaster.quickStart). Until then these bounds are a known issue.
-        withKnownIssue("the first frame's clock error on a jittery link without the grandmaster's quick start (issue 15)", isIntermittent: true) {
-            #expect(inStep(report.skews), "\(report.line)")
-            #expect(report.sameSamples, "\(report.line)")
-            #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); the follower mid-stream: \(clock)")
-        }
+        // goes through the quickest sixteenth of 16 s of Syncs, a slope is believed only when
+        // the plain fit shows it, and our grandmaster sends 64 Syncs a second for a receiver's
+        // first 2 s, so the error it has when the first frame sounds (and keeps) is small.
+        #expect(inStep(report.skews), "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact); the follower mid-stream: \(clock)")
         let error = clock.components(separatedBy: "\"offset_to_system_clock_ns\":").dropFirst().first?.prefix { $0 != "," && $0 != "}" } ?? "?"
         print("measure: follower error behind the bridge \(error) ns; buffered, one link 20 ± 10 ms jitter and 5 % loss: largest skew per second \(report.skews) ms, "
               + "room 1 bit-exact \(String(format: "%.4f", comparison.exact * 100)) %; bridge \(bridge.stdout.split(separator: "\n").last ?? "")")
