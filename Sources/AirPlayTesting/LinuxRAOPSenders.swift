@@ -46,7 +46,11 @@ public final class PulseAudioRAOPSender: @unchecked Sendable {
         let module = load.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard poll(timeout: 10, sinkReady) else { throw TestHostError("the RAOP sink never asked the receiver for OPTIONS") }
         Thread.sleep(forTimeInterval: 0.5)
-        let played = try runCommand(try Self.path("paplay"), ["-d", "raop", wav], environment: environment, timeout: timeout)
+        // 50 ms of buffer, as a desktop's players ask for, not paplay's 2 s: PulseAudio's sink
+        // connects only when the stream starts, and 2 s of the file queued as messages to its I/O
+        // thread left that thread behind its RTSP side (see `abortedOnItsOwnRace`: it aborted
+        // in about one play of four here; with 50 ms, in none of 18).
+        let played = try runCommand(try Self.path("paplay"), ["-d", "raop", "--latency-msec=50", wav], environment: environment, timeout: timeout)
         _ = try runCommand(try Self.path("pactl"), ["unload-module", module], environment: environment, timeout: 10)
         return played
     }
@@ -54,9 +58,11 @@ public final class PulseAudioRAOPSender: @unchecked Sendable {
     /// The daemon's log so far.
     public var log: String { daemon.stderr }
 
-    /// Whether the RAOP sink aborted on PulseAudio 16.1's own race: its I/O thread can see the
-    /// RTSP side recording before it has handled the queued message that registers the
-    /// stream's sockets, and `raop-sink.c` asserts on the missing poll item.
+    /// Whether the RAOP sink aborted on PulseAudio 16.1's own race: its I/O thread handles one
+    /// queued message a turn and checks whether the RTSP side is recording after each, so with
+    /// the client's audio queued ahead of the message that registers the stream's sockets, a
+    /// receiver that answers SETUP and RECORD at once (loopback) makes `raop-sink.c` assert on
+    /// the poll item not yet made.
     public var abortedOnItsOwnRace: Bool { log.contains("Assertion 'pollfd' failed") }
 
     static func path(_ program: String) throws -> String {

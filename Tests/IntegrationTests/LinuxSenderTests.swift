@@ -23,9 +23,12 @@ import Testing
         let padded = try PaddedSweep.make(from: sweep.directory + "/sweep.wav")
         // PulseAudio 16.1 can abort itself when a receiver answers SETUP and RECORD faster than
         // its I/O thread reads its own queue (raop-sink.c asserts a poll item that the queued
-        // CONNECTED message has not made yet; seen once in CI on a loaded machine). That is the
-        // sender's race, not the receiver's: it alone earns a second try, with a new sender.
-        for attempt in 1...2 {
+        // CONNECTED message has not made yet; `PulseAudioRAOPSender.abortedOnItsOwnRace`).
+        // That is the sender's race, not the receiver's: it alone earns another try, with a new
+        // sender. It failed two CI runs in a row with paplay's 2 s buffer; the sender now plays
+        // with 50 ms, which made it rare.
+        let attempts = 3
+        for attempt in 1...attempts {
             let raw = sweep.directory + "/pulse-\(encryption)-\(UUID().uuidString.prefix(6)).pcm"
             // AirPlay 2 on: the same box serves AirPlay 1 senders as before.
             let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)", "--airplay2", "on"])
@@ -33,8 +36,8 @@ import Testing
             let played = try pulse.play(padded, port: daemon.port, encryption: encryption) {
                 daemon.process.stderr.contains("request.method=OPTIONS")
             }
-            if played.status != 0, pulse.abortedOnItsOwnRace, attempt == 1 {
-                print("measure: PulseAudio RAOP sink (\(encryption)) aborted on its own SETUP/RECORD race; trying once more")
+            if played.status != 0, pulse.abortedOnItsOwnRace, attempt < attempts {
+                print("measure: PulseAudio RAOP sink (\(encryption)) aborted on its own SETUP/RECORD race (play \(attempt)); trying again")
                 continue
             }
             #expect(played.status == 0, "paplay: \(played.stderr)\npulseaudio: \(pulse.log.suffix(4000))")
