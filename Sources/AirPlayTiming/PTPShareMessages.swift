@@ -11,6 +11,9 @@ public enum PTPShareMessage: Hashable, Sendable {
     /// An instance's timing peers (nil: its sessions name none).
     case peers([String]?)
 
+    /// The most masters a snapshot carries (the follower tracks as many).
+    public static let maximumMasters = 16
+
     private static let snapshotKind: UInt8 = 1
     private static let peersKind: UInt8 = 2
 
@@ -20,8 +23,8 @@ public enum PTPShareMessage: Hashable, Sendable {
         switch self {
         case .snapshot(let masters):
             out.byte(Self.snapshotKind)
-            out.byte(UInt8(min(masters.count, 16)))
-            for master in masters.prefix(16) {
+            out.byte(UInt8(min(masters.count, Self.maximumMasters)))
+            for master in masters.prefix(Self.maximumMasters) {
                 out.integer(master.identity.clockIdentity)
                 out.integer(UInt64(master.identity.port))
                 out.string(master.address)
@@ -58,7 +61,7 @@ public enum PTPShareMessage: Hashable, Sendable {
         var reader = ByteReader(bytes)
         switch reader.byte() {
         case snapshotKind:
-            guard let count = reader.byte(), count <= 16 else { return nil }
+            guard let count = reader.byte(), count <= Self.maximumMasters else { return nil }
             var masters: [PTPFollower.MasterStatus] = []
             for _ in 0..<count {
                 guard let clock = reader.integer(), let port = reader.integer(), let address = reader.string(),

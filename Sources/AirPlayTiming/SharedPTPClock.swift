@@ -20,7 +20,8 @@ import Synchronization
 /// would run up to a snapshot ahead of the others (with a master sending 64 Syncs a second,
 /// three zones latched their first frames on lines up to 1.4 ms apart). When the owner exits, the others notice the
 /// closed connection and one of them takes the name and the ports over within a second,
-/// meanwhile playing on the last snapshot (the holdover).
+/// meanwhile playing on the last snapshot (the holdover), whose lines the new owner carries
+/// until its own follower has some.
 ///
 /// Known limit: the follower measures the path delay of its own followed master only, so an
 /// instance anchored on another sender's clock takes that master at zero path delay (tens of
@@ -229,13 +230,29 @@ public final class SharedPTPClock: PTPClock {
             let now = PTPSockets.monotonicNanoseconds()
             if now - lastSnapshot >= Self.snapshotInterval {
                 lastSnapshot = now
-                let masters = service.snapshot()
+                let masters = Self.carryingOver(aged(now: now), into: service.snapshot())
                 state.withLock { $0.snapshot = (masters, now) }
                 guard !clients.isEmpty else { continue }
                 let datagram = PTPShareMessage.snapshot(masters).encoded()
                 for client in clients { _ = datagram.withUnsafeBytes { send(client.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } }
             }
         }
+    }
+
+    /// The follower's masters, plus the lines of the last snapshot's that it has none for
+    /// (yet): an instance that has just taken the follower over plays on through the old
+    /// owner's lines, in holdover, until its own follower has Syncs from them again. A carried
+    /// master is never the followed one.
+    static func carryingOver(_ previous: [PTPFollower.MasterStatus], into current: [PTPFollower.MasterStatus]) -> [PTPFollower.MasterStatus] {
+        let withLines = Set(current.filter { $0.line != nil }.map(\.identity))
+        let carried = previous.filter { $0.line != nil && !withLines.contains($0.identity) }.map { master in
+            var master = master
+            master.followed = false
+            return master
+        }
+        let carriedIdentities = Set(carried.map(\.identity))
+        let kept = current.filter { !carriedIdentities.contains($0.identity) }
+        return Array((kept + carried).prefix(PTPShareMessage.maximumMasters))
     }
 
     /// A client's loop: keeps the latest snapshot and tells the owner our peers when they change,

@@ -496,4 +496,27 @@ import Testing
         #expect(PTPShareMessage.decode([9, 0]) == nil)
         #expect(PTPShareMessage.decode([1, 200]) == nil, "more than 16 masters")
     }
+
+    /// The zone that takes the box's follower over starts a follower with no Syncs: until it has
+    /// lines of its own, the old owner's lines are carried into its snapshots (not followed),
+    /// so the zones play on in holdover; a line of its own replaces a carried one.
+    @Test func aNewOwnerCarriesTheOldOwnersLinesUntilItHasItsOwn() {
+        func master(_ clock: UInt64, line: ClockLine?, followed: Bool) -> PTPFollower.MasterStatus {
+            PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: clock, port: 1), address: "10.0.0.\(clock)", announce: nil,
+                                     silentFor: 0, line: line, pathDelay: nil, followed: followed)
+        }
+        let old = ClockLine(local: 1_000, offset: 5e9, drift: 0, samples: 8, residual: 0)
+        let fresh = ClockLine(local: 9_000, offset: 5e9 + 40, drift: 0, samples: 1, residual: 0)
+        let previous = [master(0xA, line: old, followed: true), master(0xB, line: old, followed: false)]
+        // Nothing heard yet; then A's Announce (no line); then A's own line.
+        let nothing = SharedPTPClock.carryingOver(previous, into: [])
+        #expect(nothing.map(\.identity.clockIdentity) == [0xA, 0xB] && nothing.allSatisfy { $0.line == old && !$0.followed })
+        let announced = SharedPTPClock.carryingOver(previous, into: [master(0xA, line: nil, followed: true)])
+        #expect(announced.count == 2 && announced.allSatisfy { $0.line == old })
+        let own = SharedPTPClock.carryingOver(previous, into: [master(0xA, line: fresh, followed: true)])
+        #expect(own.map(\.identity.clockIdentity) == [0xA, 0xB])
+        #expect(own[0].line == fresh && own[0].followed && own[1].line == old && !own[1].followed)
+        let many = (0..<20).map { master(UInt64(0x100 + $0), line: old, followed: false) }
+        #expect(SharedPTPClock.carryingOver(many, into: [master(0xA, line: fresh, followed: true)]).count == PTPShareMessage.maximumMasters)
+    }
 }
