@@ -18,10 +18,10 @@ import Synchronization
 /// monotonic clock is the kernel's, the same in every process): zones on one box then agree
 /// to the microsecond even while the line moves, where an owner reading the live follower
 /// would run up to a snapshot ahead of the others (with a master sending 64 Syncs a second,
-/// three zones latched their first frames on lines up to 1.4 ms apart). When the owner exits, the others notice the
-/// closed connection and one of them takes the name and the ports over within a second,
-/// meanwhile playing on the last snapshot (the holdover), whose lines the new owner carries
-/// until its own follower has some.
+/// three zones latched their first frames on lines up to 1.4 ms apart). When the owner exits,
+/// the others notice the closed connection and one of them takes the name and the ports over
+/// within a second, meanwhile playing on the last snapshot (the holdover), whose lines the new
+/// owner carries until its own follower has some.
 ///
 /// Known limit: the follower measures the path delay of its own followed master only, so an
 /// instance anchored on another sender's clock takes that master at zero path delay (tens of
