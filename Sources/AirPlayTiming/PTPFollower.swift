@@ -36,7 +36,7 @@ public struct PTPFollower: Sendable {
         /// may answer none).
         public var delayRequestInterval: Int64 = 125_000_000
         /// The most masters tracked at once; more are ignored (and counted).
-        public var maximumMasters = 16
+        public var maximumMasters = PTPShareMessage.maximumMasters
 
         /// The defaults.
         public init() {}
@@ -131,6 +131,9 @@ public struct PTPFollower: Sendable {
     /// Sync halves waiting for their partner, and Delay_Reqs waiting for their answer, kept
     /// per master: a second of them at the quickest rate followed (64 a second).
     static let pendingLimit = 64
+    /// How long a master's Syncs must span before it is followed over one already heard longer:
+    /// eight of 8 a second (nanoseconds).
+    static let settledSpan: Int64 = 875_000_000
     /// The longest path delay believed (a second is no network's).
     public static let longestPathDelay: Int64 = 1_000_000_000
 
@@ -210,8 +213,7 @@ public struct PTPFollower: Sendable {
                     break
                 }
                 master.requests.append((sent, masterMinusSent))
-                let stale = master.requests.prefix { sent - $0.sent > configuration.windowSpan }.count
-                master.requests.removeFirst(max(stale, master.requests.count - configuration.delayWindow))
+                keepRecent(&master.requests, newest: sent, at: \.sent, most: configuration.delayWindow)
             } else {
                 unmatched += 1
             }
@@ -295,7 +297,7 @@ public struct PTPFollower: Sendable {
         // eight of 8 a second do (a quick-starting master sends eight in 1/8 s).
         let settled = masters.filter { master in
             guard let first = master.value.samples.first, let last = master.value.samples.last else { return false }
-            return master.value.samples.count >= 8 && last.local - first.local >= 875_000_000
+            return master.value.samples.count >= 8 && last.local - first.local >= Self.settledSpan
         }
         let usable = settled.isEmpty ? masters.filter { $0.value.line != nil } : settled
         let audible = usable.filter { now - $0.value.lastHeard <= configuration.silence }
@@ -319,9 +321,15 @@ public struct PTPFollower: Sendable {
             return
         }
         master.samples.append((arrival, Double(offset)))
-        let stale = master.samples.prefix { arrival - $0.local > configuration.windowSpan }.count
-        master.samples.removeFirst(max(stale, master.samples.count - configuration.window))
+        keepRecent(&master.samples, newest: arrival, at: \.local, most: configuration.window)
         master.line = ClockLine.fit(master.samples)
+    }
+
+    /// Drops from the front of `window` what is older than `windowSpan` before `newest`, and
+    /// whatever is beyond the `most` newest.
+    private func keepRecent<Sample>(_ window: inout [Sample], newest: Int64, at time: KeyPath<Sample, Int64>, most: Int) {
+        let stale = window.prefix { newest - $0[keyPath: time] > configuration.windowSpan }.count
+        window.removeFirst(max(stale, window.count - most))
     }
 
     /// `a + b`, or nil when it overflows.
