@@ -88,7 +88,11 @@ public final class RAOPStreamer: @unchecked Sendable {
             }
             if due - lastSync >= 1 || first {
                 lastSync = due
-                let sync = RAOPSync(rtpTimeNowMinusLatency: timestamp &- Self.latencyFrames, ntpTime: RAOPClock.ntp(atUptime: due),
+                // Flags 7, as iTunes and AirPort-era receivers expect: the frame named is heard
+                // 11025 frames after the sync's time, so it names the frame one latency less that
+                // before the one being sent (shairport-sync, AirPort Express and airplayd alike).
+                let named = timestamp &- (Self.latencyFrames - RAOPSync.fixedLatencyFrames)
+                let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due),
                                     rtpTimeNext: timestamp, isFirst: first)
                 for link in links { link.sendSync(sync) }
             }

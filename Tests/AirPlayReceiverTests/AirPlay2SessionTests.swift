@@ -56,6 +56,30 @@ import Testing
         #expect(machine.current?.phase == .sessionSetUp && machine.current?.senderTimingPort == 6002)
     }
 
+    /// Apple's senders, OwnTone and libraop send RECORD (and SETPEERS) before the stream's
+    /// SETUP; pyatv and `airplay` after it. Either way the stream begins playing: the stream
+    /// SETUP after a RECORD says so right after the session's `began`, and the phase is `recording`.
+    @Test func recordBeforeTheStreamSetupLeavesItPlaying() throws {
+        var machine = Self.machine()
+        guard case .openEventPort(let number)? = machine.setupSession(Self.phase1, on: a, now: 0).last else {
+            throw BufferedSessionTests.TestFailure("no event port asked for")
+        }
+        _ = machine.eventPortOpened(session: number, port: 7010)
+        let record = AirPlayRequest(method: "RECORD", target: "rtsp://127.0.0.1/1", version: .rtsp10, headers: [:], body: ByteBuffer())
+        #expect(machine.receive(record, on: a, now: 0).contains(.nowPlaying(.streamStarted)))
+        let streams = machine.setupStreams(Self.pcm, senderControlPort: 6001, on: a, now: 0)
+        #expect(Array(streams.prefix(2)) == [.beginSession(number: number, connection: a), .nowPlaying(.streamStarted)])
+        _ = machine.portsOpened(session: number, audio: 7000, control: 7001, timing: 7002)
+        #expect(machine.current?.phase == .recording)
+
+        // pyatv's order: no RECORD yet, so the stream SETUP starts nothing; RECORD does.
+        var other = Self.machine()
+        let later = try setUp(&other, on: a)
+        #expect(other.current?.phase == .ready && other.current?.number == later)
+        #expect(other.receive(record, on: a, now: 0).contains(.nowPlaying(.streamStarted)))
+        #expect(other.current?.phase == .recording)
+    }
+
     /// Phase 2 makes the session's resources, then its ports; the reply names the data and
     /// control ports of the realtime stream (type 96), as pyatv and owntone read them.
     @Test func phaseTwoAnswersWithTheStreamPorts() throws {

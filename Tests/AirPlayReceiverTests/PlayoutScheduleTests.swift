@@ -16,7 +16,7 @@ import Testing
         let timeline = SenderTimeline(sampleRate: 44100, minimumLatency: 0)
         timeline.addTimingReply(RAOPTiming(origin: SenderTimeline.ntp(100), receive: SenderTimeline.ntp(100),
                                            transmit: SenderTimeline.ntp(100)), arrival: 100)
-        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(syncStamp), rtpTimeNext: 0, isFirst: true),
+        timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(syncStamp), rtpTimeNext: 0, isFirst: true, flags: 0),
                          arrival: arrival)
         return timeline
     }
@@ -178,7 +178,7 @@ import Testing
         // Arrival schedule: 100.5; the sender's clock: 100.8.
         #expect(Self.written(schedule.next(now: 100.8, delay: 0)) == Self.samples(0))
         for second in [101.0] {
-            timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(second + 5), rtpTimeNext: 0, isFirst: false),
+            timeline.addSync(RAOPSync(rtpTimeNowMinusLatency: 0, ntpTime: SenderTimeline.ntp(second + 5), rtpTimeNext: 0, isFirst: false, flags: 0),
                              arrival: second)
         }
         #expect(!timeline.figures.senderClock)

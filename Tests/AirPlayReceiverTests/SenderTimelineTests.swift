@@ -19,9 +19,10 @@ import Testing
         }
     }
 
-    /// Sync packet at sender time `at`: `playing` is heard now, `next` is being sent.
-    static func sync(playing: UInt32, next: UInt32, at senderTime: Double) -> RAOPSync {
-        RAOPSync(rtpTimeNowMinusLatency: playing, ntpTime: SenderTimeline.ntp(senderTime), rtpTimeNext: next, isFirst: false)
+    /// Sync packet at sender time `at`: `playing` is heard then, `next` is being sent. Flags 0:
+    /// the frame named is heard at the sync's time itself (flags 7 add 11025 frames, below).
+    static func sync(playing: UInt32, next: UInt32, at senderTime: Double, flags: UInt16 = 0, first: Bool = false) -> RAOPSync {
+        RAOPSync(rtpTimeNowMinusLatency: playing, ntpTime: SenderTimeline.ntp(senderTime), rtpTimeNext: next, isFirst: first, flags: flags)
     }
 
     @Test func oneExchangeGivesTheOffsetAndTheRoundTrip() throws {

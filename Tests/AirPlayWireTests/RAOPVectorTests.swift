@@ -170,6 +170,10 @@ private func wireHex(_ bytes: [UInt8]) -> String {
             var rtpTimeNowMinusLatency: UInt32?
             var ntpTime: String?
             var rtpTimeNext: UInt32?
+            var flags: UInt16?
+            var networkTime: String?
+            var clockIdentity: String?
+            var heardRTPTime: UInt32?
             var origin: String?
             var receive: String?
             var transmit: String?
@@ -199,6 +203,7 @@ private func wireHex(_ bytes: [UInt8]) -> String {
         case .timingReply: "timingReply"
         case .retransmitted: "retransmitted"
         case .resendRequest: "resendRequest"
+        case .ptpAnchor: "ptpAnchor"
         }
     }
 
@@ -243,6 +248,15 @@ private func wireHex(_ bytes: [UInt8]) -> String {
             #expect(sync.rtpTimeNowMinusLatency == expected.rtpTimeNowMinusLatency, "\(vector.what)")
             #expect(sync.ntpTime == Self.ntp(expected.ntpTime), "\(vector.what)")
             #expect(sync.rtpTimeNext == expected.rtpTimeNext, "\(vector.what)")
+            #expect(sync.flags == (expected.flags ?? RAOPSync.appleFlags), "\(vector.what)")
+            if vector.encoderWritesTheseBytes == true { #expect(sync.bytes == bytes, "\(vector.what)") }
+        case .ptpAnchor(let anchor):
+            #expect(anchor.rtpTime == expected.rtpTimeNowMinusLatency, "\(vector.what)")
+            #expect(anchor.networkTime == Self.ntp(expected.networkTime), "\(vector.what)")
+            #expect(anchor.nextRTPTime == expected.rtpTimeNext, "\(vector.what)")
+            #expect(anchor.clockIdentity == Self.ntp(expected.clockIdentity), "\(vector.what)")
+            #expect(anchor.heardRTPTime == expected.heardRTPTime, "\(vector.what)")
+            if vector.encoderWritesTheseBytes == true { #expect(anchor.bytes == bytes, "\(vector.what)") }
         case .timingRequest(let timing), .timingReply(let timing):
             #expect(timing.origin == Self.ntp(expected.origin), "\(vector.what)")
             #expect(timing.receive == Self.ntp(expected.receive), "\(vector.what)")

@@ -882,6 +882,11 @@ def packet_vectors():
     audio_wrap = struct.pack(">BBHII", 0x80, 0x60, 65535, 0xFFFFFEA0, 0)
     sync_first = struct.pack(">BBHIQI", 0x90, 0xD4, 7, 88100, ntp(12, 0x80000000), 110150)
     sync_next = struct.pack(">BBHIQI", 0x80, 0xD4, 7, 132200, ntp(13, 0x80000000), 154200)
+    sync_flags_zero = struct.pack(">BBHIQI", 0x80, 0xD4, 0, 132200, ntp(13, 0x80000000), 154200)
+    # An AirPlay 2 realtime stream's PTP anchor as OwnTone 29.3 writes it: frame1, the PTP time in
+    # ns, frame1 + 77175, the grandmaster's clock identity; frame1 - 11035 is heard at that time.
+    frame1, ptp_ns, clock_id = 1_000_000, 1_234_567_890_123, 0x001122FFFE334455
+    ptp_anchor = struct.pack(">BBHIQIQ", 0x90, 0xD7, 6, frame1, ptp_ns, frame1 + 77175, clock_id)
     origin, receive, transmit = ntp(1, 0x40000000), ntp(1, 0x40A3D70A), ntp(1, 0x40C49BA5)
     timing_request = struct.pack(">BBHIQQQ", 0x80, 0xD2, 7, 0, 0, 0, origin)
     timing_reply = struct.pack(">BBHIQQQ", 0x80, 0xD3, 7, 0, origin, receive, transmit)
@@ -905,7 +910,17 @@ def packet_vectors():
           "rtpTimeNext": 110150}, False),
         ("sync, later ones: 0x80", "control", sync_next,
          {"kind": "sync", "isFirst": False, "rtpTimeNowMinusLatency": 132200,
-          "ntpTime": f"{ntp(13, 0x80000000):016x}", "rtpTimeNext": 154200}, False),
+          "ntpTime": f"{ntp(13, 0x80000000):016x}", "rtpTimeNext": 154200}, True),
+        ("sync with flags 0x0000 (no sender known sends it): the frame named is heard at the NTP time itself; "
+         "flags 0x0007 (every sender known) mean it is heard 11025 frames after it", "control", sync_flags_zero,
+         {"kind": "sync", "isFirst": False, "rtpTimeNowMinusLatency": 132200,
+          "ntpTime": f"{ntp(13, 0x80000000):016x}", "rtpTimeNext": 154200, "flags": 0}, True),
+        ("AirPlay 2 realtime anchor on PTP (OwnTone 29.3, Music Assistant): 0x90, 0xD7 (type 0x57 + marker), "
+         "0x0006, frame1, the PTP time in ns, frame1 + 77175, the grandmaster's clock identity; frame1 - 11035 "
+         "is heard at that time", "control", ptp_anchor,
+         {"kind": "ptpAnchor", "rtpTimeNowMinusLatency": frame1, "networkTime": f"{ptp_ns:016x}",
+          "rtpTimeNext": frame1 + 77175, "clockIdentity": f"{clock_id:016x}", "heardRTPTime": frame1 - 11035}, True),
+        ("a PTP anchor of 27 bytes", "control", ptp_anchor[:27], None, False),
         ("timing request: 0x80 0xD2 0x0007, 4 zero bytes, origin, receive, transmit (a sender's request has only "
          "transmit set)", "timing", timing_request,
          {"kind": "timingRequest", "origin": f"{0:016x}", "receive": f"{0:016x}", "transmit": f"{origin:016x}"}, True),
@@ -943,8 +958,9 @@ def packet_vectors():
                 "b[1] & 0x7F, the marker bit b[1] & 0x80. port is where it travels: server (audio), control (sync, "
                 "resend requests, retransmissions), timing. bytes, payload and the 64-bit NTP times (32.32 fixed "
                 "point, seconds since 1900; here 2024-01-01 plus a few seconds) are hex; sequence numbers and RTP "
-                "times are decimal. encoderWritesTheseBytes marks packets that RAOPAudioPacket.bytes (SSRC 0) or "
-                "RAOPTiming.bytes(reply:) produce exactly. resendRequest gives the fields of the 0x55 layout.",
+                "times are decimal. encoderWritesTheseBytes marks packets that RAOPAudioPacket.bytes (SSRC 0), "
+                "RAOPSync.bytes, RAOPPTPAnchor.bytes or RAOPTiming.bytes(reply:) produce exactly. A ptpAnchor "
+                "reuses rtpTimeNowMinusLatency for frame1 and rtpTimeNext for frame2; its networkTime is in ns. resendRequest gives the fields of the 0x55 layout.",
         "generator": GENERATOR,
         "vectors": vectors,
     }

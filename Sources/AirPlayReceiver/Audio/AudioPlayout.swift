@@ -53,6 +53,9 @@ public final class AudioPlayout: @unchecked Sendable {
         public var skipped = 0
         /// Frames written to the output.
         public var framesPlayed = 0
+        /// Of those, the frames of packets placed by the sender's clock (its syncs, or its PTP
+        /// anchors), not by their arrival: the session says which clock timed most of it.
+        public var framesOnSenderClock = 0
         /// Frames added to follow a slower sender clock.
         public var framesInserted = 0
         /// Frames removed to follow a faster sender clock.

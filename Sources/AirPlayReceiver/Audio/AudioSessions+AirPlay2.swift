@@ -53,6 +53,7 @@ extension AudioSessions {
                                 on: connection.id, now: self.now())
             }
             var announced = prepared
+            announced.ptpRealtime = !prepared.buffered && machine.withLockedValue { $0.current?.usesPTP == true }
             announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
             return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
         }
@@ -69,6 +70,18 @@ extension AudioSessions {
         }
         let cipher = try AirPlay2AudioCipher(streamKey: stream.streamKey)
         return PreparedStream(description: description, cipher: .chacha(cipher), buffered: stream.type == AirPlay2Setup.buffered)
+    }
+
+    /// A realtime PTP stream's 0xD7 anchor: its timeline takes it (the first is logged).
+    func realtimeAnchor(_ anchor: RAOPPTPAnchor, session resources: RAOPSessionResources) {
+        guard let timeline = resources.anchored else { return }
+        let first = timeline.current == nil
+        timeline.set(anchor)
+        guard first else { return }
+        logger.info("realtime audio anchored on PTP", metadata: [
+            "session": "\(resources.number)", "rtpTime": "\(anchor.heardRTPTime)", "networkTime.ns": "\(anchor.networkTime)",
+            "timeline": "\(String(anchor.clockIdentity, radix: 16))", "clock.known": "\(timeline.localTime(of: anchor.heardRTPTime) != nil)",
+        ])
     }
 
     /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.

@@ -84,7 +84,7 @@ extension AudioSessions {
     /// holdover) ends after `clockLossLimit`, saying why, rather than hold the output silent.
     func checkClocks(now: Double) {
         for resources in sessions.withLockedValue({ Array($0.values) }) {
-            guard let timeline = resources.anchored, timeline.current?.playing == true else { continue }
+            guard resources.buffered, let timeline = resources.anchored, timeline.current?.playing == true else { continue }
             let missing = ptp?.masterTime() == nil
             let since = resources.state.withLockedValue { state -> Double? in
                 if !missing { state.clockMissingSince = nil } else if state.clockMissingSince == nil { state.clockMissingSince = now }

@@ -186,6 +186,8 @@ public final class AudioSessions: Sendable {
         var cipher: AudioPacketCipher?
         /// AirPlay 2 buffered (type 103): TCP data, played on rate anchors.
         var buffered = false
+        /// AirPlay 2 realtime (type 96) in a PTP session: timed by 0xD7 anchors on the PTP clock.
+        var ptpRealtime = false
         /// Who sends it, as now-playing shows it.
         var sender: NowPlayingSender?
     }
@@ -279,7 +281,11 @@ public final class AudioSessions: Sendable {
             case .closeConnection(let id):
                 ended[id]?.close()
             case .flush(let number, let before):
-                sessions.withLockedValue { $0[number] }?.playout?.flush(before: before)
+                guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
+                // What follows the flush is placed by the sender's next sync or anchor, not the last.
+                resources.timeline.flush()
+                if !resources.buffered { resources.anchored?.forget() }
+                resources.playout?.flush(before: before)
             case .setVolume(let number, let decibels):
                 sessions.withLockedValue { $0[number] }?.playout?.setVolume(decibels: decibels)
                 logger.info("audio volume", metadata: ["session": "\(number)", "volume.dB": "\(decibels)"])
@@ -321,9 +327,11 @@ public final class AudioSessions: Sendable {
         } else {
             decoding = .queued(RAOPDecodeQueue(session: number, stream: stream, factory: decoders))
         }
-        let anchored = prepared.buffered ? ptp.map { AnchoredTimeline(clock: $0, sampleRate: stream.sampleRate) } : nil
+        let anchored = prepared.buffered || prepared.ptpRealtime ? ptp.map {
+            AnchoredTimeline(clock: $0, sampleRate: stream.sampleRate, holdLimit: prepared.buffered ? nil : Self.firstAnchorWait)
+        } : nil
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
-                                             cipher: prepared.cipher, decoding: decoding, anchored: anchored)
+                                             cipher: prepared.cipher, decoding: decoding, anchored: anchored, buffered: prepared.buffered)
         sessions.withLockedValue { $0[number] = resources }
         let sender = prepared.sender ?? NowPlayingSender(kind: .audio, name: connection.remote?.ipAddress ?? "unknown")
         nowPlaying.post(.began(sender, format: "\(stream.pcmFormat)"))
@@ -331,6 +339,10 @@ public final class AudioSessions: Sendable {
                                                   "format": "\(stream.pcmFormat)", "encrypted": "\(prepared.cipher != nil)",
                                                   "buffered": "\(prepared.buffered)"])
     }
+
+    /// How long a realtime PTP stream waits for its first 0xD7 anchor (and a PTP clock to map it)
+    /// before it plays from arrival: OwnTone sends one with its first packets, seconds ahead.
+    static let firstAnchorWait = 2.0
 
     /// Makes the playout and binds the three UDP ports; the machine turns the outcome into SETUP's reply.
     private func openPorts(_ number: Int, controlPort: UInt16?, timingPort: UInt16?) -> [RAOPSessionStateMachine.Action] {
@@ -347,7 +359,7 @@ public final class AudioSessions: Sendable {
         let stream = resources.stream
         let playout = AudioPlayout(output: output, timeline: resources.playoutTimeline, format: format,
                                    framesPerPacket: stream.framesPerPacket)
-        if resources.anchored != nil { return openBufferedPorts(resources, playout: playout) }
+        if resources.buffered { return openBufferedPorts(resources, playout: playout) }
         let remote = resources.connection.remote
         resources.state.withLockedValue { state in
             state.playout = playout
@@ -412,7 +424,7 @@ public final class AudioSessions: Sendable {
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
             "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
             "retransmitted": "\(figures.retransmitted)",
-            "clock": "\(resources.anchored != nil ? "ptp" : figures.clock.senderClock ? "sender" : "arrival")",
+            "clock": "\(resources.clockName)",
             "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
             "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
             "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",

@@ -273,6 +273,7 @@ struct PlayoutSchedule {
         run.framesOut += frames.count / channels
         self.run = run
         self.stats.framesPlayed += frames.count / channels
+        if timed != nil { self.stats.framesOnSenderClock += frames.count / channels }
         self.stats.worstLatenessMilliseconds = max(self.stats.worstLatenessMilliseconds, (now - due) * 1000)
         // Written early, a frame is still heard at its place in the output's stream.
         let outputTime = writeAhead > 0 ? max(now, due) : now

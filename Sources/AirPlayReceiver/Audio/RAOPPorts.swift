@@ -145,6 +145,9 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
         case (.control, .sync(let sync)):
             owner.senderAlive(session)
             session.timeline.addSync(sync)
+        case (.control, .ptpAnchor(let anchor)) where session.anchored != nil && !session.buffered:
+            owner.senderAlive(session)
+            owner.realtimeAnchor(anchor, session: session)
         case (.timing, .timingReply(let reply)):
             session.timeline.addTimingReply(reply)
         case (.timing, .timingRequest(let request)):

@@ -25,8 +25,11 @@ final class RAOPSessionResources: Sendable {
     let timeline: SenderTimeline
     /// The sender's address: UDP datagrams from any other host are dropped.
     let senderHost: [UInt8]?
-    /// A buffered stream's timeline (its rate anchors on the PTP clock); nil for realtime streams.
+    /// A timeline on the PTP clock: a buffered stream's (its rate anchors) or a realtime PTP
+    /// stream's (its 0xD7 anchors); nil for NTP-timed streams.
     let anchored: AnchoredTimeline?
+    /// AirPlay 2 buffered (type 103): TCP data, played only on rate anchors.
+    let buffered: Bool
 
     /// The timeline the playout follows.
     var playoutTimeline: any PlayoutTimeline { anchored ?? timeline }
@@ -50,8 +53,9 @@ final class RAOPSessionResources: Sendable {
     let state = NIOLockedValueBox(Mutable())
 
     init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, cipher: AudioPacketCipher?,
-         decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil) {
+         decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil, buffered: Bool = false) {
         self.anchored = anchored
+        self.buffered = buffered
         self.number = number
         self.connection = connection
         self.stream = stream
@@ -60,6 +64,14 @@ final class RAOPSessionResources: Sendable {
         // The playout's own buffer (RECORD's Audio-Latency) is the least latency a sender gets.
         timeline = SenderTimeline(sampleRate: stream.sampleRate, minimumLatency: 0.5)
         senderHost = connection.remote.map(RAOPPorts.hostBytes)
+    }
+
+    /// Which clock timed most of the frames played: `ptp`, `sender` (its NTP syncs) or `arrival`.
+    var clockName: String {
+        guard let statistics = playout?.statistics, statistics.framesOnSenderClock * 2 >= max(1, statistics.framesPlayed) else {
+            return "arrival"
+        }
+        return anchored != nil ? "ptp" : "sender"
     }
 
     /// The playout, once SETUP made it.

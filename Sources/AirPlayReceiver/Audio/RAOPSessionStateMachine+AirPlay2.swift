@@ -58,8 +58,10 @@ extension RAOPSessionStateMachine {
         session.phase = .openingPorts
         session.expectedSequence = nil
         current = session
-        return [.beginSession(number: session.number, connection: connection),
-                .openPorts(session: session.number, senderControlPort: senderControlPort, senderTimingPort: session.senderTimingPort)]
+        // After RECORD (Apple's order) the stream the session begins is already playing.
+        return [.beginSession(number: session.number, connection: connection)]
+            + (session.recorded ? [.nowPlaying(.streamStarted)] : [])
+            + [.openPorts(session: session.number, senderControlPort: senderControlPort, senderTimingPort: session.senderTimingPort)]
     }
 
     /// TEARDOWN naming `streams`: the audio stops, the session stays set up for new streams.

@@ -80,6 +80,9 @@ public struct RAOPSessionStateMachine: Sendable {
         public var volume: Double = 0
         /// Set by FLUSH: the next audio packet means playing again.
         public var paused = false
+        /// RECORD was received. Apple's senders, OwnTone and libraop send it before AirPlay 2's
+        /// stream SETUP, whose new stream then starts out playing, as in the other order.
+        public var recorded = false
         /// The first sequence number after a FLUSH (its `RTP-Info: seq=`): packets still in flight
         /// from before it do not mean playing again.
         public var resumeSequence: UInt16?
@@ -189,6 +192,7 @@ public struct RAOPSessionStateMachine: Sendable {
         case "RECORD":
             guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
             if session.phase == .ready { session.phase = .recording }
+            session.recorded = true
             current = session
             return [.nowPlaying(.streamStarted),
                     .reply(AirPlayResponse(status: 200, headers: ["Audio-Latency": "\(configuration.latencyFrames)"]))]
@@ -265,7 +269,7 @@ public struct RAOPSessionStateMachine: Sendable {
         guard var session = current, session.number == number, session.phase == .openingPorts else {
             return [.reply(.text(status: 454, "the session ended during SETUP"))]
         }
-        session.phase = .ready
+        session.phase = session.recorded ? .recording : .ready
         current = session
         if session.kind == .airPlay2 {
             let type = session.buffered ? AirPlay2Setup.buffered : AirPlay2Setup.realtime

@@ -11,19 +11,21 @@ import NIOConcurrencyHelpers
 /// its clock and ours, and how fast that offset moves (drift); sync packets (0x54, every second)
 /// say which RTP time the sender plays at which time of its clock.
 ///
-/// A sender whose sync packets do not agree with its own timing answers (the frame it sends
-/// would be meant for more than 0.5 s away from now plus its latency) is not trusted: the
-/// playout then times frames from their arrival instead. pyatv 0.18, for one, stamps sync
-/// packets with the wall clock of its set-up plus the frames sent since, which agrees only while
-/// its stream starts soon after its set-up.
+/// A sync packet is judged as a clock (`judge`): the newest frame it says was sent must be due
+/// between its arrival (a few ms of slack) and one latency after it. A sender whose syncs say
+/// otherwise is not trusted, and the playout times frames from their arrival instead. Flags 7
+/// (iTunes, OwnTone, libraop) put the named frame 11025 frames after the sync's time. A sender
+/// may back-date its start: libraop stamps each sync with its next frame's time, up to its
+/// latency before the packet arrives while it bursts its backlog, and is trusted from its first
+/// sync. pyatv 0.18 stamps syncs with the wall clock of its set-up plus the frames sent since:
+/// late, like libraop's, by as long as its stream started after its set-up.
 ///
-/// Trust changes with hysteresis, in time and in count. It is won by a sync within 0.1 s of
-/// the timing answers (an honest sender is within a few milliseconds) and lost by two in a row
-/// beyond 0.5 s (by one, while fewer than three syncs have confirmed it); once lost, it takes
-/// three agreeing syncs in a row to win it back. A sender near
-/// a single limit (pyatv whose stream started 0.5 s after its set-up, on a link with 30 ms of
-/// jitter) would otherwise flip between its clock and the arrival schedule, and every flip
-/// would move the audio. Losing trust moves nothing: the playout goes on from where the
+/// Trust changes with hysteresis, in time and in count. It is won by an agreeing sync (stamped
+/// at most 0.1 s in our future) and lost by two contradicting ones in a row (by one, while fewer
+/// than three syncs have confirmed it); once lost, it takes three agreeing syncs in a row to win
+/// it back. A sync that moves the anchor in force by over 0.5 s, without being a first sync,
+/// contradicts it. A sender near a single limit (a link with 30 ms of jitter) would otherwise
+/// flip between its clock and the arrival schedule, and every flip would move the audio. Losing trust moves nothing: the playout goes on from where the
 /// sender's clock had it.
 public final class SenderTimeline: PlayoutTimeline {
     /// One timing exchange, in seconds.
@@ -82,12 +84,15 @@ public final class SenderTimeline: PlayoutTimeline {
 
     /// Timing answers kept for the estimate (at one exchange every 2 s, about a minute).
     static let window = 32
-    /// A sync packet that puts the frame being sent further than this from "now + latency"
-    /// contradicts the timing answers.
+    /// A sync stamped further than this in our future (its newest frame due later than its
+    /// latency allows), or that moves the anchor in force by more, contradicts the timing answers.
     static let plausibility = 0.5
-    /// A sync that wins trust (or keeps the timeline moving) agrees with the timing answers
-    /// within this; between it and `plausibility` a sync is ignored, and trust kept.
+    /// A sync stamped up to this far in our future agrees with the timing answers; between it
+    /// and `plausibility` it is ignored, and trust kept.
     static let agreement = 0.1
+    /// How far overdue a sync may say the newest frame it sent is: a stamp taken a moment
+    /// before the packet left, or a path slower one way than the other.
+    static let overdueSlack = 0.005
     /// Contradicting syncs in a row that lose the sender's trust, and agreeing ones that win it
     /// back once lost (the first agreeing sync of a stream wins it).
     static let syncsToDistrust = 2
@@ -141,19 +146,52 @@ public final class SenderTimeline: PlayoutTimeline {
         }
     }
 
+    /// How a sync packet reads against the timing answers (`judge`).
+    enum SyncVerdict: Hashable, Sendable {
+        /// A clock a sender can have: the newest frame it sent is due between now and its latency
+        /// from now (back-dated or not), and it agrees with the anchor in force.
+        case agrees
+        /// Stamped between `agreement` and `plausibility` in the future: neither trusted nor held against it.
+        case doubtful
+        /// No sender sending in time could mean it: a frame already sent due in the past, a stamp
+        /// far in the future, a latency over 10 s, or a jump from the anchor in force.
+        case contradicts
+    }
+
+    /// Judges a sync whose stamp reads `stampLocal` on our clock, arriving at `arrival`: the
+    /// sender promises its newest frame at `stampLocal + latency` (`latency` with the flags' fixed
+    /// offset and the floor), which must not be overdue already (a few ms of slack) nor further
+    /// ahead than its latency (`agreement` of slack; up to `plausibility` is doubtful). A sender
+    /// that back-dates its start (libraop) stamps its syncs up to its latency before they arrive,
+    /// and is right. `uncertainty` is how far the offset may be off (half the best round trip);
+    /// `jump` is how far the sync moves the anchor in force (nil without one).
+    static func judge(stampLocal: Double, arrival: Double, latency: Double, uncertainty: Double = 0, jump: Double?) -> SyncVerdict {
+        let early = stampLocal - arrival   // > 0: stamped in our future
+        guard latency <= 10, early + latency >= -(overdueSlack + uncertainty), early <= plausibility else { return .contradicts }
+        if let jump, abs(jump) > plausibility { return .contradicts }
+        return early > agreement ? .doubtful : .agrees
+    }
+
     /// A sync packet arrived at our time `arrival`.
     public func addSync(_ sync: RAOPSync, arrival: Double = now()) {
-        // The frame being sent now is meant to play one latency from now; a latency below the
+        // Frame A ("now minus latency") is heard at the sync's time, plus 250 ms with flags 7;
+        // the frame being sent is meant to be heard one latency after A. A latency below the
         // floor is raised to it (the frames play later, the same on every receiver).
-        let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate
+        let fixed = Double(sync.heardAfterFrames) / sampleRate
+        let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate + fixed
         let lift = max(0, minimumLatency - latency)
-        let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime) + lift)
+        let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime) + fixed + lift)
         state.withLockedValue { state in
             guard let line = state.line else { return }
             let offset = line.offset + line.drift * (arrival - line.local)
-            let meant = anchor.senderTime - lift - offset + latency
-            let disagreement = abs(meant - (arrival + latency))
-            if disagreement > Self.plausibility || latency > 10 {
+            // A first sync (after RECORD or FLUSH) starts a timeline; any other continues the one in force.
+            let jump = state.trusted && !sync.isFirst ? state.anchor.map { previous in
+                anchor.senderTime - (previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate)
+            } : nil
+            let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
+            switch Self.judge(stampLocal: Self.seconds(sync.ntpTime) - offset, arrival: arrival, latency: latency + lift,
+                              uncertainty: uncertainty, jump: jump) {
+            case .contradicts:
                 state.implausible += 1
                 state.agreeingInARow = 0
                 state.contradictingInARow += 1
@@ -162,10 +200,11 @@ public final class SenderTimeline: PlayoutTimeline {
                 let confirmed = state.agreeingSinceTrusted >= Self.syncsToRetrust
                 if state.contradictingInARow >= (confirmed ? Self.syncsToDistrust : 1) { state.trusted = false }
                 return
-            }
-            guard disagreement <= Self.agreement else {
+            case .doubtful:
                 state.agreeingInARow = 0
                 return
+            case .agrees:
+                break
             }
             state.contradictingInARow = 0
             state.agreeingInARow += 1
@@ -191,6 +230,15 @@ public final class SenderTimeline: PlayoutTimeline {
             state.recentSyncs = [anchor]
             state.anchor = anchor
             state.trusted = true
+        }
+    }
+
+    /// The sender flushed: its next sync starts a new timeline (a resumed stream's RTP times go
+    /// on while its clock moved on), so the anchor in force is forgotten, not held against it.
+    public func flush() {
+        state.withLockedValue { state in
+            state.anchor = nil
+            state.recentSyncs = []
         }
     }
 

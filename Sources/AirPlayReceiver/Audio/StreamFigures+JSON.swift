@@ -9,7 +9,7 @@ extension AudioSessions.StreamFigures {
         var object: [String: JSONValue] = ["session": .integer(figures.session), "codec": .string(figures.codec), "ended": .bool(figures.ended)]
         let counts: [(String, Int)] = [
             ("received", playout.received), ("dropped", playout.dropped), ("lost", playout.lost), ("skipped", playout.skipped),
-            ("framesPlayed", playout.framesPlayed), ("framesInserted", playout.framesInserted), ("framesRemoved", playout.framesRemoved),
+            ("framesPlayed", playout.framesPlayed), ("framesOnSenderClock", playout.framesOnSenderClock), ("framesInserted", playout.framesInserted), ("framesRemoved", playout.framesRemoved),
             ("reanchors", playout.reanchors), ("requested", figures.requested), ("requestedAgain", figures.requestedAgain),
             ("retransmitted", figures.retransmitted),
         ]

@@ -15,6 +15,8 @@ public enum RAOPPacket: Hashable, Sendable {
     case retransmitted(RAOPAudioPacket)
     /// Payload type 0x55: the receiver asks for packets again.
     case resendRequest(RAOPResendRequest)
+    /// Payload type 0x57: an AirPlay 2 realtime stream's anchor on the sender's PTP clock.
+    case ptpAnchor(RAOPPTPAnchor)
 
     /// Parses a datagram; nil for anything that is not a well-formed RAOP packet.
     public static func parse(_ bytes: [UInt8]) -> RAOPPacket? {
@@ -29,7 +31,11 @@ public enum RAOPPacket: Hashable, Sendable {
         case 0x54:
             guard bytes.count >= 20 else { return nil }
             return .sync(RAOPSync(rtpTimeNowMinusLatency: be32(bytes, 4), ntpTime: be64(bytes, 8), rtpTimeNext: be32(bytes, 16),
-                                  isFirst: bytes[0] & 0x10 != 0))
+                                  isFirst: bytes[0] & 0x10 != 0, flags: be16(bytes, 2)))
+        case 0x57:
+            guard bytes.count >= 28 else { return nil }
+            return .ptpAnchor(RAOPPTPAnchor(rtpTime: be32(bytes, 4), networkTime: be64(bytes, 8), nextRTPTime: be32(bytes, 16),
+                                            clockIdentity: be64(bytes, 20), isFirst: bytes[0] & 0x10 != 0))
         case 0x55:
             guard bytes.count >= 8 else { return nil }
             return .resendRequest(RAOPResendRequest(first: be16(bytes, 4), count: be16(bytes, 6)))
@@ -106,8 +112,16 @@ public struct RAOPAudioPacket: Hashable, Sendable {
     }
 }
 
-/// A sync packet: the sender plays `rtpTimeNowMinusLatency` at `ntpTime`; `rtpTimeNext` is the next frame it sends.
+/// A sync packet: the sender plays `rtpTimeNowMinusLatency` at `ntpTime` (plus `fixedLatencyFrames`
+/// when its flags are 7); `rtpTimeNext` is the next frame it sends.
 public struct RAOPSync: Hashable, Sendable {
+    /// The flags iTunes, AirPort-era senders, OwnTone, libraop, pyatv and `airplay` send: the
+    /// frame they name is heard `fixedLatencyFrames` after their time.
+    public static let appleFlags: UInt16 = 7
+    /// What flags 7 add between a sync's time and the frame it names being heard: 11025 frames
+    /// (250 ms at 44.1 kHz), as AirPort Express and shairport-sync read it.
+    public static let fixedLatencyFrames: UInt32 = 11025
+
     /// RTP time being played now at the sender (already minus the latency).
     public var rtpTimeNowMinusLatency: UInt32
     /// The sender's clock, NTP format (32.32 fixed point).
@@ -116,21 +130,78 @@ public struct RAOPSync: Hashable, Sendable {
     public var rtpTimeNext: UInt32
     /// Set on the first sync after RECORD or FLUSH.
     public var isFirst: Bool
+    /// Bytes 2-3: 7 from every sender known (`appleFlags`); anything else names the frame heard
+    /// at `ntpTime` itself.
+    public var flags: UInt16
 
     /// A sync from its parts.
-    public init(rtpTimeNowMinusLatency: UInt32, ntpTime: UInt64, rtpTimeNext: UInt32, isFirst: Bool) {
+    public init(rtpTimeNowMinusLatency: UInt32, ntpTime: UInt64, rtpTimeNext: UInt32, isFirst: Bool, flags: UInt16 = appleFlags) {
         self.rtpTimeNowMinusLatency = rtpTimeNowMinusLatency
         self.ntpTime = ntpTime
         self.rtpTimeNext = rtpTimeNext
         self.isFirst = isFirst
+        self.flags = flags
     }
+
+    /// Frames between the sync's time and the named frame being heard: 11025 with flags 7, else 0.
+    public var heardAfterFrames: UInt32 { flags == Self.appleFlags ? Self.fixedLatencyFrames : 0 }
 
     /// The wire form (payload type 0x54 with the marker bit; 0x90 first byte on the first sync).
     public var bytes: [UInt8] {
-        var out: [UInt8] = [isFirst ? 0x90 : 0x80, 0xD4, 0x00, 0x07]
+        var out: [UInt8] = [isFirst ? 0x90 : 0x80, 0xD4, UInt8(flags >> 8), UInt8(flags & 0xFF)]
         out += withUnsafeBytes(of: rtpTimeNowMinusLatency.bigEndian, Array.init)
         out += withUnsafeBytes(of: ntpTime.bigEndian, Array.init)
         out += withUnsafeBytes(of: rtpTimeNext.bigEndian, Array.init)
+        return out
+    }
+}
+
+/// The timing packet of an AirPlay 2 realtime stream on PTP (payload type 0x57, 28 bytes, on
+/// the control port, about once a second): frame `rtpTime` minus `heardBeforeFrames` is heard
+/// at `networkTime` on the PTP clock `clockIdentity`. OwnTone and Music Assistant send it where
+/// RAOP sends 0x54 syncs; shairport-sync 5 reads it this way.
+public struct RAOPPTPAnchor: Hashable, Sendable {
+    /// How many frames before `rtpTime` the frame heard at `networkTime` is.
+    public static let heardBeforeFrames: UInt32 = 11035
+    /// What senders put in `nextRTPTime`: `rtpTime` plus this.
+    public static let nextOffsetFrames: UInt32 = 77175
+
+    /// Bytes 4-7: an RTP time (frame₁).
+    public var rtpTime: UInt32
+    /// Bytes 8-15: the PTP time in nanoseconds.
+    public var networkTime: UInt64
+    /// Bytes 16-19: frame₂, `rtpTime` + 77175 from every sender known.
+    public var nextRTPTime: UInt32
+    /// Bytes 20-27: the PTP grandmaster's clock identity.
+    public var clockIdentity: UInt64
+    /// The extension bit of byte 0 (0x90): set by every sender known.
+    public var isFirst: Bool
+
+    /// An anchor from its parts.
+    public init(rtpTime: UInt32, networkTime: UInt64, nextRTPTime: UInt32, clockIdentity: UInt64, isFirst: Bool = true) {
+        self.rtpTime = rtpTime
+        self.networkTime = networkTime
+        self.nextRTPTime = nextRTPTime
+        self.clockIdentity = clockIdentity
+        self.isFirst = isFirst
+    }
+
+    /// An anchor saying frame `heard` sounds at `networkTime` on `clockIdentity`, as senders write it.
+    public init(heard: UInt32, at networkTime: UInt64, clockIdentity: UInt64) {
+        let rtpTime = heard &+ Self.heardBeforeFrames
+        self.init(rtpTime: rtpTime, networkTime: networkTime, nextRTPTime: rtpTime &+ Self.nextOffsetFrames, clockIdentity: clockIdentity)
+    }
+
+    /// The frame heard at `networkTime`.
+    public var heardRTPTime: UInt32 { rtpTime &- Self.heardBeforeFrames }
+
+    /// The wire form: `0x90 0xD7 0x00 0x06`, then the fields, big-endian.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = [isFirst ? 0x90 : 0x80, 0xD7, 0x00, 0x06]
+        out += withUnsafeBytes(of: rtpTime.bigEndian, Array.init)
+        out += withUnsafeBytes(of: networkTime.bigEndian, Array.init)
+        out += withUnsafeBytes(of: nextRTPTime.bigEndian, Array.init)
+        out += withUnsafeBytes(of: clockIdentity.bigEndian, Array.init)
         return out
     }
 }
