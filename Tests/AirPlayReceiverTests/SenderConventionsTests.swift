@@ -66,18 +66,54 @@ import Testing
         #expect(abs(try #require(timeline.localTime(of: first)) - (start + 0.25)) < 1e-5, "never moved")
     }
 
+    /// libraop sends its first sync right after RECORD, before the receiver's first timing
+    /// request is answered: it waits for that answer, and anchors the stream then.
+    @Test func aSyncBeforeTheFirstTimingAnswerIsReadWhenItComes() throws {
+        let sender = Sender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        timeline.addSync(SenderTimelineTests.sync(playing: 0, next: 88200, at: sender.clock(100), flags: 7, first: true), arrival: 100)
+        #expect(timeline.localTime(of: 0) == nil)
+        let (reply, arrival) = sender.reply(sentAt: 100.01)
+        timeline.addTimingReply(reply, arrival: arrival)
+        #expect(abs(try #require(timeline.localTime(of: 0)) - 100.25) < 1e-5)
+    }
+
     /// A sync whose newest frame would already be overdue when it arrives describes no clock a
-    /// sender sending in time can have; nor does one stamped more than 0.5 s in our future.
+    /// sender sending in time can have; nor does one stamped over 10 s in our future, one with a
+    /// latency over 10 s, or one that moves the timeline in force by over 0.5 s.
     @Test func aSyncWhoseNewestFrameIsOverdueContradicts() {
         #expect(SenderTimeline.judge(stampLocal: 97.9, arrival: 100, latency: 2, jump: nil) == .contradicts)
         #expect(SenderTimeline.judge(stampLocal: 98.0, arrival: 100, latency: 2, jump: nil) == .agrees, "due right now")
         #expect(SenderTimeline.judge(stampLocal: 97.99, arrival: 100, latency: 2, uncertainty: 0.02, jump: nil) == .agrees,
                 "within the offset's uncertainty")
-        #expect(SenderTimeline.judge(stampLocal: 100.3, arrival: 100, latency: 2, jump: nil) == .doubtful)
-        #expect(SenderTimeline.judge(stampLocal: 100.6, arrival: 100, latency: 2, jump: nil) == .contradicts)
+        #expect(SenderTimeline.judge(stampLocal: 103, arrival: 100, latency: 2, jump: nil) == .agrees, "a start time ahead")
+        #expect(SenderTimeline.judge(stampLocal: 110.1, arrival: 100, latency: 2, jump: nil) == .contradicts)
         #expect(SenderTimeline.judge(stampLocal: 100, arrival: 100, latency: 11, jump: nil) == .contradicts, "over 10 s of latency")
         #expect(SenderTimeline.judge(stampLocal: 100, arrival: 100, latency: 2, jump: 0.6) == .contradicts, "a jump without a first sync")
         #expect(SenderTimeline.judge(stampLocal: 100, arrival: 100, latency: 2, jump: 0.3) == .agrees, "a smaller one is followed")
+    }
+
+    /// Music Assistant gives libraop a start time about 4.9 s ahead (2.7 s once it has
+    /// connected): its first sync, and one a second until the audio flows, name that start's
+    /// frame with that time. Every sync lies on one line, so the first is trusted and nothing
+    /// moves when the audio comes.
+    @Test func aStartTimeAheadIsTrustedFromTheFirstSync() throws {
+        let sender = Sender()
+        let timeline = Self.timeline(sender)
+        let head: UInt32 = 3_000_000, latency: UInt32 = 88200, start = 203.0
+        for second in 0..<3 {
+            timeline.addSync(SenderTimelineTests.sync(playing: head - latency, next: head, at: sender.clock(start), flags: 7, first: second == 0),
+                             arrival: 200.3 + Double(second))
+        }
+        #expect(timeline.figures.senderClock && timeline.figures.implausibleSyncs == 0)
+        // The audio flows from 203 s on, 2.25 s ahead of being heard.
+        for second in 0..<3 {
+            let next = head + UInt32(second) * 44100
+            timeline.addSync(SenderTimelineTests.sync(playing: next - latency, next: next, at: sender.clock(start + Double(second)), flags: 7),
+                             arrival: start + Double(second) + 0.004)
+        }
+        #expect(timeline.figures.implausibleSyncs == 0 && timeline.figures.trustChanges == 1)
+        #expect(abs(try #require(timeline.localTime(of: head)) - (start + 2.25)) < 1e-5)
     }
 
     /// A resumed stream's RTP times go on where they stopped while its clock moved on: after a

@@ -114,42 +114,43 @@ import Testing
         #expect(timeline.figures.implausibleSyncs == 1 && !timeline.figures.senderClock)
     }
 
-    /// Trust has hysteresis: it is won only within 0.1 s, one contradicting sync (beyond 0.5 s) among
-    /// agreeing ones is ignored once three have confirmed it, two in a row lose the sender's clock, and
-    /// it takes three agreeing ones in a row to win it back (pyatv near the 0.5 s limit on a jittery
-    /// link would otherwise flip, moving the audio each time).
+    /// Trust has hysteresis: one contradicting sync (its newest frame overdue on arrival) among
+    /// agreeing ones is ignored once three have confirmed the sender's clock, two in a row lose
+    /// it, and once lost it takes three agreeing ones in a row to win it back (a sender near the
+    /// limit on a jittery link would otherwise flip, moving the audio each time).
     @Test func trustIsLostAfterTwoContradictionsAndWonBackAfterThreeAgreements() {
         let sender = FakeSender()
         let timeline = SenderTimeline(sampleRate: 44100)
         let (reply, arrival) = sender.reply(sentAt: 100)
         timeline.addTimingReply(reply, arrival: arrival)
         var second = 100.0
-        func sync(off: Double) {
+        // A sync with a latency of 1 s whose stamp is `late` seconds behind its arrival.
+        func sync(late: Double) {
             second += 1
             let rtp = UInt32((second - 100) * 44100)
-            timeline.addSync(Self.sync(playing: rtp, next: rtp + 44100, at: sender.clock(second) + off), arrival: second)
+            timeline.addSync(Self.sync(playing: rtp, next: rtp + 44100, at: sender.clock(second) - late), arrival: second)
         }
-        sync(off: 0.2)
-        #expect(!timeline.figures.senderClock, "0.2 s off: not contradicting, not agreeing either")
-        sync(off: 0.02)
-        #expect(timeline.figures.senderClock, "the first agreeing sync is trusted")
-        sync(off: 0.4)
-        #expect(timeline.figures.senderClock, "in between: ignored")
-        sync(off: 0)
-        sync(off: 0)
-        #expect(timeline.figures.senderClock, "confirmed by three")
-        sync(off: 0.6)
+        sync(late: 1.6)
+        #expect(!timeline.figures.senderClock, "the frame being sent would have been due 0.6 s ago")
+        sync(late: 0)
+        sync(late: 0)
+        #expect(!timeline.figures.senderClock, "after a contradiction, two agreeing syncs are not enough")
+        sync(late: 0)
+        #expect(timeline.figures.senderClock, "three in a row win it")
+        sync(late: 0)
+        sync(late: 0)
+        sync(late: 1.6)
         #expect(timeline.figures.senderClock, "one contradiction is ignored once confirmed")
-        sync(off: 0)
-        sync(off: 0.6)
-        sync(off: 0.6)
+        sync(late: 0)
+        sync(late: 1.6)
+        sync(late: 1.6)
         #expect(!timeline.figures.senderClock, "two in a row lose it")
-        sync(off: 0)
-        sync(off: 0)
+        sync(late: 0)
+        sync(late: 0)
         #expect(!timeline.figures.senderClock && timeline.localTime(of: 0) == nil)
-        sync(off: 0)
+        sync(late: 0)
         #expect(timeline.figures.senderClock, "three in a row win it back")
-        #expect(timeline.figures.implausibleSyncs == 3)
+        #expect(timeline.figures.implausibleSyncs == 4)
 
         // pyatv 0.x: its first sync agrees, every later one carries the first one's time.
         let pyatv = SenderTimeline(sampleRate: 44100)

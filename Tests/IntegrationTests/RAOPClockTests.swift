@@ -57,17 +57,20 @@ import Testing
               + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(p95) ms max \(sync["maxMs"] ?? "?") ms, worst step \(worstStep)")
     }
 
-    /// libraop (Music Assistant's sender) starts a stream by back-dating its timeline by its
-    /// latency, bursting that backlog at once and stamping each flags-7 sync with its next
-    /// frame's time. Its first sync is then 2.55 s behind its arrival, and right: every frame
-    /// plays when the sender promised (0.25 s after its stamp, by flags 7), bit for bit.
-    @Test func aBackDatedStartPlaysWhenPromised() throws {
+    /// libraop (Music Assistant's sender) stamps each flags-7 sync with its next frame's time.
+    /// Started now (0.25 s), it back-dates its timeline by its latency and bursts that backlog at
+    /// once: its first sync, sent before our timing requests are answered, is 2.55 s behind its
+    /// arrival. Given a start time 4 s ahead, as Music Assistant gives it, its syncs are stamped
+    /// seconds ahead until the audio flows. Both are right: every frame plays when the sender
+    /// promised (0.25 s after its stamp, by flags 7), bit for bit.
+    @Test(arguments: ["0.25", "4"])
+    func aLibraopStartPlaysWhenPromised(startIn: String) throws {
         let python = try Products.peerTool("python")
         let fifo = Products.scratchDirectory("backdated") + "/out.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(fifo)"])
         let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_backdated_sender.py"
-        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), fifo, "8"], timeout: 90)
+        let result = try runCommand(python, [script, "127.0.0.1", String(daemon.port), fifo, "8", "2.55", startIn], timeout: 90)
         let line = try #require(result.stdout.split(separator: "\n").last.map(String.init), "\(result.stdout)\(result.stderr)")
         #expect(result.status == 0 && line.hasPrefix("OK "), "\(result.stdout)\(result.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any])
@@ -80,7 +83,7 @@ import Testing
         let clock = try #require(stream["clock"] as? [String: Any])
         #expect(clock["source"] as? String == "sender" && clock["implausibleSyncs"] as? Int == 0, "\(stream)")
         #expect(stream["framesRemoved"] as? Int == 0 && stream["framesInserted"] as? Int == 0 && stream["lost"] as? Int == 0, "\(stream)")
-        print("measure: libraop-style back-dated start, bit-exact \(exact * 100) %, heard against the promise \(errors) ms, "
+        print("measure: libraop-style start in \(startIn) s, bit-exact \(exact * 100) %, heard against the promise \(errors) ms, "
               + "resent \(report["resent"] ?? "?")")
     }
 }

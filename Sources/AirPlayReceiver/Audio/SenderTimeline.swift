@@ -11,22 +11,23 @@ import NIOConcurrencyHelpers
 /// its clock and ours, and how fast that offset moves (drift); sync packets (0x54, every second)
 /// say which RTP time the sender plays at which time of its clock.
 ///
-/// A sync packet is judged as a clock (`judge`): the newest frame it says was sent must be due
-/// between its arrival (a few ms of slack) and one latency after it. A sender whose syncs say
+/// A sync packet is judged as a clock (`judge`): the frame it names as next must not be
+/// overdue when it arrives, its stamp not over 10 s in our future. A sender whose syncs say
 /// otherwise is not trusted, and the playout times frames from their arrival instead. Flags 7
-/// (iTunes, OwnTone, libraop) put the named frame 11025 frames after the sync's time. A sender
-/// may back-date its start: libraop stamps each sync with its next frame's time, up to its
-/// latency before the packet arrives while it bursts its backlog, and is trusted from its first
-/// sync. pyatv 0.18 stamps syncs with the wall clock of its set-up plus the frames sent since:
-/// late, like libraop's, by as long as its stream started after its set-up.
+/// (iTunes, OwnTone, libraop) put the named frame 11025 frames after the sync's time. Every
+/// sync of libraop's lies on one line, stamped with its next frame's time: up to its latency
+/// late while it bursts a back-dated start, seconds early while it waits for a start time it
+/// was given (Music Assistant). It is trusted from its first sync. pyatv 0.18 stamps syncs with
+/// the wall clock of its set-up plus the frames sent since: late by as long as its stream
+/// started after its set-up.
 ///
-/// Trust changes with hysteresis, in time and in count. It is won by an agreeing sync (stamped
-/// at most 0.1 s in our future) and lost by two contradicting ones in a row (by one, while fewer
-/// than three syncs have confirmed it); once lost, it takes three agreeing syncs in a row to win
-/// it back. A sync that moves the anchor in force by over 0.5 s, without being a first sync,
-/// contradicts it. A sender near a single limit (a link with 30 ms of jitter) would otherwise
-/// flip between its clock and the arrival schedule, and every flip would move the audio. Losing trust moves nothing: the playout goes on from where the
-/// sender's clock had it.
+/// Trust changes with hysteresis, in count. It is won by an agreeing sync and lost by two
+/// contradicting ones in a row (by one, while fewer than three syncs have confirmed it); once
+/// lost, it takes three agreeing syncs in a row to win it back. A sync that moves the anchor in
+/// force by over 0.5 s, without being a first sync, contradicts it (pyatv 0.x stamps every sync
+/// with its first one's time). A sender near a limit (a link with 30 ms of jitter) would
+/// otherwise flip between its clock and the arrival schedule, and every flip would move the
+/// audio. Losing trust moves nothing: the playout goes on from where the sender's clock had it.
 public final class SenderTimeline: PlayoutTimeline {
     /// One timing exchange, in seconds.
     struct Exchange: Hashable, Sendable {
@@ -80,16 +81,19 @@ public final class SenderTimeline: PlayoutTimeline {
         var contradictingInARow = 0
         /// Agreeing syncs since trust was last won (three confirm it).
         var agreeingSinceTrusted = 0
+        /// The newest sync that arrived before any timing answer, with its arrival.
+        var waitingSync: (RAOPSync, Double)?
     }
 
     /// Timing answers kept for the estimate (at one exchange every 2 s, about a minute).
     static let window = 32
-    /// A sync stamped further than this in our future (its newest frame due later than its
-    /// latency allows), or that moves the anchor in force by more, contradicts the timing answers.
-    static let plausibility = 0.5
-    /// A sync stamped up to this far in our future agrees with the timing answers; between it
-    /// and `plausibility` it is ignored, and trust kept.
-    static let agreement = 0.1
+    /// A sync that moves the anchor in force by more than this, without being a first sync,
+    /// contradicts it.
+    static let largestJump = 0.5
+    /// A sync stamped further than this in our future contradicts the timing answers. Music
+    /// Assistant's libraop, told to start at a set time, stamps its syncs with that time from
+    /// its connection on (2.7 s ahead for one room, 250 ms more for each further room).
+    static let largestLead = 10.0
     /// How far overdue a sync may say the newest frame it sent is: a stamp taken a moment
     /// before the packet left, or a path slower one way than the other.
     static let overdueSlack = 0.005
@@ -143,37 +147,46 @@ public final class SenderTimeline: PlayoutTimeline {
             state.answered += 1
             state.exchanges.append(exchange)
             if state.exchanges.count > Self.window { state.exchanges.removeFirst() }
+            // A sync that came first (libraop sends its first one right after RECORD, before our
+            // timing requests are answered) is read now, before the audio it anchors plays.
+            if let (sync, arrival) = state.waitingSync {
+                state.waitingSync = nil
+                take(sync, arrival: arrival, into: &state)
+            }
         }
     }
 
     /// How a sync packet reads against the timing answers (`judge`).
     enum SyncVerdict: Hashable, Sendable {
-        /// A clock a sender can have: the newest frame it sent is due between now and its latency
-        /// from now (back-dated or not), and it agrees with the anchor in force.
+        /// A clock a sender can have: the newest frame it names is not overdue (its stamp may be
+        /// late by up to its latency, or ahead of us), and it agrees with the anchor in force.
         case agrees
-        /// Stamped between `agreement` and `plausibility` in the future: neither trusted nor held against it.
-        case doubtful
         /// No sender sending in time could mean it: a frame already sent due in the past, a stamp
-        /// far in the future, a latency over 10 s, or a jump from the anchor in force.
+        /// over 10 s in the future, a latency over 10 s, or a jump from the anchor in force.
         case contradicts
     }
 
     /// Judges a sync whose stamp reads `stampLocal` on our clock, arriving at `arrival`: the
     /// sender promises its newest frame at `stampLocal + latency` (`latency` with the flags' fixed
-    /// offset and the floor), which must not be overdue already (a few ms of slack) nor further
-    /// ahead than its latency (`agreement` of slack; up to `plausibility` is doubtful). A sender
+    /// offset and the floor), which must not be overdue already (a few ms of slack). A sender
     /// that back-dates its start (libraop) stamps its syncs up to its latency before they arrive,
-    /// and is right. `uncertainty` is how far the offset may be off (half the best round trip);
-    /// `jump` is how far the sync moves the anchor in force (nil without one).
+    /// one told to start later (Music Assistant's) seconds after: both are right, since every
+    /// sync of theirs lies on one line. `uncertainty` is how far the offset may be off (half the
+    /// best round trip); `jump` is how far the sync moves the anchor in force (nil without one).
     static func judge(stampLocal: Double, arrival: Double, latency: Double, uncertainty: Double = 0, jump: Double?) -> SyncVerdict {
         let early = stampLocal - arrival   // > 0: stamped in our future
-        guard latency <= 10, early + latency >= -(overdueSlack + uncertainty), early <= plausibility else { return .contradicts }
-        if let jump, abs(jump) > plausibility { return .contradicts }
-        return early > agreement ? .doubtful : .agrees
+        guard latency <= 10, early + latency >= -(overdueSlack + uncertainty), early <= largestLead else { return .contradicts }
+        if let jump, abs(jump) > largestJump { return .contradicts }
+        return .agrees
     }
 
     /// A sync packet arrived at our time `arrival`.
     public func addSync(_ sync: RAOPSync, arrival: Double = now()) {
+        state.withLockedValue { take(sync, arrival: arrival, into: &$0) }
+    }
+
+    /// Reads a sync into `state`; before any timing answer, the newest waits for the first.
+    private func take(_ sync: RAOPSync, arrival: Double, into state: inout State) {
         // Frame A ("now minus latency") is heard at the sync's time, plus 250 ms with flags 7;
         // the frame being sent is meant to be heard one latency after A. A latency below the
         // floor is raised to it (the frames play later, the same on every receiver).
@@ -181,8 +194,11 @@ public final class SenderTimeline: PlayoutTimeline {
         let latency = Double(sync.rtpTimeNext &- sync.rtpTimeNowMinusLatency) / sampleRate + fixed
         let lift = max(0, minimumLatency - latency)
         let anchor = Anchor(rtp: sync.rtpTimeNowMinusLatency, senderTime: Self.seconds(sync.ntpTime) + fixed + lift)
-        state.withLockedValue { state in
-            guard let line = state.line else { return }
+        do {
+            guard let line = state.line else {
+                state.waitingSync = (sync, arrival)
+                return
+            }
             let offset = line.offset + line.drift * (arrival - line.local)
             // A first sync (after RECORD or FLUSH) starts a timeline; any other continues the one in force.
             let jump = state.trusted && !sync.isFirst ? state.anchor.map { previous in
@@ -199,9 +215,6 @@ public final class SenderTimeline: PlayoutTimeline {
                 // (pyatv 0.x stamps every sync with its first one's time: only that one agrees).
                 let confirmed = state.agreeingSinceTrusted >= Self.syncsToRetrust
                 if state.contradictingInARow >= (confirmed ? Self.syncsToDistrust : 1) { state.trusted = false }
-                return
-            case .doubtful:
-                state.agreeingInARow = 0
                 return
             case .agrees:
                 break
@@ -239,6 +252,7 @@ public final class SenderTimeline: PlayoutTimeline {
         state.withLockedValue { state in
             state.anchor = nil
             state.recentSyncs = []
+            state.waitingSync = nil
         }
     }
 

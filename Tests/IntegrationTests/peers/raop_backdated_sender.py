@@ -2,14 +2,18 @@
 """A RAOP sender that starts the way libraop (Music Assistant's sender) does, for tests of the
 receiver's timing conventions.
 
-Usage: raop_backdated_sender.py HOST PORT FIFO SECONDS [LATENCY]
-At its start instant t0 it back-dates its timeline by its latency (default 2.55 s): frame k of
-the stream is due to leave at t0 - latency + k / 44100, so the first latency's worth of frames
-goes out at once, as a burst, then the rest in real time. Its sync packets carry flags 7 and
-are stamped with the time its *next* frame was due to leave (behind real time during the burst);
-each names "next minus latency", which flags 7 put 11025 frames after the stamp. So it promises
-frame k to be heard at t0 + 0.25 s + k / 44100, and the receiver must play it then: nothing cut,
-nothing stalled. Answers timing requests (0x52 -> 0x53) and resend requests from a backlog.
+Usage: raop_backdated_sender.py HOST PORT FIFO SECONDS [LATENCY [START_IN]]
+Its first frame is to be heard START_IN seconds (default 0.25) after it has set the stream up;
+its latency (default 2.55 s) plus the 0.25 s flags 7 add is how long before being heard each
+frame is due to leave. So frame k is due to leave at t0 + START_IN - LATENCY - 0.25 + k / 44100:
+with START_IN under that total (libraop's back-dated start) the frames already due go out at
+once, as a burst, then the rest in real time; with START_IN over it (Music Assistant's start
+time, seconds ahead) nothing goes out until the first frame is due. Its sync packets, one at the
+start and one a second after that, carry flags 7 and are stamped with the time its *next* frame
+is due to leave: behind real time during a burst, ahead of it before a start ahead. Each names
+"next minus latency", which flags 7 put 11025 frames after the stamp, so every sync promises
+frame k at t0 + START_IN + k / 44100, and the receiver must play it then: nothing cut, nothing
+stalled. Answers timing requests (0x52 -> 0x53) and resend requests from a backlog.
 
 It reads the receiver's raw S16LE output from FIFO while it streams (a raw output writes frames
 when they are due), then prints "OK {json}": the share of frames bit-exact, and when the frames
@@ -38,12 +42,13 @@ def signal(frames):
 def main():
     host, port, fifo, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
     latency = float(sys.argv[5]) if len(sys.argv) > 5 else 2.55
+    start_in = float(sys.argv[6]) if len(sys.argv) > 6 else FLAGS_7_DELAY
     latency_frames = int(latency * RATE)
     samples = signal(int(seconds * RATE) // FRAMES * FRAMES)
     packets = len(samples) // 2 // FRAMES
 
     output = {}
-    reader = threading.Thread(target=lambda: output.update(zip(("chunks", "data"), fifo_read.read_fifos([fifo], seconds + latency + 20))),
+    reader = threading.Thread(target=lambda: output.update(zip(("chunks", "data"), fifo_read.read_fifos([fifo], seconds + start_in + 20))),
                               daemon=True)
     reader.start()
 
@@ -83,26 +88,37 @@ def main():
 
     threading.Thread(target=serve, daemon=True).start()
     audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    last_sync = None
-    for n in range(packets):
+    start = t0 + start_in - latency - FLAGS_7_DELAY   # when frame 0 is due to leave
+
+    def send_sync(n):
+        """A sync naming the next frame to leave (packet n's first), stamped with its time to leave."""
+        head = n * FRAMES
+        nxt = (FIRST + head) & 0xFFFFFFFF
+        sync = struct.pack(">BBH", 0x90 if n == 0 and not answered.get("synced") else 0x80, 0xD4, 7)
+        sync += struct.pack(">I", (nxt - latency_frames) & 0xFFFFFFFF) + ntp(clock(start + head / RATE)) + struct.pack(">I", nxt)
+        control.sendto(sync, (host, sync_port))
+        answered["synced"] = True
+
+    send_sync(0)
+    last_sync, n = time.monotonic(), 0
+    while n < packets:
+        now = time.monotonic()
+        if now - last_sync >= 1:
+            send_sync(n)
+            last_sync = now
+        leaves = start + n * FRAMES / RATE
+        if leaves > now:
+            time.sleep(min(leaves - now, last_sync + 1 - now))
+            continue
         k = n * FRAMES
-        leaves = t0 - latency + k / RATE          # back-dated: the first `latency` of frames is due at once
-        wait = leaves - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        if last_sync is None or k - last_sync >= RATE:
-            last_sync = k
-            nxt = (FIRST + k) & 0xFFFFFFFF
-            sync = struct.pack(">BBH", 0x90 if n == 0 else 0x80, 0xD4, 7)
-            sync += struct.pack(">I", (nxt - latency_frames) & 0xFFFFFFFF) + ntp(clock(leaves)) + struct.pack(">I", nxt)
-            control.sendto(sync, (host, sync_port))
         payload = struct.pack(f">{2 * FRAMES}h", *samples[2 * k:2 * (k + FRAMES)])
         packet = struct.pack(">BBHII", 0x80, 0xE0 if n == 0 else 0x60, n & 0xFFFF, (FIRST + k) & 0xFFFFFFFF, 0) + payload
         backlog[n & 0xFFFF] = packet
         backlog.pop((n - 1000) & 0xFFFF, None)
         audio.sendto(packet, (host, server_port))
-    # The last frame is heard one latency after it left, plus the flags' 250 ms.
-    time.sleep(max(0, t0 + FLAGS_7_DELAY + packets * FRAMES / RATE - time.monotonic()) + 0.5)
+        n += 1
+    # The last frame is heard when promised.
+    time.sleep(max(0, t0 + start_in + packets * FRAMES / RATE - time.monotonic()) + 0.5)
     stop.set()
     request(sock, "TEARDOWN", 10)
     sock.close()
@@ -132,11 +148,12 @@ def main():
 
     errors = []
     for second in range(int(seconds)):
-        found = sorted(e for e in ((heard(f) or 0) - (t0 + FLAGS_7_DELAY + f / RATE)
+        found = sorted(e for e in ((heard(f) or 0) - (t0 + start_in + f / RATE)
                                    for f in range(second * RATE, min((second + 1) * RATE, len(samples) // 2), RATE // 50)
                                    if heard(f) is not None))
         if found:
             errors.append(round(found[len(found) // 2] * 1000, 2))
+    answered.pop("synced", None)
     print("OK " + json.dumps({"packets": packets, "exact": round(exact, 5), "start_error_ms": errors[0] if errors else None,
                               "errors_ms": errors, "timing_answers": answered["timing"], "resent": answered["resent"]}))
 
