@@ -37,8 +37,12 @@ public final class AudioSessions: Sendable {
         public var codec: String
         /// Packets, frames and sync error of the playout.
         public var playout: AudioPlayout.Statistics
-        /// What is known of the sender's clock.
+        /// What is known of the sender's NTP clock (RAOP and AirPlay 2 realtime on NTP).
         public var clock: SenderTimeline.Figures
+        /// What places frames now: `ptp` (anchors on the PTP clock), `sender` (NTP syncs) or `arrival`.
+        public var clockSource = "arrival"
+        /// What placed most of the frames played so far, in the same terms: the session's clock.
+        public var timedMostlyBy = "arrival"
         /// Packets asked for again with resend requests.
         public var requested = 0
         /// Requests repeated because the resend did not come either.
@@ -424,7 +428,7 @@ public final class AudioSessions: Sendable {
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
             "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
             "retransmitted": "\(figures.retransmitted)",
-            "clock": "\(resources.clockName)",
+            "clock": "\(figures.timedMostlyBy)",
             "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
             "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
             "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",

@@ -67,11 +67,15 @@ final class RAOPSessionResources: Sendable {
     }
 
     /// Which clock timed most of the frames played: `ptp`, `sender` (its NTP syncs) or `arrival`.
-    var clockName: String {
-        guard let statistics = playout?.statistics, statistics.framesOnSenderClock * 2 >= max(1, statistics.framesPlayed) else {
-            return "arrival"
-        }
+    func timedMostlyBy(_ statistics: AudioPlayout.Statistics) -> String {
+        guard statistics.framesOnSenderClock * 2 >= max(1, statistics.framesPlayed) else { return "arrival" }
         return anchored != nil ? "ptp" : "sender"
+    }
+
+    /// Which clock places frames now, in the same terms.
+    var clockSource: String {
+        if let anchored { return buffered || anchored.current != nil ? "ptp" : "arrival" }
+        return timeline.figures.senderClock ? "sender" : "arrival"
     }
 
     /// The playout, once SETUP made it.
@@ -113,10 +117,10 @@ final class RAOPSessionResources: Sendable {
 
     /// What the session measured, with the protocol counters of its state machine session.
     func figures(_ session: RAOPSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
-        AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec),
-                                    playout: playout?.statistics ?? AudioPlayout.Statistics(), clock: timeline.figures,
-                                    requested: session?.requested ?? 0, requestedAgain: session?.requestedAgain ?? 0,
-                                    retransmitted: session?.retransmitted ?? 0,
-                                    dropped: state.withLockedValue { $0.dropped })
+        let statistics = playout?.statistics ?? AudioPlayout.Statistics()
+        return AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec), playout: statistics,
+                                           clock: timeline.figures, clockSource: clockSource, timedMostlyBy: timedMostlyBy(statistics),
+                                           requested: session?.requested ?? 0, requestedAgain: session?.requestedAgain ?? 0,
+                                           retransmitted: session?.retransmitted ?? 0, dropped: state.withLockedValue { $0.dropped })
     }
 }

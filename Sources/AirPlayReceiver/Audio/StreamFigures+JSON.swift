@@ -22,7 +22,7 @@ extension AudioSessions.StreamFigures {
         object["sync"] = .object(syncFigures)
         let clock = figures.clock
         let clockFigures: [String: JSONValue] = [
-            "source": .string(clock.senderClock ? "sender" : "arrival"), "exchanges": .integer(clock.exchanges),
+            "source": .string(figures.clockSource), "timedMostlyBy": .string(figures.timedMostlyBy), "exchanges": .integer(clock.exchanges),
             "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
             "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
             "trustChanges": .integer(clock.trustChanges),
