@@ -116,6 +116,18 @@ public final class ManagedProcess: @unchecked Sendable {
         return (inStdout ? stdout : stderr).contains(text)
     }
 
+    /// How often `text` has appeared on stderr (or stdout) so far.
+    public func occurrences(of text: String, inStdout: Bool = false) -> Int {
+        (inStdout ? stdout : stderr).components(separatedBy: text).count - 1
+    }
+
+    /// Waits until `text` has appeared more than `count` times; whether it did.
+    @discardableResult
+    public func waitForOutput(_ text: String, moreThan count: Int, timeout: Double) -> Bool {
+        poll(timeout: timeout) { self.occurrences(of: text) > count || !self.isRunning }
+        return occurrences(of: text) > count
+    }
+
     deinit { stop(grace: 1) }
 }
 

@@ -173,14 +173,16 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         defer { ticker.cancel() }
-        let receivers = links.map { link in
+        // Read once the session has set the links up: an AirPlay 2 setup chooses the codec.
+        let linked = links
+        let receivers: @Sendable () -> [String] = { linked.map { link in
             buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
                      : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? ", AirPlay 2" : link.encryptor == nil ? "" : ", RSA"))"
-        }
+        } }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
             switch report {
             case .started:
-                display.started(title: title, artist: tags.artist, receivers: receivers, duration: tags.duration.map { max(0, $0 - start) })
+                display.started(title: title, artist: tags.artist, receivers: receivers(), duration: tags.duration.map { max(0, $0 - start) })
             case .progress(let elapsed, let paused, let volume): display.progress(elapsed: elapsed, paused: paused, volume: volume)
             case .state(let state): display.state(state)
             }

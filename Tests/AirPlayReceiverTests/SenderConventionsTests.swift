@@ -116,6 +116,23 @@ import Testing
         #expect(abs(try #require(timeline.localTime(of: head)) - (start + 2.25)) < 1e-5)
     }
 
+    /// pyatv 0.18 stamps its syncs with its set-up's time plus the frames sent, and sends its
+    /// first ones before any audio: they promise the first frame 1.75 s after the set-up. When
+    /// its metadata and artwork take longer than that, its first packet arrives overdue: the
+    /// promise was not kept, and the stream is timed by arrival instead of being cut.
+    @Test func aFirstPacketThatArrivesOverdueUndoesTheTrust() {
+        let sender = Sender()
+        let timeline = Self.timeline(sender)
+        let setUp = 100.0
+        timeline.addSync(SenderTimelineTests.sync(playing: 0, next: 66150, at: sender.clock(setUp), flags: 7, first: true), arrival: setUp + 0.1)
+        #expect(timeline.figures.senderClock)
+        timeline.audioArrived(rtp: 66150, arrival: setUp + 1.5)
+        #expect(timeline.figures.senderClock, "on time: due at 101.75")
+        timeline.audioArrived(rtp: 66150 + 352, arrival: setUp + 2.35)
+        #expect(!timeline.figures.senderClock && timeline.figures.overdueAudio == 1, "0.6 s overdue")
+        #expect(timeline.localTime(of: 66150) == nil)
+    }
+
     /// A resumed stream's RTP times go on where they stopped while its clock moved on: after a
     /// FLUSH the next sync starts a new timeline, first-flagged or not, with no stretch of
     /// arrival timing in between.

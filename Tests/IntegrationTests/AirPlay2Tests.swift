@@ -38,10 +38,13 @@ import Testing
                              "--protocol", "raop", "--id", deviceID,
                              "--service-properties", "|cn=0,1|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68" + (airPlay2 ? "|ft=\(features)" : "")]
             let path = file.hasPrefix("/") ? file : "\(sweep.directory)/\(file)"
+            let ended = daemon.process.occurrences(of: "audio session ended")
             let process = try ManagedProcess(atvremote, arguments + extra + ["stream_file=\(path)"],
                                              directory: sweep.directory, label: "atvremote")
             try during?()
             let status = process.waitForExit(timeout: 60)
+            // pyatv's TEARDOWN comes while its last quarter second is still to play (flags 7).
+            daemon.process.waitForOutput("audio session ended", moreThan: ended, timeout: 5)
             return CommandResult(status: status ?? -1, stdout: process.stdout, stderr: process.stderr)
         }
 

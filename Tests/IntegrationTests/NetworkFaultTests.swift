@@ -56,6 +56,7 @@ import Testing
             try start()
             let stream = try startStream(sweep.directory + "/sweep.flac")
             #expect(stream.waitForExit(timeout: 60) == 0, "\(stream.stdout)\(stream.stderr)")
+            daemon?.process.waitForOutput("audio session ended", moreThan: 0, timeout: 5)
             let figures = try streamFigures()
             let report = try NetworkFaultTests.bridgeReport(bridge)
             daemon?.process.stop(grace: 2)
@@ -85,8 +86,10 @@ import Testing
         /// The next sender streams the sweep to the end; the share of it that came out bit-exact.
         func nextSenderPlays(_ sweep: SweepMedia) throws -> Double {
             try FileManager.default.removeItem(atPath: output)
+            let ended = daemon?.process.occurrences(of: "audio session ended") ?? 0
             let second = try startStream(sweep.directory + "/sweep.flac")
             #expect(second.waitForExit(timeout: 60) == 0, "\(second.stdout)\(second.stderr)")
+            daemon?.process.waitForOutput("audio session ended", moreThan: ended, timeout: 5)
             daemon?.process.stop(grace: 2)
             return sweep.compare(try samples()).exact
         }

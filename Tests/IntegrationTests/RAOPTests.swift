@@ -95,8 +95,11 @@ final class SweepMedia: @unchecked Sendable {
         ] + (password.map { ["--raop-password", $0] } ?? []) + [
             "set_volume=\(volume)", "stream_file=\(sweep.directory)/\(file)",
         ], directory: sweep.directory, label: "atvremote")
+        let ended = daemon.process.occurrences(of: "audio session ended")
         try during?()
         let status = process.waitForExit(timeout: 60)
+        // pyatv's TEARDOWN comes while its last quarter second is still to play (flags 7).
+        daemon.process.waitForOutput("audio session ended", moreThan: ended, timeout: 5)
         return CommandResult(status: status ?? -1, stdout: process.stdout, stderr: process.stderr)
     }
 
@@ -241,6 +244,7 @@ final class SweepMedia: @unchecked Sendable {
             "stream_file=\(sweep.directory)/sweep.flac",
         ], timeout: 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        daemon.process.waitForOutput("audio session ended", moreThan: 0, timeout: 5)
         let curl = try #require(TestHost.which("curl"))
         let text = try box.run(curl, ["-s", "http://127.0.0.1:7000/now-playing"]).stdout
         let document = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")

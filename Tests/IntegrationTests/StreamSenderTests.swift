@@ -47,6 +47,8 @@ import Testing
         let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json", "--protocol", "2"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("\"protocol\":2") && result.stdout.contains("\"codec\":\"ALAC\""), "\(result.stdout)")
+        // The start line names the codec the AirPlay 2 setup chose, not the one before it.
+        #expect(result.stdout.contains("(ALAC, AirPlay 2)"), "\(result.stdout)")
         let log = daemon.process.stderr
         #expect(log.contains("transient pairing") && log.contains("AirPlay 2 session setup") && log.contains("AirPlay 2 event channel listening"))
         #expect(log.contains("codec=ALAC") && log.contains("lost=0") && !log.contains("does not authenticate"), "\(log.suffix(1500))")

@@ -198,6 +198,7 @@ import Testing
             #expect(sender.waitForExit(timeout: 90) == 0, "\(Self.names[index]): \(sender.stderr.suffix(2000))")
         }
         for (index, daemon) in zones.daemons.enumerated() {
+            daemon.process.waitForOutput("audio session ended", moreThan: 0, timeout: 5)
             let log = daemon.process.stderr
             #expect(log.contains("AirPlay 2 session setup") == airPlay2, "\(Self.names[index]) took the expected protocol")
             let data = try Data(contentsOf: URL(fileURLWithPath: zones.outputs[index]))

@@ -142,6 +142,9 @@ public final class AudioPlayout: @unchecked Sendable {
     /// The statistics so far.
     public var statistics: Statistics { state.withLock { $0.schedule.stats } }
 
+    /// Seconds between a write and its first frame being heard (the output's latency).
+    public var presentationDelay: Double { output.presentationDelay }
+
     /// Stops the output thread and closes the output.
     public func stop() {
         let wasRunning = state.withLock { state -> Bool in

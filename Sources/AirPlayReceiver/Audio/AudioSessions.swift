@@ -415,14 +415,37 @@ public final class AudioSessions: Sendable {
         return endStreams(session, reason: reason)?.connection ?? events?.connection
     }
 
+    /// How long a stream its sender tore down while playing goes on playing what it holds: the
+    /// 11025 frames flags 7 add. pyatv pads its stream with one latency of silence as it reckons
+    /// it (1.5 s, without them) and then sends TEARDOWN: its last quarter second is still here.
+    static let teardownTail = Double(RAOPSync.fixedLatencyFrames) / 44100
+
     /// Tears the session's stream resources down and logs its figures; returns them.
     private func endStreams(_ session: RAOPSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
         guard let resources = sessions.withLockedValue({ $0.removeValue(forKey: session.number) }) else { return nil }
-        resources.tearDown()
+        let tornDownPlaying = reason.hasPrefix("TEARDOWN") && !session.paused && !resources.buffered
         nowPlaying.post(.ended)
         var figures = resources.figures(session)
         figures.ended = true
         lastFigures.withLockedValue { $0 = figures }
+        guard tornDownPlaying else {
+            resources.tearDown()
+            logEnd(session, reason: reason, figures: figures)
+            return resources
+        }
+        // The figures are logged once the tail has played (they count its frames too).
+        resources.tearDown(tail: Self.teardownTail) { [weak self] in
+            guard let self else { return }
+            var figures = resources.figures(session)
+            figures.ended = true
+            self.lastFigures.withLockedValue { $0 = figures }
+            self.logEnd(session, reason: reason, figures: figures)
+        }
+        return resources
+    }
+
+    /// The per-session log line, and one per reason datagrams were dropped.
+    private func logEnd(_ session: RAOPSessionStateMachine.Session, reason: String, figures: StreamFigures) {
         let sync = figures.playout.syncError
         logger.info("audio session ended", metadata: [
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
@@ -437,7 +460,6 @@ public final class AudioSessions: Sendable {
         for (why, count) in figures.dropped.sorted(by: { $0.key < $1.key }) {
             logger.notice("audio datagrams dropped", metadata: ["session": "\(session.number)", "reason": "\(why)", "count": "\(count)"])
         }
-        return resources
     }
 
     static func milliseconds(_ seconds: Double) -> Double { rounded(seconds * 1000) }
@@ -480,6 +502,8 @@ public final class AudioSessions: Sendable {
             dropped(resources, "audio before SETUP finished", sequence: sequence)
             return
         }
+        // A sender whose syncs said this packet was due before it came is not timing it.
+        if !retransmitted, resources.anchored == nil { resources.timeline.audioArrived(rtp: timestamp) }
         guard let cipher = resources.cipher else {
             if case .bigEndianPCM = resources.decoding {
                 // Clear PCM: straight from the receive buffer to samples.

@@ -103,16 +103,27 @@ final class RAOPSessionResources: Sendable {
         return keep
     }
 
-    /// Closes the ports and stops the playout; stopping joins the playout thread and may stop a
+    /// Closes the ports and stops the playout once it has written what it holds (for `tail`
+    /// seconds at most), then calls `stopped`; stopping joins the playout thread and may stop a
     /// GStreamer pipeline, so it runs on its own thread, not on an event loop.
-    func tearDown() {
+    func tearDown(tail: Double = 0, stopped: @escaping @Sendable () -> Void = {}) {
         let (channels, playout, receiver) = state.withLockedValue { value -> ([any Channel], AudioPlayout?, BufferedDataReceiver?) in
             defer { value.channels = [:]; value.ended = true; value.dataReceiver = nil }
             return (Array(value.channels.values), value.playout, value.dataReceiver)
         }
         receiver?.stop()
         for channel in channels { channel.close(promise: nil) }
-        if let playout { DedicatedThread.start(name: "raop-stop") { playout.stop() } }
+        guard let playout else { return stopped() }
+        DedicatedThread.start(name: "raop-stop") {
+            if tail > 0 {
+                let deadline = SenderTimeline.now() + tail + 0.15
+                while playout.bufferedPackets > 0, SenderTimeline.now() < deadline { usleep(10_000) }
+                // What the output holds is heard too.
+                usleep(UInt32(min(1, playout.presentationDelay) * 1_000_000))
+            }
+            playout.stop()
+            stopped()
+        }
     }
 
     /// What the session measured, with the protocol counters of its state machine session.

@@ -53,6 +53,8 @@ public final class SenderTimeline: PlayoutTimeline {
         public var implausibleSyncs: Int
         /// Times the sender's clock was trusted, and distrusted after that.
         public var trustChanges: Int = 0
+        /// First-time audio packets that arrived after its syncs said they were due.
+        public var overdueAudio: Int = 0
     }
 
     private struct Anchor {
@@ -81,6 +83,10 @@ public final class SenderTimeline: PlayoutTimeline {
         var contradictingInARow = 0
         /// Agreeing syncs since trust was last won (three confirm it).
         var agreeingSinceTrusted = 0
+        /// A FLUSH came: the next sync may start a new timeline.
+        var restarting = false
+        /// First-time audio packets that arrived after the timeline said they were due.
+        var overdueAudio = 0
         /// The newest sync that arrived before any timing answer, with its arrival.
         var waitingSync: (RAOPSync, Double)?
     }
@@ -201,7 +207,7 @@ public final class SenderTimeline: PlayoutTimeline {
             }
             let offset = line.offset + line.drift * (arrival - line.local)
             // A first sync (after RECORD or FLUSH) starts a timeline; any other continues the one in force.
-            let jump = state.trusted && !sync.isFirst ? state.anchor.map { previous in
+            let jump = state.trusted && !sync.isFirst && !state.restarting ? state.anchor.map { previous in
                 anchor.senderTime - (previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate)
             } : nil
             let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
@@ -209,12 +215,7 @@ public final class SenderTimeline: PlayoutTimeline {
                               uncertainty: uncertainty, jump: jump) {
             case .contradicts:
                 state.implausible += 1
-                state.agreeingInARow = 0
-                state.contradictingInARow += 1
-                // A trust not yet confirmed by three agreeing syncs goes at the first contradiction
-                // (pyatv 0.x stamps every sync with its first one's time: only that one agrees).
-                let confirmed = state.agreeingSinceTrusted >= Self.syncsToRetrust
-                if state.contradictingInARow >= (confirmed ? Self.syncsToDistrust : 1) { state.trusted = false }
+                Self.contradict(&state)
                 return
             case .agrees:
                 break
@@ -228,6 +229,7 @@ public final class SenderTimeline: PlayoutTimeline {
             // early. So within a few milliseconds the timeline follows the earliest of the last
             // syncs (a sliding window, so a real drift is still followed); beyond that it is a
             // jump, taken as it comes.
+            state.restarting = false
             if state.trusted, let previous = state.anchor {
                 let predicted = previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate
                 if abs(anchor.senderTime - predicted) < Self.smoothingLimit {
@@ -246,14 +248,12 @@ public final class SenderTimeline: PlayoutTimeline {
         }
     }
 
-    /// The sender flushed: its next sync starts a new timeline (a resumed stream's RTP times go
-    /// on while its clock moved on), so the anchor in force is forgotten, not held against it.
+    /// The sender flushed: its next sync may start a new timeline (a resumed stream's RTP times
+    /// go on while its clock moved on), so it is not held against the anchor in force. That
+    /// anchor still places what comes before it: pyatv flushes right after RECORD, after its
+    /// first sync, and goes on on that sync's timeline.
     public func flush() {
-        state.withLockedValue { state in
-            state.anchor = nil
-            state.recentSyncs = []
-            state.waitingSync = nil
-        }
+        state.withLockedValue { $0.restarting = true }
     }
 
     /// Half the quickest exchange's round trip: the most its offset can be skewed by a path
@@ -266,12 +266,38 @@ public final class SenderTimeline: PlayoutTimeline {
     /// Our monotonic time at which the frame with RTP time `rtp` is meant to play, or nil while
     /// the sender's clock is unknown or not trusted.
     public func localTime(of rtp: UInt32) -> Double? {
-        state.withLockedValue { state -> Double? in
-            guard state.trusted, let anchor = state.anchor, let line = state.line else { return nil }
-            let senderTime = anchor.senderTime + Double(Int32(bitPattern: rtp &- anchor.rtp)) / sampleRate
-            // Sender time S = L + offset + drift·(L - local), solved for our time L.
-            return (senderTime - line.offset + line.drift * line.local) / (1 + line.drift)
+        state.withLockedValue { localTime(of: rtp, in: $0) }
+    }
+
+    private func localTime(of rtp: UInt32, in state: State) -> Double? {
+        guard state.trusted, let anchor = state.anchor, let line = state.line else { return nil }
+        let senderTime = anchor.senderTime + Double(Int32(bitPattern: rtp &- anchor.rtp)) / sampleRate
+        // Sender time S = L + offset + drift·(L - local), solved for our time L.
+        return (senderTime - line.offset + line.drift * line.local) / (1 + line.drift)
+    }
+
+    /// An audio packet arrived for the first time (not a resend): under a timeline it is
+    /// already overdue by, the timeline is not the sender's. pyatv 0.18 stamps its syncs from
+    /// its set-up and may start sending seconds later (after its metadata and artwork); its
+    /// first syncs, sent before any audio, promised a start it then missed.
+    public func audioArrived(rtp: UInt32, arrival: Double = now()) {
+        state.withLockedValue { state in
+            guard let due = localTime(of: rtp, in: state) else { return }
+            let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
+            guard due < arrival - (Self.overdueSlack + uncertainty) else { return }
+            state.overdueAudio += 1
+            Self.contradict(&state)
         }
+    }
+
+    /// Something contradicted the timeline: a trust not yet confirmed by three agreeing syncs
+    /// goes at once (pyatv 0.x stamps every sync with its first one's time: only that one
+    /// agrees), a confirmed one at the second contradiction in a row.
+    private static func contradict(_ state: inout State) {
+        state.agreeingInARow = 0
+        state.contradictingInARow += 1
+        let confirmed = state.agreeingSinceTrusted >= syncsToRetrust
+        if state.contradictingInARow >= (confirmed ? syncsToDistrust : 1) { state.trusted = false }
     }
 
     /// The figures so far.
@@ -280,7 +306,7 @@ public final class SenderTimeline: PlayoutTimeline {
             Figures(senderClock: state.trusted, exchanges: state.answered,
                     roundTripMilliseconds: state.exchanges.map(\.roundTrip).min().map { $0 * 1000 },
                     driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible,
-                    trustChanges: state.trustChanges)
+                    trustChanges: state.trustChanges, overdueAudio: state.overdueAudio)
         }
     }
 
@@ -366,3 +392,4 @@ extension PlayoutTimeline {
     /// A clock known to well under the playout's own tolerance.
     public var uncertainty: Double { 0 }
 }
+

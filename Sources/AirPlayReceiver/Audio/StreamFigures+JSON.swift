@@ -25,7 +25,7 @@ extension AudioSessions.StreamFigures {
             "source": .string(figures.clockSource), "timedMostlyBy": .string(figures.timedMostlyBy), "exchanges": .integer(clock.exchanges),
             "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
             "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
-            "trustChanges": .integer(clock.trustChanges),
+            "trustChanges": .integer(clock.trustChanges), "overdueAudio": .integer(clock.overdueAudio),
         ]
         object["clock"] = .object(clockFigures)
         return .object(object)
