@@ -36,6 +36,7 @@ struct PTPMasterCommand: ParsableCommand {
         }
         for address in to { master.addFollower(address) }
         print("serving PTP as \(master.identity) to \(to.joined(separator: ", "))")
+        fflush(nil)
         let deadline = seconds.map { PTPSockets.monotonicNanoseconds() + Int64($0 * 1e9) }
         while deadline.map({ PTPSockets.monotonicNanoseconds() < $0 }) ?? true {
             usleep(100_000)

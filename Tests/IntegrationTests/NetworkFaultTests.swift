@@ -237,6 +237,7 @@ import Testing
         let republished = monotonicSeconds() - back
         #expect(republished < 5, "re-published after \(republished) s")
         #expect(stream.waitForExit(timeout: 60) == 0, "\(stream.stdout)\(stream.stderr)")
+        daemon.process.waitForOutput("audio session ended", moreThan: 0, timeout: 5)
         let figures = try link.streamFigures()
         daemon.process.stop(grace: 2)
         let comparison = sweep.compare(try link.samples())

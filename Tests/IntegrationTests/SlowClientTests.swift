@@ -42,7 +42,8 @@ import Testing
         let started = monotonicSeconds()
         #expect(idle.waitForClose(timeout: 10))
         let waited = monotonicSeconds() - started
-        #expect(waited >= 5 && waited < 8, "closed after \(waited) s idle")
+        // The idle clock starts as the answer leaves, a moment before it is read here.
+        #expect(waited >= 4.9 && waited < 8, "closed after \(waited) s idle")
     }
 
     @Test func connectionsBeyondTheLimitGet503() throws {

@@ -13,14 +13,25 @@ import NIOConcurrencyHelpers
 public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     private let path: String
     private let format: PCMFormat
+    private let frameSize: Int
     private var descriptor: Int32 = -1
+    /// Bytes a full FIFO did not take yet; the next write sends them first. Always the rest of
+    /// a frame begun, then whole frames: a reader never sees a frame cut or samples shifted.
+    private var pending: [UInt8] = []
+    /// Bytes written so far, modulo the frame size: where in a frame the pending bytes begin.
+    private var partial = 0
     private let lock = NIOLock()
+
+    /// The most bytes kept for a reader that fell behind (about 0.37 s of CD audio); beyond
+    /// that whole frames are dropped, oldest first, as a FIFO with no reader drops them all.
+    static let maximumPending = 65536
 
     /// An output to a path for audio in `format`; the file is opened (created, appended to) on
     /// the first write.
     public init(path: String, format: PCMFormat = .cd) {
         self.path = path
         self.format = format
+        frameSize = format.bytesPerSample * format.channels
     }
 
     /// A file has no clock and a FIFO's reader buffers far more than this: frames may arrive
@@ -30,7 +41,8 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
 
     deinit { close() }
 
-    /// Writes interleaved samples; a FIFO with no reader drops them instead of blocking playout.
+    /// Writes interleaved samples; a FIFO whose reader is behind or gone takes what it can, and
+    /// never blocks the playout: what it did not take waits (bounded) or goes, in whole frames.
     public func write(_ samples: [Int32]) {
         let bytes = format.littleEndianBytes(samples)
         lock.withLock {
@@ -38,15 +50,36 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
                 descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else { return }
             }
-            bytes.withUnsafeBytes { raw in
+            pending += bytes
+            let written = pending.withUnsafeBytes { raw -> Int in
                 var offset = 0
                 while offset < raw.count {
-                    let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                    if written <= 0 { break }
-                    offset += written
+                    let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                    if count > 0 {
+                        offset += count
+                    } else if count < 0, errno == EINTR {
+                        continue
+                    } else {
+                        break   // full (EAGAIN), no reader (EPIPE), or a disk error: try again next time
+                    }
                 }
+                return offset
             }
+            partial = (partial + written) % frameSize
+            pending.removeFirst(written)
+            Self.trim(&pending, partial: partial, frameSize: frameSize, limit: Self.maximumPending)
         }
+    }
+
+    /// Drops whole frames from the front of `pending` until it is within `limit`, keeping the
+    /// rest of the frame a partial write began (`partial` bytes of it are out already).
+    static func trim(_ pending: inout [UInt8], partial: Int, frameSize: Int, limit: Int) {
+        guard pending.count > limit else { return }
+        let restOfFrame = partial == 0 ? 0 : frameSize - partial
+        let excess = pending.count - limit
+        let frames = (excess + frameSize - 1) / frameSize
+        let drop = min(frames * frameSize, (pending.count - restOfFrame) / frameSize * frameSize)
+        pending.removeSubrange(restOfFrame..<restOfFrame + drop)
     }
 
     /// Closes the file.
@@ -54,6 +87,8 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
         lock.withLock {
             if descriptor >= 0 { Glibc.close(descriptor) }
             descriptor = -1
+            pending = []
+            partial = 0
         }
     }
 }
