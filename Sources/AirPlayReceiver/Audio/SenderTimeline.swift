@@ -55,6 +55,10 @@ public final class SenderTimeline: PlayoutTimeline {
         public var trustChanges: Int = 0
         /// First-time audio packets that arrived after its syncs said they were due.
         public var overdueAudio: Int = 0
+        /// Syncs that moved the trusted timeline by more than 5 ms (a new start, or a jump).
+        public var jumps: Int = 0
+        /// The largest such move, in milliseconds (positive: later).
+        public var largestJumpMilliseconds: Double = 0
     }
 
     private struct Anchor {
@@ -83,6 +87,9 @@ public final class SenderTimeline: PlayoutTimeline {
         var contradictingInARow = 0
         /// Agreeing syncs since trust was last won (three confirm it).
         var agreeingSinceTrusted = 0
+        /// Syncs that moved the trusted timeline by more than `smoothingLimit`, and the largest move.
+        var jumps = 0
+        var largestJump = 0.0
         /// A FLUSH came: the next sync may start a new timeline.
         var restarting = false
         /// First-time audio packets that arrived after the timeline said they were due.
@@ -103,6 +110,8 @@ public final class SenderTimeline: PlayoutTimeline {
     /// How far overdue a sync may say the newest frame it sent is: a stamp taken a moment
     /// before the packet left, or a path slower one way than the other.
     static let overdueSlack = 0.005
+    /// A sync stamped this long before it arrived anchors a backlog being burst.
+    static let backlogStamp = 0.1
     /// Contradicting syncs in a row that lose the sender's trust, and agreeing ones that win it
     /// back once lost (the first agreeing sync of a stream wins it).
     static let syncsToDistrust = 2
@@ -153,11 +162,15 @@ public final class SenderTimeline: PlayoutTimeline {
             state.answered += 1
             state.exchanges.append(exchange)
             if state.exchanges.count > Self.window { state.exchanges.removeFirst() }
-            // A sync that came first (libraop sends its first one right after RECORD, before our
-            // timing requests are answered) is read now, before the audio it anchors plays.
-            if let (sync, arrival) = state.waitingSync {
+            // A sync that came first is read now when it anchors a backlog being burst: libraop
+            // sends its first one right after RECORD, before our timing requests are answered,
+            // stamped up to its latency back, and the audio it places flows at once (its next
+            // sync is a second away). A first sync stamped as it left is not: PipeWire's is 20-30
+            // ms off the line its later ones keep, and those come before its audio is due.
+            if let (sync, arrival) = state.waitingSync, let line = state.line {
                 state.waitingSync = nil
-                take(sync, arrival: arrival, into: &state)
+                let stampLocal = Self.seconds(sync.ntpTime) - line.offset - line.drift * (arrival - line.local)
+                if arrival - stampLocal > Self.backlogStamp { take(sync, arrival: arrival, into: &state) }
             }
         }
     }
@@ -242,6 +255,11 @@ public final class SenderTimeline: PlayoutTimeline {
                     return
                 }
             }
+            if state.trusted, let previous = state.anchor {
+                let moved = anchor.senderTime - (previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate)
+                state.jumps += 1
+                if abs(moved) > abs(state.largestJump) { state.largestJump = moved }
+            }
             state.recentSyncs = [anchor]
             state.anchor = anchor
             state.trusted = true
@@ -306,7 +324,8 @@ public final class SenderTimeline: PlayoutTimeline {
             Figures(senderClock: state.trusted, exchanges: state.answered,
                     roundTripMilliseconds: state.exchanges.map(\.roundTrip).min().map { $0 * 1000 },
                     driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible,
-                    trustChanges: state.trustChanges, overdueAudio: state.overdueAudio)
+                    trustChanges: state.trustChanges, overdueAudio: state.overdueAudio, jumps: state.jumps,
+                    largestJumpMilliseconds: state.largestJump * 1000)
         }
     }
 

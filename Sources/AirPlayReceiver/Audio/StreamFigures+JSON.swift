@@ -26,6 +26,7 @@ extension AudioSessions.StreamFigures {
             "roundTripMs": .number(clock.roundTripMilliseconds.map { ($0 * 100).rounded() / 100 }),
             "driftPPM": .number((clock.driftPPM * 100).rounded() / 100), "implausibleSyncs": .integer(clock.implausibleSyncs),
             "trustChanges": .integer(clock.trustChanges), "overdueAudio": .integer(clock.overdueAudio),
+            "jumps": .integer(clock.jumps), "largestJumpMs": .number((clock.largestJumpMilliseconds * 100).rounded() / 100),
         ]
         object["clock"] = .object(clockFigures)
         return .object(object)
