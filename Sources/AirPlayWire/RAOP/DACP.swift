@@ -63,7 +63,8 @@ public enum DACPCommand: Hashable, Sendable {
             let pairs = query.split(separator: "&").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
             guard let pair = pairs.first(where: { $0.first == "dmcp.device-volume" }), pair.count == 2,
                   let decibels = Double(pair[1]), decibels.isFinite, decibels <= 0 else { return nil }
-            self = .setDeviceVolume(decibels)
+            // Below -144 is muted all the same; to the micro-decibel, as `path` writes it back.
+            self = .setDeviceVolume((max(-144, decibels) * 1e6).rounded() / 1e6)
         case "getproperty":
             guard query.hasPrefix("properties="), query.count <= 200 else { return nil }
             self = .getProperty(String(query.dropFirst("properties=".count)))
