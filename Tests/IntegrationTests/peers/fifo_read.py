@@ -52,3 +52,28 @@ def played_at(chunks, frame):
         if total >= wanted:
             return arrival - (total - wanted) / FRAME_BYTES / RATE
     return None
+
+
+def written_at(chunks, frame):
+    """When a raw output wrote frame `frame` (S16LE stereo, 44.1 kHz): its chunk arrived then,
+    and the output writes a chunk's first frame when it is due, the rest after it in order."""
+    wanted, before = frame * 4, 0
+    for arrival, total in chunks:
+        if total > wanted:
+            return arrival + (wanted - before) / 4 / 44100
+        before = total
+    return None
+
+
+def errors_against_promise(chunks, base, frames, first_heard):
+    """Per whole second of a stream of `frames` frames found at frame `base` of the output, the
+    median (over 50 frames) of when they were written less when promised: stream frame f at
+    `first_heard + f / 44100` (monotonic seconds). In milliseconds."""
+    errors = []
+    for second in range(frames // 44100):
+        found = sorted(at - (first_heard + f / 44100) for f in range(second * 44100, min((second + 1) * 44100, frames), 44100 // 50)
+                       if (at := written_at(chunks, base + f)) is not None)
+        if found:
+            errors.append(round(found[len(found) // 2] * 1000, 2))
+    return errors
+

@@ -119,21 +119,8 @@ def main():
     exact = sum(1 for f in range(frames) if 0 <= base + f and data[4 * (base + f):4 * (base + f) + 4] == samples[4 * f:4 * f + 4]) / frames
     realtime_minus_monotonic = start["ns"] / 1e9 - start["mono"]
 
-    def heard(frame):
-        wanted, before = (base + frame) * 4, 0
-        for arrival, total in chunks:
-            if total > wanted:
-                return arrival + (wanted - before) / 4 / RATE
-            before = total
-        return None
-
-    errors = []
     promise = start["ns"] / 1e9 - realtime_minus_monotonic + LATENCY
-    for second in range(int(frames / RATE)):
-        found = sorted(h - (promise + f / RATE) for f in range(second * RATE, min((second + 1) * RATE, frames), RATE // 50)
-                       if (h := heard(f)) is not None)
-        if found:
-            errors.append(round(found[len(found) // 2] * 1000, 2))
+    errors = fifo_read.errors_against_promise(chunks, base, frames, promise)
     print("OK " + json.dumps({"frames": frames, "exact": round(exact, 5), "start_error_ms": errors[0] if errors else None,
                               "errors_ms": errors}))
 

@@ -135,25 +135,7 @@ def main():
                 if received[start + 2 * f:start + 2 * f + 2] == tuple(samples[2 * f:2 * f + 2])) / (len(samples) // 2)
     base = start // 2
 
-    def heard(frame):
-        """When the output wrote stream frame `frame`: the chunk that starts with it arrived then,
-        or the frame's place after the first frame of its chunk."""
-        wanted = (base + frame) * 4
-        before = 0
-        for arrival, total in chunks:
-            if total > wanted:
-                return arrival + (wanted - before) / 4 / RATE
-            before = total
-        return None
-
-    errors = []
-    for second in range(int(seconds)):
-        found = sorted(e for e in ((heard(f) or 0) - (t0 + start_in + f / RATE)
-                                   for f in range(second * RATE, min((second + 1) * RATE, len(samples) // 2), RATE // 50)
-                                   if heard(f) is not None))
-        if found:
-            errors.append(round(found[len(found) // 2] * 1000, 2))
-    answered.pop("synced", None)
+    errors = fifo_read.errors_against_promise(chunks, base, len(samples) // 2, t0 + start_in)
     print("OK " + json.dumps({"packets": packets, "exact": round(exact, 5), "start_error_ms": errors[0] if errors else None,
                               "errors_ms": errors, "timing_answers": answered["timing"], "resent": answered["resent"]}))
 
