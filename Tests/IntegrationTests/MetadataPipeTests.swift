@@ -100,7 +100,9 @@ final class PipeReader {
         // The ssnc items a consumer needs, in both.
         let codes = { (items: [PipeItem]) in Set(items.filter { $0.type == "ssnc" }.map(\.code)) }
         let needed: Set = ["snua", "acre", "daid", "clip", "svip", "pbeg", "mdst", "mden", "pcst", "PICT", "pcen", "prgr", "pend"]
-        #expect(needed.subtracting(["pend"]).isSubset(of: codes(theirs)), "shairport-sync sent \(codes(theirs).sorted())")
+        // shairport-sync's pbeg and pend come from its player, which pyatv's stream may abort
+        // before it starts (seen in CI: the pipe ended at abeg): only ours must have them.
+        #expect(needed.subtracting(["pbeg", "pend"]).isSubset(of: codes(theirs)), "shairport-sync sent \(codes(theirs).sorted())")
         #expect(needed.isSubset(of: codes(ours)), "missing \(needed.subtracting(codes(ours)).sorted())")
         // Text payloads mean the same: the sender's identity as it sent it, progress as three RTP times.
         for code in ["snua", "daid"] {

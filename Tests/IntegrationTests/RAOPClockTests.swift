@@ -54,7 +54,7 @@ import Testing
         }
         #expect(worstStep < 1500, "a click: neighbouring frames differ by \(worstStep)")
         print("measure: sender clock \(ppm) ppm, estimated \(drift) ppm, \(corrected) frames \(wanted) (\(Int(expected)) expected), "
-              + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(p95) ms max \(sync["maxMs"] ?? "?") ms, worst step \(worstStep)")
+              + "sync error mean \(sync["meanMs"] ?? "?") ms p95 \(p95) ms max \(sync["maxMs"] ?? "?") ms, worst step \(worstStep), clock \(clock)")
     }
 
     /// libraop (Music Assistant's sender) stamps each flags-7 sync with its next frame's time.
