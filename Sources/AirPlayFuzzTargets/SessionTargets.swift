@@ -104,6 +104,9 @@ enum SessionTargets {
                 case .streams(let streams):
                     guard let stream = streams.first, let description = try? stream.description() else { continue }
                     carryOut(machine.setupStreams(description, buffered: body.count & 1 == 0, senderControlPort: 6003, on: connection, now: now))
+                case .remoteControl:
+                    // It never reaches the session machine (AudioSessions keeps its event channel).
+                    continue
                 }
             case "X-PACKETS":
                 guard let session = machine.current?.number else { continue }

@@ -33,12 +33,14 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
     private let clock: ConnectionClock
     private let holdsSession: @Sendable () -> Bool
     private let logger: Logger
+    private let serverHeader: String
     private var task: RepeatedTask?
     /// Whether the request being received speaks RTSP (the 408 then does too).
     private var receivingRTSP = false
 
-    init(clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, logger: Logger) {
+    init(clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, serverHeader: String, logger: Logger) {
         self.clock = clock
+        self.serverHeader = serverHeader
         self.holdsSession = holdsSession
         self.logger = logger
     }
@@ -95,7 +97,7 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
             logger.notice("request timed out", metadata: ["reason": "the request did not arrive whole in time"])
             var response = AirPlayResponse.text(status: 408, "the request did not arrive whole in time")
             response.version = receivingRTSP ? .rtsp10 : .http11
-            response.headers.add(name: "Server", value: ReceiverIdentity.serverHeader)
+            response.headers.add(name: "Server", value: serverHeader)
             response.headers.add(name: "Connection", value: "close")
             var buffer = context.channel.allocator.buffer(capacity: 256)
             AirPlayResponseEncoder.write(response, into: &buffer)

@@ -113,6 +113,17 @@ public struct ControlRouter: Sendable {
                      let (response, keys) = pairing.answer(request, connection: connection)
                      return keys.map { .encrypting(response, $0) } ?? .now(response)
                  }),
+        Endpoint(name: "FairPlay setup handshake (/fp-setup)",
+                 takes: { router, request, _ in
+                     request.path == "/fp-setup" && request.method == "POST" && router.serverInfo().capabilities.fairPlaySetup
+                 },
+                 answer: { _, request, _ in .now(FairPlaySetup.response(to: Array(request.body.readableBytesView))) }),
+        Endpoint(name: "Home app setup (/configure)",
+                 takes: { router, request, _ in
+                     request.path == "/configure" && request.method == "POST" && router.pairing != nil
+                         && router.serverInfo().capabilities.appleProfile
+                 },
+                 answer: { router, request, _ in .now(router.pairing!.configure(request, name: router.serverInfo().name)) }),
         Endpoint(name: "RAOP audio (RTSP, /feedback)",
                  takes: { router, request, connection in router.activeAudio != nil && connection != nil && isRAOP(request) },
                  answer: { router, request, connection in .now(router.activeAudio!.respond(to: request, connection: connection!)) }),
@@ -181,7 +192,7 @@ public struct ControlRouter: Sendable {
         switch endpoint.answer(self, request, connection) {
         case .now(var response, let upgrade):
             response.version = version
-            Self.addCommonHeaders(&response, cseq: cseq)
+            addCommonHeaders(&response, cseq: cseq)
             return ControlReply(response: response, upgradeToEventChannel: upgrade)
         case .encrypting(let response, let keys):
             return ControlReply(response: finish(response, version: version, cseq: cseq), upgradeToEventChannel: nil, startEncryption: keys)
@@ -190,7 +201,7 @@ public struct ControlRouter: Sendable {
                 future(eventLoop).map { answer in
                     var answer = answer
                     answer.version = version
-                    Self.addCommonHeaders(&answer, cseq: cseq)
+                    addCommonHeaders(&answer, cseq: cseq)
                     return answer
                 }
             }
@@ -290,7 +301,7 @@ public struct ControlRouter: Sendable {
         // Answer in a version we speak: a 505 for HTTP/9.9 goes out as HTTP/1.1.
         response.version = rejection.version.name == "RTSP" ? .rtsp10 : .http11
         if rejection.closesConnection { response.headers.add(name: "Connection", value: "close") }
-        Self.addCommonHeaders(&response, cseq: rejection.cseq)
+        addCommonHeaders(&response, cseq: rejection.cseq)
         return response
     }
 
@@ -338,12 +349,15 @@ public struct ControlRouter: Sendable {
     func finish(_ response: AirPlayResponse, version: ProtocolVersion, cseq: String?) -> AirPlayResponse {
         var response = response
         response.version = version
-        Self.addCommonHeaders(&response, cseq: cseq)
+        addCommonHeaders(&response, cseq: cseq)
         return response
     }
 
-    private static func addCommonHeaders(_ response: inout AirPlayResponse, cseq: String?) {
-        response.headers.replaceOrAdd(name: "Server", value: ReceiverIdentity.serverHeader)
+    /// The `Server` header, as the receiver's profile names its version.
+    var serverHeader: String { serverInfo().capabilities.serverHeader }
+
+    private func addCommonHeaders(_ response: inout AirPlayResponse, cseq: String?) {
+        response.headers.replaceOrAdd(name: "Server", value: serverHeader)
         if let cseq { response.headers.replaceOrAdd(name: "CSeq", value: cseq) }
     }
 }

@@ -83,7 +83,8 @@ public final class ControlServer: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(cipher)
                     try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
-                        clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, logger: sessionLogger))
+                        clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, serverHeader: router.serverHeader,
+                        logger: sessionLogger))
                     try channel.pipeline.syncOperations.addHandler(
                         ResponseWriter(), name: ControlConnectionHandler.encoderName)
                     try channel.pipeline.syncOperations.addHandler(

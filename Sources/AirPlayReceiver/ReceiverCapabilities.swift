@@ -37,6 +37,9 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     public var bufferedAudio = false
     /// Only paired senders may play (status flag bit 9).
     public var pairingRequired = false
+    /// `POST /fp-setup` is answered (feature bit 14: the handshake iOS makes before it sends
+    /// audio to an AirPlay 2 receiver; `FairPlaySetup`).
+    public var fairPlaySetup = false
 
     /// Capabilities from their parts.
     public init(video: Bool, hls: Bool, audio: Bool, passwordRequired: Bool = false, alac: Bool = false, aac: Bool = false) {
@@ -48,19 +51,44 @@ public struct ReceiverCapabilities: Hashable, Sendable {
         self.alac = alac
     }
 
-    /// The features mask.
+    /// Whether the receiver presents itself as AirPlay 2 receivers that iPhones and Macs play to
+    /// do (shairport-sync 4.3/5.x; `Protocol/discovery.md`, "The Apple profile"): `airplay2` on
+    /// with a pairing identity. Off, it keeps the AirPlay 1 records of an Apple TV 3.
+    public var appleProfile: Bool { airPlay2Pairing && pairingID != nil }
+
+    /// `srcvers`, `vs` and `sourceVersion`: 366.0 in the Apple profile (iOS honours bit 40 from
+    /// 354.54.6 and bit 41 from 366 on, and sends no `shk` at 350 or below), else 220.68.
+    public var sourceVersion: String { appleProfile ? "366.0" : "220.68" }
+    /// `protovers` and `protocolVersion`.
+    public var protocolVersion: String { appleProfile ? "1.1" : "1.0" }
+    /// The `Server` header of every reply.
+    public var serverHeader: String { "AirTunes/" + sourceVersion }
+
+    /// The features mask. Each bit of the Apple profile and why: `Protocol/discovery.md`.
     public var features: FeatureSet {
         var features: FeatureSet = []
         if video { features.formUnion([.video, .videoVolumeControl]) }
         if hls { features.insert(.videoHTTPLiveStreams) }
-        if audio {
+        if appleProfile {
+            features.formUnion([.homeKitPairing, .coreUtilsPairing, .unifiedMediaControl, .unifiedAdvertiserInfo])
+            if audio {
+                features.formUnion([.audio, .audioRedundant, .metadataText, .metadataArtwork, .metadataProgress,
+                                    .audioFormatPCM, .unencryptedAudio])
+                if alac { features.insert(.audioFormatALAC) }
+                if aac { features.insert(.audioFormatAAC) }
+                if fairPlaySetup { features.insert(.fairPlayAuthentication) }
+                if bufferedAudio { features.formUnion([.bufferedAudio, .ptpClock, .peerManagement]) }
+            }
+        } else if audio {
             features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])
         }
-        if airPlay2Pairing, pairingID != nil {
-            features.formUnion([.systemPairing, .homeKitPairing, .coreUtilsPairing, .unifiedMediaControl])
-            if audio, bufferedAudio { features.formUnion([.bufferedAudio, .ptpClock, .peerManagement]) }
-        }
         return features
+    }
+
+    /// The `audioFormat` bits a SETUP may name, for `/info`'s `supportedFormats`: the played
+    /// formats whose decoder is here (AAC-LC only with an AAC decoder installed).
+    public var supportedAudioFormats: UInt64 {
+        AirPlay2Setup.playedFormats.filter { $0.compression != 4 || aac }.reduce(0) { $0 | UInt64(1) << $1.bit }
     }
 
     /// The status flags: an output is attached; a password when configured.
@@ -72,19 +100,16 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     }
 }
 
-/// Fixed facts about this implementation that senders read from TXT and `/server-info`.
+/// Fixed facts about this implementation that senders read from TXT and `/server-info`
+/// (the versions depend on the profile: `ReceiverCapabilities.sourceVersion`).
 public enum ReceiverIdentity {
     /// `model`/`am`: names this implementation in Apple's `Name<major>,<minor>` shape.
     public static let model = "airplayd1,1"
-    /// `srcvers`/`vs`: the AirTunes version whose AirPlay 1 protocol we speak (Apple TV 3 era).
-    public static let sourceVersion = "220.68"
-    /// `protovers`: the AirPlay protocol version.
-    public static let protocolVersion = "1.0"
     /// The volume every audio session starts at, in dB (`initialVolume` in `/info`): unity,
     /// until the sender sets another.
     public static let initialVolume = 0.0
-    /// `Server` header on every reply.
-    public static let serverHeader = "AirTunes/220.68"
+    /// `Server` header of a reply made before the receiver's capabilities are known.
+    public static let plainServerHeader = "AirTunes/220.68"
 }
 
 /// The two DNS-SD services of the receiver, built from its capabilities.
@@ -113,35 +138,48 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
         return services
     }
 
-    /// The `_airplay._tcp` TXT record.
+    /// The `_airplay._tcp` TXT record. The Apple profile's keys are those shairport-sync 4.3.7
+    /// publishes (known to work with iOS 17 and 18), less `rsf` and `fv`, which only inform; 5.x
+    /// adds `fex`, `psi`, `vv`, `igl` and `osvers`, which `/info` carries instead. A legacy
+    /// unicast answer (pyatv's `--scan-hosts`) holds 512 bytes: a longer record would crowd out
+    /// the service's own records for a long name.
     public var airPlayTXT: TXTRecord {
-        var txt: TXTRecord = [
-            "deviceid": deviceID.colonForm,
-            "features": capabilities.features.txtValue,
-            "flags": capabilities.statusFlags.txtValue,
-            "model": ReceiverIdentity.model,
-            "protovers": ReceiverIdentity.protocolVersion,
-            "srcvers": ReceiverIdentity.sourceVersion,
-            "pw": capabilities.passwordRequired ? "true" : "false",
-            "acl": "0",
-        ]
-        addPairing(to: &txt)
-        return txt
-    }
-
-    /// `pi` and `pk` when pairing is served; with AirPlay 2 also `psi` (the identity senders
-    /// name this output by) and `gid` (the group: ungrouped, the box's own identity).
-    private func addPairing(to txt: inout TXTRecord) {
-        guard let pairing = capabilities.pairingIdentity else { return }
-        txt["pi"] = pairing.identifier
-        txt["pk"] = pairing.publicKey
-        if capabilities.airPlay2Pairing {
-            txt["psi"] = pairing.identifier
-            txt["gid"] = pairing.identifier
+        let features = capabilities.features
+        guard capabilities.appleProfile, let pairing = capabilities.pairingIdentity else {
+            var txt: TXTRecord = [
+                "deviceid": deviceID.colonForm,
+                "features": features.txtValue,
+                "flags": capabilities.statusFlags.txtValue,
+                "model": ReceiverIdentity.model,
+                "protovers": capabilities.protocolVersion,
+                "srcvers": capabilities.sourceVersion,
+                "pw": capabilities.passwordRequired ? "true" : "false",
+                "acl": "0",
+            ]
+            if let pairing = capabilities.pairingIdentity {
+                txt["pi"] = pairing.identifier
+                txt["pk"] = pairing.publicKey
+            }
+            return txt
         }
+        // `gid` names the group (ungrouped: the box's own identity); `gcgl` says the group
+        // holds no group leader.
+        return [
+            "acl": "0",
+            "deviceid": deviceID.colonForm,
+            "features": features.txtValue,
+            "flags": capabilities.statusFlags.txtValue,
+            "gid": pairing.identifier,
+            "gcgl": "0",
+            "model": ReceiverIdentity.model,
+            "protovers": capabilities.protocolVersion,
+            "pi": pairing.identifier,
+            "pk": pairing.publicKey,
+            "srcvers": capabilities.sourceVersion,
+        ]
     }
 
-    /// The `_raop._tcp` TXT record (AirPlay 1 audio).
+    /// The `_raop._tcp` TXT record (AirPlay 1 audio, and what AirPlay 2 senders read of it).
     public var raopTXT: TXTRecord {
         var txt: TXTRecord = [
             "txtvers": "1",
@@ -156,13 +194,19 @@ public struct ReceiverAdvertisement: DeviceAdvertisement, Hashable {
             "ss": "16",
             "tp": "UDP",
             "vn": "65537",
-            "vs": ReceiverIdentity.sourceVersion,
+            "vs": capabilities.sourceVersion,
             "am": ReceiverIdentity.model,
             "sf": capabilities.statusFlags.txtValue,
             "ft": capabilities.features.txtValue,
             "da": "true",
         ]
-        addPairing(to: &txt)
+        // Of the pairing keys, only `pk` (as shairport-sync): the record stays small enough
+        // for a legacy unicast answer to carry the host's address, which pyatv then uses for
+        // both services.
+        if let pairing = capabilities.pairingIdentity {
+            if !capabilities.appleProfile { txt["pi"] = pairing.identifier }
+            txt["pk"] = pairing.publicKey
+        }
         return txt
     }
 }

@@ -58,6 +58,9 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var airPlay2: Bool = true
     /// Whether AirPlay 2 senders' PTP clocks are followed on UDP 319/320 (`ptp`, `--ptp`; with `airplay2`).
     public var ptp: Bool = true
+    /// Whether `POST /fp-setup` is answered and feature bit 14 set (`fp_setup`, `--fp-setup`;
+    /// with `airplay2`): iOS makes this handshake before it plays to an AirPlay 2 receiver.
+    public var fairPlaySetup: Bool = true
     /// The instance name when several daemons run on one box, one per zone (`instance`,
     /// `--instance`; the template unit passes `%i`); nil for a lone daemon.
     public var instance: String?
@@ -183,6 +186,8 @@ public struct ConfigurationKey: Sendable {
               summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime and, with ptp, buffered audio, video; features 38, 43, 46, 48, and 40, 41, 47 with PTP); default true."),
         .init(name: "ptp", allowed: "true or false",
               summary: "With airplay2: follow AirPlay 2 senders' PTP clocks on UDP 319 and 320 (needs CAP_NET_BIND_SERVICE, which the unit grants); default true."),
+        .init(name: "fp_setup", allowed: "true or false",
+              summary: "With airplay2: answer POST /fp-setup, the fixed FairPlay handshake iOS makes before playing to an AirPlay 2 receiver (feature 14; it decrypts nothing); default true."),
         .init(name: "address", allowed: "an IPv4 or IPv6 address of this box",
               summary: "Listen on this address only and announce it under a host name of its own, so senders that tell devices apart by address (pyatv) see each zone of a box as its own device; default none: every address."),
         .init(name: "instance", allowed: "1 to 32 letters, digits, '-', '_' or '.'",
@@ -340,6 +345,9 @@ extension ReceiverConfiguration {
         case "ptp":
             guard case .bool(let flag) = value else { throw wrongType() }
             ptp = flag
+        case "fp_setup":
+            guard case .bool(let flag) = value else { throw wrongType() }
+            fairPlaySetup = flag
         case "mpris":
             guard case .string(let text) = value else { throw wrongType() }
             nowPlaying.mpris = text

@@ -195,6 +195,7 @@ public final class ReceiverDaemon: Service, Sendable {
         if old.pin != new.pin { keys.append("pin") }
         if old.access != new.access { keys.append("access") }
         if old.airPlay2 != new.airPlay2 { keys.append("airplay2") }
+        if old.fairPlaySetup != new.fairPlaySetup { keys.append("fp_setup") }
         return keys
     }
 
@@ -207,6 +208,7 @@ public final class ReceiverDaemon: Service, Sendable {
         let pairing = makePairing(store: instance.pairingStore)
         var capabilities = Self.detectCapabilities(configuration, media: media, logger: logger)
         Self.describe(pairing, airPlay2: configuration.airPlay2, in: &capabilities)
+        capabilities.fairPlaySetup = configuration.airPlay2 && configuration.fairPlaySetup
         logger.info("device id", metadata: ["device.id": "\(identity.id)", "device.idSource": "\(identity.source.rawValue)",
                                             "instance": "\(configuration.instance ?? "-")"])
 

@@ -26,15 +26,15 @@ public struct ServerInfo: Hashable, Sendable {
             "statusFlags": .integer(Int64(capabilities.statusFlags.rawValue)),
             "model": .string(ReceiverIdentity.model),
             "name": .string(name),
-            "protovers": .string(ReceiverIdentity.protocolVersion),
-            "srcvers": .string(ReceiverIdentity.sourceVersion),
+            "protovers": .string(capabilities.protocolVersion),
+            "srcvers": .string(capabilities.sourceVersion),
             "pw": .bool(capabilities.passwordRequired),
             // The spellings AirPlay 2 readers use (shairport-sync, an Apple TV): `deviceID`,
             // `sourceVersion`, `protocolVersion`, and the volume a new session starts at as a
             // real in dB (pyatv raises on an integer; with it, it sends no volume of its own).
             "deviceID": .string(deviceID.colonForm),
-            "sourceVersion": .string(ReceiverIdentity.sourceVersion),
-            "protocolVersion": .string(ReceiverIdentity.protocolVersion),
+            "sourceVersion": .string(capabilities.sourceVersion),
+            "protocolVersion": .string(capabilities.protocolVersion),
             "initialVolume": .real(ReceiverIdentity.initialVolume),
         ]
         if let pairing = capabilities.pairingIdentity {
@@ -42,11 +42,18 @@ public struct ServerInfo: Hashable, Sendable {
             // The Ed25519 key as 32 bytes of data (the TXT record carries it in hex).
             info["pk"] = TextFormatting.bytes(hex: pairing.publicKey).map(PropertyList.data) ?? .string(pairing.publicKey)
         }
-        if capabilities.features.contains(.bufferedAudio) {
-            // The `audioFormat` bits a SETUP may name, per stream type (AirPlay 2 senders pick
-            // the stream's format from these).
-            let formats = Int64(AirPlay2Setup.playedFormatMask)
-            info["supportedFormats"] = .dictionary(["audioStream": .integer(formats), "bufferStream": .integer(formats)])
+        if capabilities.appleProfile {
+            info["psi"] = info["pi"]
+            info["featuresEx"] = .string(capabilities.features.featuresExValue)
+            info["vv"] = .integer(2)
+            if capabilities.audio {
+                // The `audioFormat` bits a SETUP may name, per stream type, as decoded here
+                // (iOS picks AAC for buffered audio when it is listed: a 461 would follow).
+                let formats = PropertyList.integer(Int64(capabilities.supportedAudioFormats))
+                var supported: [String: PropertyList] = ["audioStream": formats]
+                if capabilities.bufferedAudio { supported["bufferStream"] = formats }
+                info["supportedFormats"] = .dictionary(supported)
+            }
         }
         if capabilities.airPlay2Pairing {
             // iOS asks for the `_airplay._tcp` record itself (`qualifier: [txtAirPlay]`): its

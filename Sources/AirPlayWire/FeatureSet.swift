@@ -45,6 +45,14 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let metadataProgress = FeatureSet(bits: [16])
     /// Bit 17: metadata as text (DMAP).
     public static let metadataText = FeatureSet(bits: [17])
+    /// Bit 18: receives PCM audio (macOS asks for it before pairing).
+    public static let audioFormatPCM = FeatureSet(bits: [18])
+    /// Bit 19: receives ALAC audio.
+    public static let audioFormatALAC = FeatureSet(bits: [19])
+    /// Bit 20: receives AAC-LC audio (iOS looks for it).
+    public static let audioFormatAAC = FeatureSet(bits: [20])
+    /// Bit 22: takes unencrypted audio.
+    public static let unencryptedAudio = FeatureSet(bits: [22])
     /// Bit 23: RSA authentication (`Apple-Challenge` / `Apple-Response`).
     public static let rsaAuthentication = FeatureSet(bits: [23])
     /// Bit 26: MFi hardware authentication.
@@ -84,8 +92,8 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
         4: "VideoHTTPLiveStreams", 5: "Slideshow", 7: "ScreenMirroring", 8: "ScreenRotate",
         9: "Audio", 11: "AudioRedundant", 12: "FPSAPv2pt5_AES_GCM", 13: "PhotoCaching",
         14: "FairPlayAuthentication", 15: "MetadataArtwork", 16: "MetadataProgress",
-        17: "MetadataText", 18: "AudioFormat1", 19: "AudioFormat2", 20: "AudioFormat3",
-        21: "AudioFormat4", 23: "RSAAuthentication", 26: "MFiAuthentication",
+        17: "MetadataText", 18: "AudioFormatPCM", 19: "AudioFormatALAC", 20: "AudioFormatAAC",
+        21: "AudioFormat4", 22: "UnencryptedAudio", 23: "RSAAuthentication", 26: "MFiAuthentication",
         27: "LegacyPairing", 30: "UnifiedAdvertiserInfo", 32: "IsCarPlay",
         33: "VideoPlayQueue", 34: "AirPlayFromCloud", 35: "TLS_PSK", 38: "UnifiedMediaControl",
         40: "BufferedAudio", 41: "PTP", 42: "ScreenMultiCodec", 43: "SystemPairing",
@@ -111,6 +119,13 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
         let lowDigits = String(low, radix: 16, uppercase: true)
         guard high != 0 else { return "0x" + lowDigits }
         return "0x" + String(repeating: "0", count: 8 - lowDigits.count) + lowDigits + ",0x" + String(high, radix: 16, uppercase: true)
+    }
+
+    /// The `fex` TXT form (`featuresEx` in `/info`): the mask's bytes, least significant first,
+    /// in base64 without its `=` padding, as AirPlay 2 receivers publish it beside `features`.
+    public var featuresExValue: String {
+        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: rawValue >> (8 * UInt64($0))) }
+        return String(Data(bytes).base64EncodedString().filter { $0 != "=" })
     }
 
     /// Parses the TXT form (`0x5A7FFFF7,0x1E`, `0x77`, or a plain decimal); nil when malformed.

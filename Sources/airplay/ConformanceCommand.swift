@@ -2,6 +2,8 @@ import AirPlaySender
 import ArgumentParser
 import Foundation
 
+extension ConformanceSuite.Profile: ExpressibleByArgument {}
+
 /// `airplay conformance HOST[:PORT]`: the exchanges written in Protocol/ as checks against any
 /// receiver, each naming its section, with pass, fail or skip.
 struct ConformanceCommand: AsyncParsableCommand {
@@ -12,7 +14,10 @@ struct ConformanceCommand: AsyncParsableCommand {
             Runs every check (or those of --section: discovery, info, control, rtsp, raop, video, pairing) \
             against HOST[:PORT] (port 7000 when none is given). Each line names the check, the Protocol/ \
             section it comes from, and pass, fail or skip with what was seen. Exits 0 when nothing failed, \
-            1 when a check failed, 2 when the receiver cannot be reached.
+            1 when a check failed, 2 when the receiver cannot be reached. --profile apple instead walks an \
+            iPhone's AirPlay 2 session in Apple's order on one connection (GET /info, transient pairing, \
+            both fp-setup messages, SETUP phase 1 and 2, RECORD, SETPEERS, SETRATEANCHORTIME, /feedback, volume, \
+            FLUSHBUFFERED, TEARDOWN, /configure, a remote-control-only session), each step as STATUS {reply keys}.
             """)
 
     @Argument(help: "The receiver, HOST[:PORT].") var receiver: String
@@ -20,16 +25,19 @@ struct ConformanceCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds to browse for the receiver's mDNS records.") var browseSeconds: Double = 3
     @Flag(name: .long, help: "One JSON document instead of lines.") var json = false
     @Flag(name: .long, help: "List the checks and exit.") var list = false
+    @Option(name: .long, help: "standard (every section) or apple (an iPhone's AirPlay 2 session, in order).")
+    var profile: ConformanceSuite.Profile = .standard
 
     func run() async throws {
         if list {
-            for check in ConformanceSuite.all { print("\(check.id)\t\(check.reference)\t\(check.summary)") }
+            for check in ConformanceSuite.checks(of: profile) { print("\(check.id)\t\(check.reference)\t\(check.summary)") }
             return
         }
         guard let (host, port) = ReceiverResolver.parseHostPort(receiver.contains(":") || receiver.hasPrefix("[") ? receiver : receiver + ":7000") else {
             throw ValidationError("give the receiver as HOST[:PORT]")
         }
-        let results = await ConformanceSuite.run(host: host, port: port, sections: Set(section), browseSeconds: browseSeconds)
+        let results = await ConformanceSuite.run(host: host, port: port, sections: Set(section), browseSeconds: browseSeconds,
+                                                profile: profile)
         if json {
             print(String(decoding: ConformanceSuite.json(results, receiver: "\(host):\(port)").bytes, as: UTF8.self))
         } else {

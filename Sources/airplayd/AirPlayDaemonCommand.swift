@@ -71,6 +71,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --airplay2 on: follow senders' PTP clocks on UDP 319/320: on or off.")
     var ptp: Toggle?
 
+    @Option(name: .customLong("fp-setup"), help: "With --airplay2 on: answer POST /fp-setup, the FairPlay handshake iOS makes first: on or off.")
+    var fpSetup: Toggle?
+
     @Option(name: .long, help: "Listen on this IP address only and announce it under a host name of its own (one zone of several).")
     var address: String?
 
@@ -143,6 +146,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let instance { settings.instance = instance }
         if let address { settings.address = address }
         if let ptp { settings.ptp = ptp == .on }
+        if let fpSetup { settings.fairPlaySetup = fpSetup == .on }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else {
                 throw ConfigurationError(key: "log_level",

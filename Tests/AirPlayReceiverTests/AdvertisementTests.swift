@@ -71,8 +71,61 @@ import Testing
         capabilities.airPlay2Pairing = true
         capabilities.pairingRequired = true
         let paired = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
-        #expect(paired.capabilities.features.isSuperset(of: [.systemPairing, .homeKitPairing, .coreUtilsPairing]))
+        #expect(paired.capabilities.features.isSuperset(of: [.homeKitPairing, .coreUtilsPairing, .unifiedMediaControl]))
         #expect(paired.airPlayTXT["flags"] == "0x204", "pairing required (bit 9) beside the output bit")
+    }
+
+    /// With AirPlay 2 the box presents itself as the receivers iPhones and Macs are known to play
+    /// to (shairport-sync 4.3/5.x): version 366.0, protocol 1.1, their feature bits, less video's
+    /// own; no RSA (bit 23) and no system pairing (43), which no working AirPlay 2 receiver sets.
+    @Test func theAppleProfileIsShairportSyncsSetPlusVideo() {
+        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true, alac: true, aac: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        capabilities.airPlay2Pairing = true
+        capabilities.bufferedAudio = true
+        capabilities.fairPlaySetup = true
+        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 11, 14, 15, 16, 17, 18, 19, 20, 22, 30, 38, 40, 41, 46, 47, 48])
+        // shairport-sync 5.2.1 with metadata: 0x405FCA00,0x18340 (bits 9, 11, 14-20, 22, 30, 38, 40, 41, 47, 48).
+        let shairportSync = FeatureSet(txtValue: "0x405FCA00,0x18340")!
+        #expect(capabilities.features.isSuperset(of: shairportSync))
+        #expect(capabilities.features.subtracting(shairportSync).bitNumbers == [0, 3, 4, 46], "video, and HomeKit pairing as 4.3.7")
+        #expect(capabilities.sourceVersion == "366.0" && capabilities.protocolVersion == "1.1" && capabilities.serverHeader == "AirTunes/366.0")
+
+        let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
+        #expect(advertisement.airPlayTXT.entries.map(\.key)
+            == ["acl", "deviceid", "features", "flags", "gid", "gcgl", "model", "protovers", "pi", "pk", "srcvers"])
+        let info = ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList
+        #expect(info["featuresEx"]?.stringValue == "GcpfQEDDAQA", "the mask's 8 bytes, least significant first, base64 unpadded")
+        #expect(info["psi"]?.stringValue == "5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5" && info["vv"]?.integerValue == 2)
+        #expect(advertisement.raopTXT["vs"] == "366.0" && advertisement.raopTXT["pi"] == nil && advertisement.raopTXT["pk"] != nil)
+
+        // Truthful formats: without an AAC decoder neither bit 20 nor AAC-LC in supportedFormats.
+        capabilities.aac = false
+        #expect(!capabilities.features.contains(.audioFormatAAC))
+        #expect(capabilities.supportedAudioFormats & (1 << 22 | 1 << 23) == 0)
+        // Without the /fp-setup handshake, no bit 14.
+        capabilities.fairPlaySetup = false
+        #expect(!capabilities.features.contains(.fairPlayAuthentication))
+        // AirPlay 1 alone keeps the records of an Apple TV 3.
+        capabilities.airPlay2Pairing = false
+        #expect(capabilities.sourceVersion == "220.68" && capabilities.features.contains(.rsaAuthentication))
+        #expect(ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities).airPlayTXT["gcgl"] == nil)
+    }
+
+    /// A legacy unicast answer (pyatv's `--scan-hosts`) holds 512 bytes; avahi drops the host's
+    /// address record first when TXT crowds it out, and pyatv then lists nothing. `_raop._tcp`
+    /// stays small enough to carry it (pyatv takes the address of both services from either).
+    @Test func theRAOPRecordLeavesRoomForTheAddress() {
+        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true, alac: true, aac: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        capabilities.airPlay2Pairing = true
+        capabilities.bufferedAudio = true
+        capabilities.fairPlaySetup = true
+        let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
+        let wireSize = { (txt: TXTRecord) in txt.strings.reduce(0) { $0 + 1 + $1.utf8.count } }
+        // Measured with avahi 0.8: a 238-byte record and a 30-character name answer in 456 bytes.
+        #expect(wireSize(advertisement.raopTXT) <= 240, "\(wireSize(advertisement.raopTXT)) bytes")
+        #expect(wireSize(advertisement.airPlayTXT) <= 280, "\(wireSize(advertisement.airPlayTXT)) bytes")
     }
 
     /// Buffered audio and PTP (bits 40, 41, with 47 for SETPEERS) are advertised only when a
@@ -82,12 +135,16 @@ import Testing
         capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
         capabilities.airPlay2Pairing = true
         #expect(capabilities.features.isDisjoint(with: [.bufferedAudio, .ptpClock, .peerManagement]))
-        #expect(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"] == nil)
+        let realtimeOnly = try #require(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"])
+        #expect(realtimeOnly["bufferStream"] == nil && realtimeOnly["audioStream"] != nil)
         capabilities.bufferedAudio = true
         #expect(capabilities.features.isSuperset(of: [.bufferedAudio, .ptpClock, .peerManagement]))
         let formats = try #require(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"])
-        // PCM, ALAC at 44.1/48 kHz and 16/24 bits, AAC-LC at 44.1/48 kHz: bits 11, 13, 15, 17-23.
-        #expect(formats["bufferStream"]?.integerValue == 0xFE_A800)
+        // PCM, ALAC at 44.1/48 kHz and 16/24 bits: bits 11, 13, 15, 17-21; AAC-LC (22, 23) only with its decoder.
+        #expect(formats["bufferStream"]?.integerValue == 0x3E_A800)
+        capabilities.aac = true
+        let withAAC = try #require(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"])
+        #expect(withAAC["bufferStream"]?.integerValue == 0xFE_A800)
         capabilities.audio = false
         #expect(capabilities.features.isDisjoint(with: [.bufferedAudio, .ptpClock]), "no audio, no buffered audio")
         capabilities.audio = true

@@ -192,6 +192,32 @@ import Testing
         }
     }
 
+    /// `/feedback`, the keep-alive, names the stream set up (as shairport-sync 5 does), and is a
+    /// plain 200 before there is one.
+    @Test func feedbackNamesTheStream() throws {
+        var machine = Self.machine()
+        let feedback = AirPlayRequest(method: "POST", target: "/feedback", version: .rtsp10, headers: [:], body: ByteBuffer())
+        _ = machine.setupSession(Self.phase1, on: a, now: 0)
+        _ = machine.eventPortOpened(session: 101, port: 7010)
+        #expect(Self.reply(machine.receive(feedback, on: a, now: 0))?.body.readableBytes == 0)
+        _ = machine.setupStreams(Self.pcm, senderControlPort: 6001, on: a, now: 0)
+        _ = machine.portsOpened(session: 101, audio: 7000, control: 7001, timing: 7002)
+        let reply = try Self.plist(Self.reply(machine.receive(feedback, on: a, now: 0)))
+        #expect(reply["streams"] == .array([.dictionary(["type": .integer(96), "sr": .real(44100)])]))
+    }
+
+    /// iOS 17 on sends SETMAGICCOOKIE (a plist about its audio) with or without a stream: 200,
+    /// and the session is as it was.
+    @Test func setMagicCookieIsAcknowledged() throws {
+        var machine = Self.machine()
+        let number = try setUp(&machine, on: a)
+        let cookie = ByteBuffer(bytes: PropertyList.dictionary(["audioFormat": .integer(0x40000)]).encoded(as: .binary))
+        let actions = machine.receive(AirPlayRequest(method: "SETMAGICCOOKIE", target: "rtsp://h/1", version: .rtsp10, headers: [:],
+                                                     body: cookie), on: a, now: 0)
+        #expect(actions == [.reply(AirPlayResponse(status: 200))])
+        #expect(machine.current?.number == number)
+    }
+
     /// A packet sealed under another key, or altered, does not open: it is dropped and counted,
     /// never played as noise.
     @Test func aPacketUnderTheWrongKeyDoesNotOpen() throws {
@@ -208,7 +234,7 @@ import Testing
     }
 
     /// With AirPlay 2 on, `/info` carries the `_airplay._tcp` record itself (`txtAirPlay`), and
-    /// the record names the group and the output (`gid`, `psi`).
+    /// the record names the group (`gid`); `/info` names the output (`psi`).
     @Test func infoCarriesTheAirPlayRecord() throws {
         var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true)
         capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
@@ -224,7 +250,7 @@ import Testing
             index += 1 + length
         }
         #expect(strings == ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities).airPlayTXT.strings)
-        #expect(strings.contains("gid=5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5") && strings.contains("psi=5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5"))
+        #expect(strings.contains("gid=5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5") && info["psi"]?.stringValue == "5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5")
         #expect(info["pk"] == .data([UInt8](repeating: 0xAB, count: 32)))
         #expect(info["initialVolume"] == .real(0))
         #expect(FeatureSet(txtValue: strings.first { $0.hasPrefix("features=") }!.dropFirst(9).description)!.contains(.unifiedMediaControl))

@@ -47,6 +47,8 @@ import Testing
         (.array([]), 400, "dictionary"),
         (.dictionary(["timingProtocol": .string("NTP"), "timingPort": .integer(70000)]), 400, "port"),
         (.dictionary(["streams": .array([])]), 400, "1 to 4"),
+        (.dictionary(["timingProtocol": .string("None")]), 451, "None"),
+        (.dictionary(["timingProtocol": .string("None"), "isRemoteControlOnly": .bool(false)]), 451, "None"),
     ])
     func badBodiesAreRefusedWithAReason(body: PropertyList, status: Int, hint: String) {
         #expect(throws: AirPlay2Setup.Refusal.self) { try AirPlay2Setup(plist: body) }
@@ -55,6 +57,28 @@ import Testing
         } catch {
             #expect(error.status == status && error.description.contains(hint), "\(error)")
         }
+    }
+
+    /// An iPhone that only wants to remote-control the box sets up a session without timing:
+    /// it gets an event port and nothing else (shairport-sync 5 answers it so).
+    @Test func aRemoteControlOnlySessionIsItsOwnKind() throws {
+        let body: PropertyList = .dictionary([
+            "timingProtocol": .string("None"), "isRemoteControlOnly": .bool(true), "name": .string("iPhone"),
+            "model": .string("iPhone16,2"), "sessionUUID": .string("A"),
+        ])
+        guard case .remoteControl(let session) = try AirPlay2Setup(plist: body) else { Issue.record("not remote control"); return }
+        #expect(session.name == "iPhone" && session.model == "iPhone16,2" && session.timingPort == nil)
+        #expect(AirPlay2Setup.remoteControlReply(eventPort: 40000) == .dictionary(["eventPort": .integer(40000)]))
+    }
+
+    /// Keys nobody here reads (iOS 26's `mc2ucDetectionSSMGroupInfo`, shairport-sync #2203) are
+    /// passed over.
+    @Test func unknownPhaseOneKeysAreTolerated() throws {
+        guard case .dictionary(var entries) = phase1 else { return }
+        entries["mc2ucDetectionSSMGroupInfo"] = .dictionary(["groupID": .string("G"), "addresses": .array([.data([1, 2, 3])])])
+        entries["someFutureKey"] = .array([.integer(1)])
+        guard case .session(let session) = try AirPlay2Setup(plist: .dictionary(entries)) else { Issue.record("not phase 1"); return }
+        #expect(session.timingProtocol == "NTP")
     }
 
     @Test func unsupportedStreamsAreNamed() {

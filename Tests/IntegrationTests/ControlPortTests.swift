@@ -41,7 +41,7 @@ import Testing
         let body = try #require(reply.components(separatedBy: "\r\n\r\n").dropFirst().first)
         let plist = try PropertyList(decoding: Array(body.unicodeScalars.map { UInt8($0.value) }))
         #expect(plist["name"]?.stringValue == "Port Box")
-        #expect(plist["srcvers"]?.stringValue == "220.68")
+        #expect(plist["srcvers"]?.stringValue == "366.0", "AirPlay 2 on: the Apple profile")
     }
 
     /// A client that half-closes its side right after its requests (`nc -N`, scripted
@@ -96,7 +96,7 @@ import Testing
         #expect(statusLines(reply) == ["RTSP/1.0 200 OK", "RTSP/1.0 501 Not Implemented"])
         #expect(reply.contains("CSeq: 5\r\n"))
         #expect(reply.contains("CSeq: 6\r\n"))
-        #expect(reply.contains("Server: AirTunes/220.68\r\n"))
+        #expect(reply.contains("Server: AirTunes/366.0\r\n"))
     }
 
     @Test func aPeerThatVanishesMidRequestLeavesTheDaemonServing() throws {

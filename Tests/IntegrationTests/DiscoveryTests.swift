@@ -42,8 +42,9 @@ import Testing
     }
 
     /// Out of the box airplayd is an AirPlay 2 receiver beside AirPlay 1: the pairing and
-    /// session bits (38, 43, 46, 48) and, with its PTP follower running, buffered audio, PTP and
-    /// peer management (40, 41, 47), in both records; `/info` lists the formats it plays.
+    /// session bits (38, 46, 48), the FairPlay handshake (14) and, with its PTP follower running,
+    /// buffered audio, PTP and peer management (40, 41, 47), in both records, at version 366.0;
+    /// `/info` lists the formats it plays.
     @Test func theDefaultAdvertisesAirPlay2WithBufferedAudio() throws {
         let host = try TestHost(label: "default-ap2")
         defer { host.close() }
@@ -55,8 +56,9 @@ import Testing
             let words = (features ?? "").split(separator: ",").compactMap { UInt64($0.dropFirst(2), radix: 16) }
             let value = words.count == 2 ? words[1] << 32 | words[0] : 0
             let bits = (0..<64).filter { value & (1 << UInt64($0)) != 0 }
-            #expect(Set([38, 40, 41, 43, 46, 47, 48]).isSubset(of: bits), "\(features ?? "none"): bits \(bits)")
+            #expect(Set([14, 38, 40, 41, 46, 47, 48]).isSubset(of: bits), "\(features ?? "none"): bits \(bits)")
         }
+        #expect(airplay.txtValue("srcvers") == "366.0" && airplay.txtValue("protovers") == "1.1" && raop.txtValue("vs") == "366.0")
         let curl = try #require(TestHost.which("curl"))
         let info = try host.run(curl, ["-s", "-H", "Accept: application/x-apple-plist+xml", "http://127.0.0.1:7000/info"]).stdout
         #expect(info.contains("<key>supportedFormats</key>") && info.contains("<key>bufferStream</key>"), "\(info.prefix(2000))")
@@ -162,6 +164,25 @@ import Testing
         #expect(airplayLine?.contains("Pairing: NotNeeded") == true, "\(scan.stdout)")
         #expect(raopLine?.contains("Pairing: NotNeeded") == true, "\(scan.stdout)")
         #expect(airplayLine?.contains("Port: 7000") == true)
+    }
+
+    /// In the default configuration (AirPlay 2, the Apple profile) and with a long name, pyatv's
+    /// unicast scan still finds both services: its legacy unicast answers hold 512 bytes, and the
+    /// `_raop._tcp` one must keep room for the host's address record (avahi drops it first).
+    @Test func pyatvFindsTheAppleProfileByUnicast() throws {
+        let atvremote = try Products.peerTool("atvremote")
+        let host = try TestHost(label: "pyatv2")
+        defer { host.close() }
+        try host.startAvahi()
+        let name = "Living Room Speaker Downstairs"
+        let daemon = try RunningDaemon.start(in: host, name: name)
+        let raop = try #require(try host.waitForService("_raop._tcp") { $0.name.hasSuffix("@" + name) })
+        #expect(raop.txtValue("vs") == "366.0")
+        let scan = try host.run(atvremote, ["--storage", "none", "--scan-hosts", "127.0.0.1", "-t", "5", "scan"], timeout: 60)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        #expect(scan.stdout.contains("Name: \(name)") && scan.stdout.contains(daemon.storedDeviceID), "\(scan.stdout)")
+        #expect(scan.stdout.contains("Protocol: AirPlay") && scan.stdout.contains("Protocol: RAOP"), "\(scan.stdout)")
+        print("measure: pyatv unicast scan of the Apple profile: \(scan.stdout.split(separator: "\n").filter { $0.contains("Protocol:") })")
     }
 }
 

@@ -385,7 +385,7 @@ final class SweepMedia: @unchecked Sendable {
         #expect(options.startLine == "RTSP/1.0 200 OK")
         #expect(options.headers["cseq"] == "1")
         #expect(options.headers["public"]?.contains("ANNOUNCE") == true)
-        #expect(options.headers["server"] == "AirTunes/220.68")
+        #expect(options.headers["server"] == "AirTunes/366.0")
 
         #expect(try rtsp(c, "RECORD", 2).status == 454, "no session yet")
         #expect(try rtsp(c, "ANNOUNCE", 3, headers: ["Content-Type": "application/sdp"], body: Self.sdp).status == 200)

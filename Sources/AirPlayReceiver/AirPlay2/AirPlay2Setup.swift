@@ -9,6 +9,9 @@ public enum AirPlay2Setup: Equatable, Sendable {
     case session(Session)
     /// Phase 2: the streams to open.
     case streams([Stream])
+    /// A remote-control-only session (`timingProtocol: None`, `isRemoteControlOnly: true`): an
+    /// event channel and nothing else; whatever plays goes on.
+    case remoteControl(Session)
 
     /// Phase 1's request.
     public struct Session: Equatable, Sendable {
@@ -82,6 +85,12 @@ public enum AirPlay2Setup: Equatable, Sendable {
         guard let timing = plist["timingProtocol"]?.stringValue else {
             throw Refusal(status: 400, description: "SETUP has neither timingProtocol nor streams")
         }
+        if timing == "None", plist["isRemoteControlOnly"]?.boolValue == true {
+            self = .remoteControl(Session(timingProtocol: timing, sessionUUID: plist["sessionUUID"]?.stringValue,
+                                          deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue,
+                                          model: plist["model"]?.stringValue))
+            return
+        }
         guard timing == "NTP" || (timing == "PTP" && ptp) else {
             throw Refusal(status: 451, description: "timingProtocol \(timing.prefix(20)) is not supported here (\(ptp ? "NTP and PTP are" : "NTP is"))")
         }
@@ -145,6 +154,12 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// The `audioFormat` mask of every played format (for `/info`'s `supportedFormats`).
     public static var playedFormatMask: UInt64 { playedFormats.reduce(0) { $0 | UInt64(1) << $1.bit } }
+
+    /// A remote-control-only session's reply: where its event channel listens, and nothing
+    /// more (as shairport-sync 5 answers it).
+    public static func remoteControlReply(eventPort: Int) -> PropertyList {
+        .dictionary(["eventPort": .integer(Int64(eventPort))])
+    }
 
     /// Phase 1's reply: where the event channel listens, and our timing port; for PTP also our
     /// own timing peer entry (the addresses a sender reaches our PTP follower at).

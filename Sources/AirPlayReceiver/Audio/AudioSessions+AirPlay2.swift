@@ -3,6 +3,7 @@ import AirPlayNowPlaying
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
+import NIOCore
 
 /// AirPlay 2's two SETUPs, carried out for `RAOPSessionStateMachine`: the plist is read and
 /// checked here (a refusal changes nothing), the machine decides, and the event port is opened
@@ -34,6 +35,8 @@ extension AudioSessions {
             }
             let actions = machine.withLockedValue { $0.setupSession(session, ptp: session.timingProtocol == "PTP", on: connection.id, now: self.now()) }
             return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
+        case .remoteControl(let session):
+            return openRemoteControl(session, connection: connection)
         case .streams(let streams):
             // One realtime audio stream per session: the box has one output.
             guard streams.count == 1, let stream = streams.first else {
@@ -82,6 +85,34 @@ extension AudioSessions {
             "session": "\(resources.number)", "rtpTime": "\(anchor.heardRTPTime)", "networkTime.ns": "\(anchor.networkTime)",
             "timeline": "\(String(anchor.clockIdentity, radix: 16))", "clock.known": "\(timeline.localTime(of: anchor.heardRTPTime) != nil)",
         ])
+    }
+
+    /// A remote-control-only session: its own event channel (a second SETUP replaces it), no
+    /// audio session, nothing taken over.
+    private func openRemoteControl(_ session: AirPlay2Setup.Session, connection: ConnectionContext) -> AirPlayResponse {
+        endRemoteControl(on: connection.id)
+        do {
+            guard let secret = connection.pairingSecret else { throw AirPlay2Setup.Refusal(status: 470, description: "the connection is not encrypted") }
+            let channel = try AirPlay2EventChannel(connection: connection, keys: try EventChannelKeys(sharedSecret: secret),
+                                                   group: group, logger: logger)
+            remoteControlChannels.withLockedValue { $0[connection.id] = channel }
+            logger.info("AirPlay 2 remote-control session", metadata: [
+                "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "event.port": "\(channel.port)",
+            ])
+            var body = ByteBuffer()
+            body.writeBytes(AirPlay2Setup.remoteControlReply(eventPort: channel.port).encoded(as: .binary))
+            return AirPlayResponse(status: 200, headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
+        } catch {
+            logger.warning("AirPlay 2 remote-control session refused", metadata: ["reason": "\(error)"])
+            return .text(status: 500, "cannot open the event port: \(error)")
+        }
+    }
+
+    /// Ends a connection's remote-control-only session, if it has one.
+    func endRemoteControl(on connection: ObjectIdentifier) {
+        guard let channel = remoteControlChannels.withLockedValue({ $0.removeValue(forKey: connection) }) else { return }
+        channel.close()
+        logger.info("AirPlay 2 remote-control session ended", metadata: ["event.port": "\(channel.port)"])
     }
 
     /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.

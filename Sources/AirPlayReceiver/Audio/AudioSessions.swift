@@ -84,6 +84,9 @@ public final class AudioSessions: Sendable {
     let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
     /// AirPlay 2 sessions' event channels, by session number.
     let eventChannels = NIOLockedValueBox<[Int: AirPlay2EventChannel]>([:])
+    /// The event channels of remote-control-only sessions, by control connection: they hold no
+    /// audio session, and end with their connection or its TEARDOWN.
+    let remoteControlChannels = NIOLockedValueBox<[ObjectIdentifier: AirPlay2EventChannel]>([:])
     private let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
 
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
@@ -132,6 +135,7 @@ public final class AudioSessions: Sendable {
             return refusal
         }
         if request.method == "SETUP", AirPlay2Setup.hasPlistBody(request) { return setupAirPlay2(request, connection: connection) }
+        if request.method == "TEARDOWN" { endRemoteControl(on: connection.id) }
         let actions: [RAOPSessionStateMachine.Action]
         var prepared: PreparedStream?
         if request.method == "ANNOUNCE" {
@@ -150,6 +154,7 @@ public final class AudioSessions: Sendable {
     /// The control connection closed: its session, if any, ends.
     public func connectionClosed(_ id: ObjectIdentifier) {
         authenticator?.connectionClosed(id)
+        endRemoteControl(on: id)
         perform(machine.withLockedValue { $0.connectionClosed(id) })
     }
 

@@ -98,6 +98,17 @@ extension RAOPSessionStateMachine {
         return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
     }
 
+    /// `POST /feedback`, the keep-alive: 200, and on an AirPlay 2 session with a stream set up,
+    /// that stream's type and rate (as shairport-sync 5 answers it).
+    func feedback(on connection: ConnectionID) -> AirPlayResponse {
+        guard let session = owned(by: connection), session.kind == .airPlay2, let stream = session.stream,
+              [.ready, .recording].contains(session.phase) else { return AirPlayResponse(status: 200) }
+        let type = session.buffered ? AirPlay2Setup.buffered : AirPlay2Setup.realtime
+        return Self.plistReply(.dictionary(["streams": .array([.dictionary([
+            "type": .integer(Int64(type)), "sr": .real(Double(stream.sampleRate)),
+        ])])]))
+    }
+
     /// A 200 with a binary plist: what AirPlay 2 senders send and expect.
     static func plistReply(_ plist: PropertyList) -> AirPlayResponse {
         ControlRouter.plistResponse(plist, format: .binary)

@@ -143,7 +143,7 @@ public struct RAOPSessionStateMachine: Sendable {
     /// RTSP methods this machine answers.
     public static let methods: Set<String> = [
         "OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "TEARDOWN", "SET_PARAMETER", "GET_PARAMETER", "PAUSE", "SETPEERS", "SETPEERSX",
-        "SETRATEANCHORTIME", "FLUSHBUFFERED",
+        "SETRATEANCHORTIME", "FLUSHBUFFERED", "SETMAGICCOOKIE",
     ]
 
     /// `POST` paths on the control connection that belong to audio sessions.
@@ -178,7 +178,7 @@ public struct RAOPSessionStateMachine: Sendable {
         case "OPTIONS":
             return [.reply(AirPlayResponse(status: 200, headers: ["Public": (Self.methods.sorted() + ["POST", "GET"]).joined(separator: ", ")]))]
         case "POST" where request.path == "/feedback":
-            return [.reply(AirPlayResponse(status: 200))]
+            return [.reply(feedback(on: connection))]
         case "POST" where request.path == "/command" || request.path == "/audioMode":
             return Self.airPlay2Notice(request)
         case "SETPEERS", "SETPEERSX":
@@ -219,6 +219,10 @@ public struct RAOPSessionStateMachine: Sendable {
             return getParameter(request, on: connection)
         case "ANNOUNCE":
             return [.reply(.text(status: 500, "ANNOUNCE goes through announce(_:on:now:)"))]
+        case "SETMAGICCOOKIE":
+            // iOS 17 on: a plist about the sender's audio, sent whether or not a stream runs;
+            // nothing in it is needed here (shairport-sync 5 and airplay2-receiver answer 200 too).
+            return [.reply(AirPlayResponse(status: 200))]
         default:
             return [.reply(.text(status: 405, "\(request.method.prefix(40)) is not an RTSP method of RAOP"))]
         }

@@ -52,7 +52,7 @@ public final class ReceiverPairing: Sendable {
     public let access: AccessControl
     private let policy: Mutex<PairingPolicy>
     private let connections = Mutex<[ObjectIdentifier: ConnectionPairing]>([:])
-    private let logger: Logger
+    let logger: Logger
     private let clock: any MonotonicClock
     private let pinListener = Mutex<(@Sendable (String) -> Void)?>(nil)
 

@@ -57,7 +57,7 @@ public struct ConformanceCheck: Sendable {
         self.run = run
     }
 
-    /// The part of the id before the dot: `discovery`, `info`, `control`, `raop`, `video`, `pairing`, `airplay2`.
+    /// The part of the id before the dot: `discovery`, `info`, `control`, `raop`, `video`, `pairing`, `airplay2`, `apple`.
     public var section: String { String(id.prefix { $0 != "." }) }
 }
 
@@ -77,11 +77,28 @@ public enum ConformanceSuite {
     public static let all: [ConformanceCheck] = DiscoveryChecks.all + InfoChecks.all + ControlPortChecks.all + RAOPChecks.all
         + VideoChecks.all + PairingChecks.all + AirPlay2Checks.all
 
-    /// Runs the checks whose section is in `sections` (all when empty) against `host:port`.
-    public static func run(host: String, port: Int, sections: Set<String> = [], browseSeconds: Double = 3) async -> [ConformanceResult] {
+    /// Which checks a run makes.
+    public enum Profile: String, CaseIterable, Sendable {
+        /// Every exchange of `Protocol/`, section by section.
+        case standard
+        /// An iPhone's AirPlay 2 session, step by step in Apple's order, on one connection.
+        case apple
+    }
+
+    /// The checks of a profile (the Apple profile's share one walk: a fresh one each time).
+    public static func checks(of profile: Profile) -> [ConformanceCheck] {
+        switch profile {
+        case .standard: all
+        case .apple: AppleProfileChecks.all()
+        }
+    }
+
+    /// Runs the checks of `profile` whose section is in `sections` (all when empty) against `host:port`.
+    public static func run(host: String, port: Int, sections: Set<String> = [], browseSeconds: Double = 3,
+                           profile: Profile = .standard) async -> [ConformanceResult] {
         let probe = ConformanceProbe(host: host, port: port, browseSeconds: browseSeconds)
         var results: [ConformanceResult] = []
-        for check in all where sections.isEmpty || sections.contains(check.section) {
+        for check in checks(of: profile) where sections.isEmpty || sections.contains(check.section) {
             let started = Date()
             let outcome = await check.run(probe)
             results.append(ConformanceResult(check: check, outcome: outcome, milliseconds: Int(Date().timeIntervalSince(started) * 1000)))
