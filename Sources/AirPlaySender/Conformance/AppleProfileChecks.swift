@@ -54,13 +54,15 @@ enum AppleProfileChecks {
         Step(id: "apple.setpeers", reference: "airplay2.md §12 Buffered audio", summary: "SETPEERS with the timing peers",
              inSession: true) { walk, probe in await walk.setPeers(probe) },
         Step(id: "apple.setrateanchortime", reference: "airplay2.md §12 Buffered audio", summary: "SETRATEANCHORTIME: play from an anchor",
-             inSession: true) { walk, _ in await walk.anchor() },
+             inSession: true) { walk, probe in await walk.buffered(probe) { await walk.anchor() } },
         Step(id: "apple.feedback", reference: "airplay2.md §7 The other requests", summary: "POST /feedback, the keep-alive",
              inSession: true) { walk, _ in await walk.plain("POST", target: "/feedback") },
         Step(id: "apple.volume", reference: "raop.md SET_PARAMETER volume", summary: "SET_PARAMETER volume: -20",
              inSession: true) { walk, _ in await walk.plain("SET_PARAMETER", body: Array("volume: -20.000000\r\n".utf8), contentType: "text/parameters") },
         Step(id: "apple.flushbuffered", reference: "airplay2.md §12 Buffered audio", summary: "FLUSHBUFFERED up to a sequence number",
-             inSession: true) { walk, _ in await walk.plist("FLUSHBUFFERED", .dictionary(["flushUntilSeq": .integer(100), "flushUntilTS": .integer(35200)])) },
+             inSession: true) { walk, probe in
+            await walk.buffered(probe) { await walk.plist("FLUSHBUFFERED", .dictionary(["flushUntilSeq": .integer(100), "flushUntilTS": .integer(35200)])) }
+        },
         Step(id: "apple.setmagiccookie", reference: "airplay2.md §7 The other requests", summary: "SETMAGICCOOKIE (iOS 17 on) is acknowledged",
              inSession: true) { walk, _ in await walk.plist("SETMAGICCOOKIE", .dictionary(["audioFormat": .integer(0x40000)])) },
         Step(id: "apple.teardown", reference: "airplay2.md §7 The other requests", summary: "TEARDOWN of the session",

@@ -156,6 +156,13 @@ final class AppleWalk: @unchecked Sendable {
         return await plain("SETPEERS", body: PropertyList.array(peers.map { .string($0) }).encoded(as: .binary), contentType: "/peer-list-changed")
     }
 
+    /// `step`, or skipped on a receiver without buffered audio (its anchors and buffered
+    /// flushes belong to a type 103 stream).
+    func buffered(_ probe: ConformanceProbe, _ step: () async -> ConformanceOutcome) async -> ConformanceOutcome {
+        guard await probe.features()?.contains(.bufferedAudio) == true else { return .skipped("no buffered audio (bit 40) is advertised") }
+        return await step()
+    }
+
     func anchor() async -> ConformanceOutcome {
         let now = Date().timeIntervalSince1970
         return await plist("SETRATEANCHORTIME", .dictionary([
