@@ -38,7 +38,7 @@ public final class AirPlay2SenderSession: Sendable {
         }
         let keys: EventChannelKeys
         do { keys = try EventChannelKeys(sharedSecret: secret) } catch { throw SenderError(.badInput, "event keys: \(error)") }
-        let events = try await AirPlay2EventConnection.connect(host: client.connection.remoteIP ?? client.connection.host,
+        let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost,
                                                                port: Int(eventPort), keys: keys)
         return AirPlay2SenderSession(events: events)
     }

@@ -172,8 +172,10 @@ public final class RAOPLink: @unchecked Sendable {
 
     /// Binds the link's one UDP port (sync, resend requests and answers, timing both ways).
     func openUDPPort() async throws(SenderError) {
-        let local = client.connection.localAddress?.ipAddress ?? "0.0.0.0"
+        // Our address on the control connection, its scope kept (an IPv6 link-local one needs it).
+        let local = client.connection.localAddress?.withPort(0) ?? (try? SocketAddress(ipAddress: "0.0.0.0", port: 0))
         do {
+            guard let local else { throw SenderError(.connectionLost, "no local address") }
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
                 .channelInitializer { [backlog, resent, roundTrips, receiverIP = client.connection.remoteIP] channel in
@@ -182,7 +184,7 @@ public final class RAOPLink: @unchecked Sendable {
                             RAOPSenderDatagramHandler(backlog: backlog, resent: resent, roundTrips: roundTrips, receiverIP: receiverIP))
                     }
                 }
-                .bind(host: local, port: 0).get()
+                .bind(to: local).get()
         } catch {
             throw SenderError(.connectionLost, "cannot open a UDP port: \(error)")
         }
@@ -190,11 +192,11 @@ public final class RAOPLink: @unchecked Sendable {
 
     /// Where audio, sync and timing requests go, on the receiver's host.
     func aim(audioPort: Int, controlPort: Int, timingPort: Int?) {
-        let host = client.connection.remoteIP ?? client.connection.host
-        audioAddress = try? SocketAddress(ipAddress: host, port: audioPort)
+        let connection = client.connection
+        audioAddress = connection.remote(port: audioPort)
         audioSocket = audioAddress.flatMap(ConnectedUDPSocket.init(to:))
-        controlAddress = try? SocketAddress(ipAddress: host, port: controlPort)
-        timingAddress = timingPort.flatMap { try? SocketAddress(ipAddress: host, port: $0) }
+        controlAddress = connection.remote(port: controlPort)
+        timingAddress = timingPort.flatMap { connection.remote(port: $0) }
     }
 
     /// The ANNOUNCE body for a codec.

@@ -84,6 +84,22 @@ public final class ReceiverConnection: Sendable {
     /// The receiver's IP address as connected (what its Apple-Response must sign).
     public var remoteIP: String? { channel.remoteAddress?.ipAddress }
 
+    /// The receiver's address for a new connection to another of its ports: its IP, with the
+    /// interface for an IPv6 link-local one (`fe80::1%eth0`: without it the connect fails).
+    public var connectableHost: String {
+        guard case .v6(let address)? = channel.remoteAddress, address.address.sin6_scope_id != 0, let ip = remoteIP else {
+            return remoteIP ?? host
+        }
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(address.address.sin6_scope_id, &name) != nil else { return ip }
+        return ip + "%" + String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The receiver's address with another port, its scope kept (where its UDP ports are).
+    public func remote(port: Int) -> SocketAddress? {
+        channel.remoteAddress?.withPort(port) ?? (try? SocketAddress(ipAddress: host, port: port))
+    }
+
     /// Sends a request and waits (at most `timeout` seconds) for its response.
     public func send(_ request: AirPlayRequest, timeout: Double = 15) async throws(SenderError) -> AirPlayResponse {
         guard channel.isActive else {

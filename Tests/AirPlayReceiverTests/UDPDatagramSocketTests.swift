@@ -2,6 +2,7 @@
 import AirPlayTesting
 import AirPlayWire
 import Foundation
+import NIOCore
 import Testing
 
 /// The audio port as the playout's thread reads it: datagrams in batches, in place, with the
@@ -31,7 +32,7 @@ import Testing
     }
 
     static func port(expecting host: [UInt8]?) throws -> (UDPDatagramSocket, Int, Received) {
-        let (descriptor, port) = try RAOPPorts.bindUDP(host: "127.0.0.1")
+        let (descriptor, port) = try RAOPPorts.bindUDP(local: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
         let received = Received()
         let input = UDPDatagramSocket(descriptor: descriptor, expectedHost: host, handle: { datagram, fromHost in
             received.lock.withLock { received.datagrams.append((Array(datagram), fromHost)) }
@@ -70,7 +71,7 @@ import Testing
     @Test func aPlayoutPlaysWhatItsPortReceives() throws {
         let output = RecordingPCMOutput()
         let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 4, bufferDelay: 0.1)
-        let (descriptor, port) = try RAOPPorts.bindUDP(host: "127.0.0.1")
+        let (descriptor, port) = try RAOPPorts.bindUDP(local: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
         playout.attach(UDPDatagramSocket(descriptor: descriptor, expectedHost: nil, handle: { datagram, _ in
             guard let header = RAOPAudioPacket.header(of: datagram) else { return }
             playout.receive(timestamp: header.timestamp,

@@ -26,7 +26,7 @@ final class AirPlay2EventChannel: Sendable {
     /// the port) and serves it on `group`.
     init(connection: ConnectionContext, keys: EventChannelKeys, group: any EventLoopGroup, logger: Logger) throws {
         self.connection = connection
-        let (descriptor, port) = try RAOPPorts.bind(host: connection.local?.ipAddress ?? "0.0.0.0", type: SOCK_STREAM, listening: true)
+        let (descriptor, port) = try RAOPPorts.bind(local: connection.local, type: SOCK_STREAM, listening: true)
         self.port = port
         let expectedHost = connection.remote.map(RAOPPorts.hostBytes)
         ServerBootstrap(group: group)

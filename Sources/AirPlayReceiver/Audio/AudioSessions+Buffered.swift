@@ -13,10 +13,10 @@ extension AudioSessions {
         let number = resources.number
         let stream = resources.stream
         let packetsAhead = Int(Self.bufferedAhead * Double(stream.sampleRate) / Double(max(1, stream.framesPerPacket)))
-        let host = resources.connection.local?.ipAddress ?? "0.0.0.0"
+        let local = resources.connection.local
         do {
             let receiver = try BufferedDataReceiver(
-                host: host, expectedHost: resources.senderHost,
+                local: local, expectedHost: resources.senderHost,
                 isFull: { playout.bufferedPackets >= packetsAhead },
                 packet: { [weak self, weak resources] packet in
                     guard let self, let resources else { return }
@@ -29,7 +29,7 @@ extension AudioSessions {
                 ended: { [weak self] reason in
                     self?.logger.info("buffered data connection ended", metadata: ["session": "\(number)", "reason": "\(reason)"])
                 })
-            let (control, controlPort) = try RAOPPorts.bindUDP(host: host)
+            let (control, controlPort) = try RAOPPorts.bindUDP(local: local)
             let handler = RAOPDatagramHandler(role: .control, session: resources, owner: self)
             RAOPPorts.adopt(control, group: group, handler: handler) { channel in _ = resources.adopt(channel, as: .control, descriptor: control) }
             resources.state.withLockedValue { state in

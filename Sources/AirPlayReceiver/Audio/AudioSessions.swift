@@ -377,11 +377,11 @@ public final class AudioSessions: Sendable {
                 state.senderTiming = timingPort.map { RAOPPorts.address(remote, port: $0) }
             }
         }
-        let host = resources.connection.local?.ipAddress ?? "0.0.0.0"
+        let local = resources.connection.local
         var ports: [Int] = []
         do {
             for role in RAOPPortRole.allCases {
-                let (descriptor, port) = try RAOPPorts.bindUDP(host: host)
+                let (descriptor, port) = try RAOPPorts.bindUDP(local: local)
                 ports.append(port)
                 if role == .audio {
                     // Audio is read by the playout's own thread; the control and timing ports

@@ -1,6 +1,7 @@
 import AirPlayMedia
 import AirPlayWire
 import Glibc
+import NIOCore
 import Synchronization
 
 /// One packet of a buffered stream, as it comes on the TCP data connection after its 2-byte
@@ -50,11 +51,12 @@ final class BufferedDataReceiver: Sendable {
     private let listener: Int32
     private let stopped = Atomic<Bool>(false)
 
-    /// Listens on `host`; every packet goes to `packet`, the end of the connection (with why) to `ended`.
-    init(host: String, expectedHost: [UInt8]?, isFull: @escaping @Sendable () -> Bool,
+    /// Listens on `local`'s address; every packet goes to `packet`, the end of the connection
+    /// (with why) to `ended`.
+    init(local: SocketAddress?, expectedHost: [UInt8]?, isFull: @escaping @Sendable () -> Bool,
          packet: @escaping @Sendable (BufferedAudioPacket) -> Void, malformed: @escaping @Sendable (String) -> Void,
          ended: @escaping @Sendable (String) -> Void) throws {
-        let (descriptor, port) = try RAOPPorts.bind(host: host, type: SOCK_STREAM, listening: true)
+        let (descriptor, port) = try RAOPPorts.bind(local: local, type: SOCK_STREAM, listening: true)
         listener = descriptor
         self.port = port
         DedicatedThread.start(name: "airplay-buffered") { [self] in

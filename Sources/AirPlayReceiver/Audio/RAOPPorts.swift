@@ -16,17 +16,19 @@ enum RAOPPortRole: String, Hashable, Sendable, CaseIterable {
 
 /// Binding a session's UDP ports and the per-packet address checks.
 enum RAOPPorts {
-    /// Binds a UDP socket on `host`, port 0, synchronously: SETUP's reply needs the port, and a
-    /// bind is a non-blocking system call. NIO adopts the socket afterwards; datagrams that
-    /// arrive before wait in it.
-    static func bindUDP(host: String) throws -> (NIOBSDSocket.Handle, Int) {
-        try bind(host: host, type: SOCK_DGRAM, listening: false)
+    /// Binds a UDP socket on `local` (the control connection's own address), port 0,
+    /// synchronously: SETUP's reply needs the port, and a bind is a non-blocking system call. NIO
+    /// adopts the socket afterwards; datagrams that arrive before wait in it.
+    static func bindUDP(local: SocketAddress?) throws -> (NIOBSDSocket.Handle, Int) {
+        try bind(local: local, type: SOCK_DGRAM, listening: false)
     }
 
-    /// Binds a socket of `type` on `host`, port 0 (and listens, for a TCP one); returns it and
-    /// its port. The UDP ports and AirPlay 2's event port are made this way.
-    static func bind(host: String, type: __socket_type, listening: Bool) throws -> (NIOBSDSocket.Handle, Int) {
-        let address = try SocketAddress(ipAddress: host, port: 0)
+    /// Binds a socket of `type` on `local`'s address, port 0 (and listens, for a TCP one);
+    /// returns it and its port. The UDP ports and AirPlay 2's event and data ports are made this
+    /// way. The address is taken whole, an IPv6 link-local one's scope (interface) included: by
+    /// its text alone (`fe80::1`) the bind fails with EINVAL. Nil binds every IPv4 address.
+    static func bind(local: SocketAddress?, type: __socket_type, listening: Bool) throws -> (NIOBSDSocket.Handle, Int) {
+        let address = try portZero(local)
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
         let descriptor = socket(family, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
@@ -34,9 +36,14 @@ enum RAOPPorts {
               !listening || Glibc.listen(descriptor, 4) == 0 else {
             let code = errno
             Glibc.close(descriptor)
-            throw IOError(errnoCode: code, reason: listening ? "bind/listen" : "bind")
+            throw IOError(errnoCode: code, reason: (listening ? "bind/listen " : "bind ") + "\(address)")
         }
         return (descriptor, boundPort(descriptor, family: family))
+    }
+
+    /// `local` with port 0, scope id kept; 0.0.0.0 when there is none.
+    static func portZero(_ local: SocketAddress?) throws -> SocketAddress {
+        try local.map(InterfaceAddresses.scoped)?.withPort(0) ?? SocketAddress(ipAddress: "0.0.0.0", port: 0)
     }
 
     /// The port a socket of `family` was bound to (`getsockname`).

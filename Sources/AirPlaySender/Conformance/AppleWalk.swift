@@ -127,7 +127,7 @@ final class AppleWalk: @unchecked Sendable {
     func openEvents() async -> ConformanceOutcome {
         guard let connection, let eventPort, let secret = connection.pairingSecret else { return .skipped("no eventPort") }
         do {
-            events = try await AirPlay2EventConnection.connect(host: connection.remoteIP ?? connection.host, port: eventPort,
+            events = try await AirPlay2EventConnection.connect(host: connection.connectableHost, port: eventPort,
                                                                keys: try EventChannelKeys(sharedSecret: secret))
             return .passed("connected, encrypted")
         } catch {
@@ -191,7 +191,7 @@ final class AppleWalk: @unchecked Sendable {
                 return .failed(shape)
             }
             do {
-                let events = try await AirPlay2EventConnection.connect(host: connection.remoteIP ?? connection.host, port: Int(port),
+                let events = try await AirPlay2EventConnection.connect(host: connection.connectableHost, port: Int(port),
                                                                        keys: try EventChannelKeys(sharedSecret: secret))
                 await events.close()
             } catch {

@@ -1,0 +1,80 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// iPhones often reach a speaker over IPv6, link-local (`fe80::…%wlan0`) or ULA. Two namespaces
+/// joined by a veth link, with both kinds of address: an iPhone's session (the Apple walk) and an
+/// AirPlay 2 stream over each end the same as over IPv4. Every socket of a session is bound on the
+/// connection's own address, a link-local one's interface included (by its text alone the bind
+/// fails with EINVAL), and `timingPeerInfo` names the interface's other addresses too.
+@Suite(.serialized) struct IPv6SessionTests {
+    /// The sender's host and the box's, linked; the box's link-local address and its interface
+    /// as the sender names it (`fe80::…%ifname`), and its ULA.
+    struct Link {
+        let sender: TestHost, box: TestHost
+        let linkLocal: String, ula: String
+
+        init() throws {
+            let sender = try TestHost(label: "v6-sender"), box = try TestHost(label: "v6-box")
+            (self.sender, self.box) = (sender, box)
+            let senderEnd = try sender.link(to: box, addresses: ["10.97.1.1"], peerAddress: "10.97.1.2")
+            let ip = try #require(TestHost.which("ip"))
+            // The box's end is the only other interface in its namespace.
+            let boxEnd = try #require(try box.run(ip, ["-o", "link", "show"]).stdout.split(separator: "\n")
+                .compactMap { $0.split(separator: ":").dropFirst().first?.trimmingCharacters(in: .whitespaces) }
+                .first { $0 != "lo" }?.split(separator: "@").first.map(String.init))
+            _ = try sender.run(ip, ["-6", "addr", "add", "fd97::1/64", "dev", senderEnd, "nodad"])
+            _ = try box.run(ip, ["-6", "addr", "add", "fd97::2/64", "dev", boxEnd, "nodad"])
+            // The kernel's link-local address, once duplicate address detection let it go.
+            var found: String?
+            _ = poll(timeout: 10, interval: 0.2) {
+                let shown = (try? box.run(ip, ["-6", "-o", "addr", "show", "dev", boxEnd, "scope", "link"]).stdout) ?? ""
+                guard !shown.contains("tentative"), let address = shown.split(separator: " ").first(where: { $0.hasPrefix("fe80::") }) else { return false }
+                found = String(address.split(separator: "/")[0])
+                return true
+            }
+            linkLocal = try #require(found, "no link-local address on \(boxEnd)") + "%" + senderEnd
+            ula = "fd97::2"
+        }
+
+        func close() {
+            box.close()
+            sender.close()
+        }
+    }
+
+    /// The Apple walk over both kinds of IPv6 address: every step passes, the event channel,
+    /// the realtime UDP ports and the buffered TCP port included.
+    @Test func anIPhonesSessionWorksOverLinkLocalAndULA() throws {
+        let link = try Link()
+        defer { link.close() }
+        let daemon = try RunningDaemon.start(in: link.box, name: "Box", extra: ["--audio-output", "fakesink sync=true", "--video", "off"])
+        for address in [link.linkLocal, link.ula] {
+            let run = try link.sender.run(try Products.executable("airplay"), ["conformance", "--profile", "apple", "[\(address)]:7000"], timeout: 120)
+            #expect(run.status == 0 && run.stdout.contains("0 failed"), "over \(address):\n\(run.stdout)\(run.stderr)\n\(daemon.process.stderr.suffix(3000))")
+            print("measure: apple walk over IPv6 \(address): \(run.stdout.split(separator: "\n").last ?? "")")
+        }
+        // The session's timing peers: the address reached first, then the interface's others.
+        let setup = daemon.process.stderr.split(separator: "\n").filter { $0.contains("AirPlay 2 session setup") }
+        #expect(setup.count >= 2, "\(daemon.process.stderr.suffix(2000))")
+    }
+
+    /// `airplay stream` over the link-local address: pairing, plist SETUPs, the event channel and
+    /// ChaCha20 audio over IPv6; the box plays the file bit for bit.
+    @Test func aStreamOverLinkLocalArrivesBitExact() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let link = try Link()
+        defer { link.close() }
+        let raw = link.box.directory + "/out.pcm"
+        let daemon = try RunningDaemon.start(in: link.box, name: "Box", extra: ["--audio-output", "raw:\(raw)", "--video", "off", "--ptp", "off"])
+        let result = try link.sender.run(try Products.executable("airplay"), [
+            "stream", sweep.directory + "/sweep.flac", "--to", "[\(link.linkLocal)]:7000", "--json", "--protocol", "2",
+        ], timeout: 90)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)\n\(daemon.process.stderr.suffix(3000))")
+        #expect(daemon.process.waitForOutput("audio session ended", timeout: 10))
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)\n\(daemon.process.stderr.suffix(2000))")
+        print("measure: airplay stream --protocol 2 over IPv6 link-local \(link.linkLocal), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+}
