@@ -48,6 +48,8 @@ extension PTPFollower.MasterStatus {
             "drift_ppm": line.map { .number($0.drift * 1e6) } ?? .null,
             "samples": .integer(line?.samples ?? 0),
             "residual_ns": line.map { .number($0.residual) } ?? .null,
+            "sequence": .integer(sequence), "last_restart": lastRestart.map(JSONValue.string) ?? .null,
+            "wake_ups": .integer(wakeUps), "stopped": .bool(stopped), "frozen_follow_ups": .integer(frozenFollowUps),
         ]
         if let announce {
             object["priority1"] = .integer(Int(announce.priority1))

@@ -113,12 +113,21 @@ public final class PTPClockService: PTPClock {
             }
             let now = PTPSockets.monotonicNanoseconds()
             let actions = follower.withLock { $0.tick(now: now) }
-            for case .sendDelayRequest(let message, let address) in actions {
-                let before = PTPSockets.realtimeNanoseconds()
-                PTPSockets.send(message.encoded(), from: sockets.event, to: address, port: PTPMessage.eventPort)
-                // The kernel's stamp of when it left (as ptp4l -S takes it), else our time before sendto.
-                let sent = PTPSockets.transmitStamp(sockets.event, fallback: before) + realtimeToMonotonic
-                follower.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
+            for action in actions {
+                switch action {
+                case .sendDelayRequest(let message, let address):
+                    let before = PTPSockets.realtimeNanoseconds()
+                    PTPSockets.send(message.encoded(), from: sockets.event, to: address, port: PTPMessage.eventPort)
+                    // The kernel's stamp of when it left (as ptp4l -S takes it), else our time before sendto.
+                    let sent = PTPSockets.transmitStamp(sockets.event, fallback: before) + realtimeToMonotonic
+                    follower.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
+                case .sendAnnounce(let message, let address):
+                    // From our general port: a sender such as nqptp drops PTP whose source port is not its own.
+                    PTPSockets.send(message.encoded(), from: sockets.general, to: address, port: PTPMessage.generalPort)
+                    if case .announce(let announce) = message.body {
+                        logger.debug("PTP: wake-up Announce sent", metadata: ["ptp.address": "\(address)", "ptp.priority1": "\(announce.priority1)"])
+                    }
+                }
             }
             let current = follower.withLock { $0.followed(now: now) }
             if current?.identity != followed {

@@ -46,6 +46,9 @@ public struct PTPFollower: Sendable {
     public enum Action: Hashable, Sendable {
         /// Send this Delay_Req to the master's address (event port 319), and report its send time.
         case sendDelayRequest(PTPMessage, to: String)
+        /// Send this Announce from our general port (320) to the master's (320): half of a
+        /// wake-up (`wakeUp`).
+        case sendAnnounce(PTPMessage, to: String)
     }
 
     /// One master as the follower sees it.
@@ -64,6 +67,16 @@ public struct PTPFollower: Sendable {
         public var pathDelay: Int64?
         /// True for the master followed.
         public var followed: Bool
+        /// Its timing sequence: 1, then one more each time its line started afresh.
+        public var sequence = 1
+        /// Why its line last started afresh (a step, a new grandmaster, a clock that resumed).
+        public var lastRestart: String?
+        /// Wake-ups sent to it (pairs of Announces).
+        public var wakeUps = 0
+        /// Follow_Ups in a row that repeated the same time: it has stopped (an idle iPhone).
+        public var frozenFollowUps = 0
+        /// Whether its clock is stopped now (`stoppedAfter` repeats in a row).
+        public var stopped: Bool { frozenFollowUps >= PTPFollower.stoppedAfter }
     }
 
     /// The halves of a two-step Sync, in whichever order they came.
@@ -90,6 +103,20 @@ public struct PTPFollower: Sendable {
         /// Each answered Delay_Req: our send time and the master's receive time minus it.
         var requests: [(sent: Int64, masterMinusSent: Int64)] = []
         var line: ClockLine?
+        /// Its timing sequence (1, then one more per fresh start) and why it last started afresh.
+        var sequence = 1
+        var lastRestart: String?
+        /// The Apple behaviour (`wakeUp`): armed while a session names this master as a peer;
+        /// what was sent since it was armed.
+        var wakeUpArmed = false
+        var wokenOnAnnounce = false
+        var wokenWhileSilent = false
+        var announcesWithoutFollowUp = 0
+        var followUpsSinceArmed = 0
+        var wakeUps = 0
+        /// The last origin time and how many samples in a row repeated it.
+        var lastOrigin: Int64?
+        var frozenFollowUps = 0
 
         /// The path delay: the mean of the quickest sixteenth of the measurements (queueing
         /// only adds; the Syncs' line is raised through the same share of theirs). A Sync's
@@ -116,6 +143,9 @@ public struct PTPFollower: Sendable {
     private var timeline: UInt64?
     private var nextRequest: Int64 = 0
     private var requestSequence: UInt16 = 0
+    /// Announces to send at their time (the second half of each wake-up, and the first, which
+    /// `receive` cannot return): sent by `tick`.
+    private var dueAnnounces: [(at: Int64, message: PTPMessage, to: String)] = []
     /// Messages from hosts that are not the session's peers, or beyond `maximumMasters`.
     public private(set) var ignored = 0
     /// Syncs, Follow_Ups and Delay_Resps that matched nothing (lost partners, stale sequence numbers).
@@ -136,6 +166,19 @@ public struct PTPFollower: Sendable {
     static let settledSpan: Int64 = 875_000_000
     /// The longest path delay believed (a second is no network's).
     public static let longestPathDelay: Int64 = 1_000_000_000
+    /// A sample this far off its master's line (nanoseconds) means the master's clock stepped
+    /// (an iPhone waking, a sender restarting its timeline): its line starts afresh rather than
+    /// averaging two timescales for a window's length. Jitter is milliseconds; a second is a step.
+    public static let stepThreshold: Int64 = 1_000_000_000
+    /// Follow_Ups in a row repeating one time that make a clock "stopped" (a second of 8 a second).
+    public static let stoppedAfter = 8
+    /// Follow_Ups repeating one time after which a stopped clock is woken, once (60 s of 8 a
+    /// second, as nqptp).
+    static let stoppedWakeAfter = 480
+    /// The Announces without a Follow_Up after which a silent armed master is woken again.
+    static let silentAnnounces = 3
+    /// The gap between the two Announces of a wake-up (nanoseconds).
+    static let wakeUpSpacing: Int64 = 150_000_000
 
     /// A follower with our port identity.
     public init(identity: PTPPortIdentity, configuration: Configuration = Configuration()) {
@@ -146,6 +189,16 @@ public struct PTPFollower: Sendable {
     /// Follows only masters at these addresses (a session's timing peers); nil follows any.
     public mutating func setPeers(_ addresses: [String]?) {
         peers = addresses.map { Set($0.map(IPAddressBytes.plain)) }
+        // A session named its peers: each master among them may be woken again (nqptp re-arms
+        // on every timing peer list; a clock that was silent may be revisited).
+        guard let peers else { return }
+        for key in masters.keys where peers.contains(masters[key]!.address) {
+            masters[key]!.wakeUpArmed = true
+            masters[key]!.wokenOnAnnounce = false
+            masters[key]!.wokenWhileSilent = false
+            masters[key]!.announcesWithoutFollowUp = 0
+            masters[key]!.followUpsSinceArmed = 0
+        }
     }
 
     /// Prefers the master with this clock identity (an anchor's `networkTimeTimelineID`) while
@@ -174,14 +227,30 @@ public struct PTPFollower: Sendable {
                 if message.header.type != .delayRequest { ignored += 1 }
                 return
             }
-            masters[key] = Master(address: address, lastHeard: local)
+            var master = Master(address: address, lastHeard: local)
+            master.wakeUpArmed = peers?.contains(address) == true
+            masters[key] = master
         }
         guard var master = masters[key] else { return }
         master.address = address
         master.lastHeard = local
         switch message.body {
         case .announce(let announce):
+            if let previous = master.announce?.grandmasterIdentity, previous != announce.grandmasterIdentity {
+                restart(&master, at: local, because: "its grandmaster changed")
+            }
             master.announce = announce
+            master.announcesWithoutFollowUp = min(master.announcesWithoutFollowUp + 1, Self.silentAnnounces + 2)
+            if master.wakeUpArmed, !master.wokenOnAnnounce {
+                // The first Announce of a master a session named: wake it (Apple Silicon Macs
+                // may otherwise send nothing more).
+                master.wokenOnAnnounce = true
+                wakeUp(&master, at: local)
+            } else if master.wakeUpArmed, !master.wokenWhileSilent, master.followUpsSinceArmed == 0,
+                      master.announcesWithoutFollowUp == Self.silentAnnounces {
+                master.wokenWhileSilent = true
+                wakeUp(&master, at: local)
+            }
         case .sync(let origin):
             let correction = message.header.correctionNanoseconds
             let log = message.header.logInterval
@@ -248,6 +317,13 @@ public struct PTPFollower: Sendable {
     /// for a path delay measurement as often as its Syncs come (`delayRequestInterval`).
     public mutating func tick(now: Int64) -> [Action] {
         masters = masters.filter { now - $0.value.lastHeard <= configuration.silence + configuration.holdover }
+        let announces = dueAnnounces.filter { $0.at <= now }.map { Action.sendAnnounce($0.message, to: $0.to) }
+        dueAnnounces.removeAll { $0.at <= now }
+        return announces + delayRequest(now: now)
+    }
+
+    /// A Delay_Req to the followed master when one is due.
+    private mutating func delayRequest(now: Int64) -> [Action] {
         guard now >= nextRequest, let key = followedKey(now: now), var master = masters[key], master.line != nil else { return [] }
         // Keeps the cadence when ticks come a little late; starts afresh when far behind.
         let interval = master.syncInterval ?? configuration.delayRequestInterval
@@ -288,7 +364,9 @@ public struct PTPFollower: Sendable {
     private func status(of key: PTPPortIdentity, now: Int64) -> MasterStatus? {
         guard let master = masters[key] else { return nil }
         return MasterStatus(identity: key, address: master.address, announce: master.announce, silentFor: now - master.lastHeard,
-                            line: master.line, pathDelay: master.pathDelay, followed: key == followedKey(now: now))
+                            line: master.line, pathDelay: master.pathDelay, followed: key == followedKey(now: now),
+                            sequence: master.sequence, lastRestart: master.lastRestart, wakeUps: master.wakeUps,
+                            frozenFollowUps: master.frozenFollowUps)
     }
 
     private func followedKey(now: Int64) -> PTPPortIdentity? {
@@ -320,9 +398,54 @@ public struct PTPFollower: Sendable {
             implausible += 1
             return
         }
+        master.followUpsSinceArmed += 1
+        master.announcesWithoutFollowUp = 0
+        // A clock that repeats its time has stopped (an idle iPhone): its samples would drag the
+        // line by the time that passes here; they are left out, and the line carries on.
+        if origin == master.lastOrigin {
+            master.frozenFollowUps += 1
+            if master.frozenFollowUps == Self.stoppedWakeAfter, master.wakeUpArmed { wakeUp(&master, at: arrival) }
+            return
+        }
+        master.lastOrigin = origin
+        if master.frozenFollowUps >= Self.stoppedAfter {
+            restart(&master, at: arrival, because: "its clock ran again after \(master.frozenFollowUps) repeated times")
+        }
+        master.frozenFollowUps = 0
+        if let line = master.line, abs(Double(offset) - line.offset(at: arrival)) > Double(Self.stepThreshold) {
+            let seconds = (Double(offset) - line.offset(at: arrival)) / 1e9
+            restart(&master, at: arrival, because: "its clock stepped by \((seconds * 1000).rounded() / 1000) s")
+        }
         master.samples.append((arrival, Double(offset)))
         keepRecent(&master.samples, newest: arrival, at: \.local, most: configuration.window)
         master.line = ClockLine.fit(master.samples)
+    }
+
+    /// Starts a master's line afresh (a new timing sequence): its samples and path delay
+    /// measurements belong to a timescale it left.
+    private mutating func restart(_ master: inout Master, at local: Int64, because reason: String) {
+        master.samples = []
+        master.requests = []
+        master.line = nil
+        master.sequence += 1
+        master.lastRestart = reason
+    }
+
+    /// Wakes a master as nqptp does: two unicast Announces to its general port 150 ms apart,
+    /// from us as a grandmaster a little better than it (priority1 one less), then a little
+    /// worse (one more). A port that hears a better master answers; the second undoes the
+    /// first before any port could take us for its master (that needs two Announces in a row).
+    private mutating func wakeUp(_ master: inout Master, at local: Int64) {
+        let priority1 = master.announce?.priority1 ?? 248, priority2 = master.announce?.priority2 ?? 248
+        master.wakeUps += 1
+        for (index, priority) in [priority1 > 2 ? priority1 - 1 : 248, priority1 < 254 ? priority1 + 1 : 250].enumerated() {
+            let header = PTPHeader(type: .announce, flags: 0x0408, source: PTPPortIdentity(clockIdentity: identity.clockIdentity, port: 0x8008),
+                                   sequence: 0, logInterval: -2, transportSpecific: 1)
+            let announce = PTPAnnounce(currentUTCOffset: 37, priority1: priority, clockClass: 248, clockAccuracy: 0xFE,
+                                       offsetScaledLogVariance: 0x436A, priority2: priority2, grandmasterIdentity: identity.clockIdentity,
+                                       stepsRemoved: 0, timeSource: 0xA0)
+            dueAnnounces.append((local + Int64(index) * Self.wakeUpSpacing, PTPMessage(header: header, body: .announce(announce)), master.address))
+        }
     }
 
     /// Drops from the front of `window` what is older than `windowSpan` before `newest`, and
