@@ -108,8 +108,6 @@ public enum ReceiverIdentity {
     /// The volume every audio session starts at, in dB (`initialVolume` in `/info`): unity,
     /// until the sender sets another.
     public static let initialVolume = 0.0
-    /// `Server` header of a reply made before the receiver's capabilities are known.
-    public static let plainServerHeader = "AirTunes/220.68"
 }
 
 /// The two DNS-SD services of the receiver, built from its capabilities.
