@@ -6,6 +6,17 @@ import NIOCore
 /// `timingPeerInfo`: a sender that reached the box on one address may time it on another
 /// (an iPhone on IPv4 and on link-local or ULA IPv6 at once).
 enum InterfaceAddresses {
+    /// Where the box's PTP follower can be reached for a session that came in on `local`: the
+    /// IPv4 addresses of its interface, `local` first when it is one (an IPv4-mapped address as
+    /// plain IPv4). The follower listens on IPv4 only, so IPv6 addresses are left out (a sender
+    /// given one, OwnTone among them, times over it and is not heard) unless the interface has
+    /// no IPv4 address; just `local` when the interface cannot be found.
+    static func timingPeers(for local: SocketAddress) -> [String] {
+        let all = sameInterface(as: local)
+        let ipv4 = all.filter { !$0.contains(":") }
+        return ipv4.isEmpty ? all : ipv4
+    }
+
     /// `local` first (as a sender names it, an IPv4-mapped address as plain IPv4), then every other
     /// IPv4 and IPv6 address of its interface, without scope ids; just `local` when the interface
     /// cannot be found (a wildcard address, or one on loopback only).

@@ -109,7 +109,6 @@ public struct PTPFollower: Sendable {
         /// The Apple behaviour (`wakeUp`): armed while a session names this master as a peer;
         /// what was sent since it was armed.
         var wakeUpArmed = false
-        var wokenOnAnnounce = false
         var wokenWhileSilent = false
         var announcesWithoutFollowUp = 0
         var followUpsSinceArmed = 0
@@ -194,7 +193,6 @@ public struct PTPFollower: Sendable {
         guard let peers else { return }
         for key in masters.keys where peers.contains(masters[key]!.address) {
             masters[key]!.wakeUpArmed = true
-            masters[key]!.wokenOnAnnounce = false
             masters[key]!.wokenWhileSilent = false
             masters[key]!.announcesWithoutFollowUp = 0
             masters[key]!.followUpsSinceArmed = 0
@@ -241,13 +239,12 @@ public struct PTPFollower: Sendable {
             }
             master.announce = announce
             master.announcesWithoutFollowUp = min(master.announcesWithoutFollowUp + 1, Self.silentAnnounces + 2)
-            if master.wakeUpArmed, !master.wokenOnAnnounce {
-                // The first Announce of a master a session named: wake it (Apple Silicon Macs
-                // may otherwise send nothing more).
-                master.wokenOnAnnounce = true
-                wakeUp(&master, at: local)
-            } else if master.wakeUpArmed, !master.wokenWhileSilent, master.followUpsSinceArmed == 0,
-                      master.announcesWithoutFollowUp == Self.silentAnnounces {
+            // A master a session named that announces but sends no Follow_Ups (an Apple Silicon
+            // Mac may stay silent until spoken to) is woken at its third such Announce, once.
+            // nqptp also wakes every named master on its first Announce; that disturbs a clock
+            // that already serves (OwnTone's group skew went from 0.04 to 2-3 ms), so not here.
+            if master.wakeUpArmed, !master.wokenWhileSilent, master.followUpsSinceArmed == 0,
+               master.announcesWithoutFollowUp == Self.silentAnnounces {
                 master.wokenWhileSilent = true
                 wakeUp(&master, at: local)
             }

@@ -123,10 +123,10 @@ extension AudioSessions {
                                                    group: group, logger: logger)
             eventChannels.withLockedValue { $0[number] = channel }
             logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
-            // A PTP session learns where our follower listens: the address the sender reached us
-            // at first, then the other addresses of that interface (IPv4 and IPv6).
+            // A PTP session learns where our follower listens: the IPv4 addresses of the
+            // interface the sender reached us on, that address first.
             let ptpSession = machine.withLockedValue { $0.current?.number == number && $0.current?.usesPTP == true }
-            let addresses = ptpSession ? connection.local.map(InterfaceAddresses.sameInterface) : nil
+            let addresses = ptpSession ? connection.local.map(InterfaceAddresses.timingPeers) : nil
             return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port, timingPeerAddresses: addresses) }
         } catch {
             return machine.withLockedValue { $0.eventPortFailed(session: number, reason: "cannot open the event port: \(error)") }
