@@ -45,6 +45,12 @@ public enum PTPShareMessage: Hashable, Sendable {
                     out.integer(UInt64(line.samples))
                     out.integer(line.residual.bitPattern)
                 }
+                // Apple's clocks: the timing sequence, why it last started, wake-ups, a stopped clock.
+                out.integer(UInt64(max(0, master.sequence)))
+                // Short (the reasons are), so 16 masters stay within a 4 KiB datagram.
+                out.string(String((master.lastRestart ?? "").prefix(48)))
+                out.integer(UInt64(max(0, master.wakeUps)))
+                out.integer(UInt64(max(0, master.frozenFollowUps)))
             }
         case .peers(let addresses):
             out.byte(Self.peersKind)
@@ -83,12 +89,16 @@ public enum PTPShareMessage: Hashable, Sendable {
                     guard let line, line.offset.magnitude <= Double(PTPFollower.largestOffset), line.drift.magnitude <= ClockLine.maximumDrift,
                           line.residual.isFinite, line.local.magnitude <= PTPFollower.largestOffset.magnitude else { return nil }
                 }
+                guard let sequence = reader.integer(), let restart = reader.string(), let wakeUps = reader.integer(),
+                      let frozen = reader.integer(), sequence <= UInt64(Int32.max), wakeUps <= UInt64(Int32.max),
+                      frozen <= UInt64(Int32.max) else { return nil }
                 let pathDelay = Int64(bitPattern: delay)
                 guard pathDelay <= PTPFollower.longestPathDelay, Int64(bitPattern: silent) >= 0, silent <= UInt64(PTPFollower.largestOffset) else { return nil }
                 masters.append(PTPFollower.MasterStatus(
                     identity: PTPPortIdentity(clockIdentity: clock, port: UInt16(truncatingIfNeeded: port)), address: address,
                     announce: announce, silentFor: Int64(bitPattern: silent), line: line, pathDelay: pathDelay < 0 ? nil : pathDelay,
-                    followed: followed == 1))
+                    followed: followed == 1, sequence: Int(sequence), lastRestart: restart.isEmpty ? nil : restart,
+                    wakeUps: Int(wakeUps), frozenFollowUps: Int(frozen)))
             }
             return reader.atEnd ? .snapshot(masters) : nil
         case peersKind:

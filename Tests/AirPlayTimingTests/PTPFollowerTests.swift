@@ -481,6 +481,9 @@ import Testing
                                      line: line, pathDelay: 45_000, followed: true),
             PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 7, port: 2), address: "fe80::1", announce: nil,
                                      silentFor: 3, line: nil, pathDelay: nil, followed: false),
+            PTPFollower.MasterStatus(identity: PTPPortIdentity(clockIdentity: 8, port: 1), address: "10.0.0.3", announce: nil,
+                                     silentFor: 3, line: line, pathDelay: nil, followed: false, sequence: 3,
+                                     lastRestart: "its clock stepped by 5.0 s", wakeUps: 2, frozenFollowUps: 11),
         ]
         for message in [PTPShareMessage.snapshot(masters), .peers(["10.0.0.1", "10.0.0.2"]), .peers(nil), .snapshot([])] {
             #expect(PTPShareMessage.decode(message.encoded()) == message)
