@@ -47,8 +47,10 @@ public enum PTPShareMessage: Hashable, Sendable {
                 }
                 // Apple's clocks: the timing sequence, why it last started, wake-ups, a stopped clock.
                 out.integer(UInt64(max(0, master.sequence)))
-                // Short (the reasons are), so 16 masters stay within a 4 KiB datagram.
-                out.string(String((master.lastRestart ?? "").prefix(48)))
+                // Short (the reasons are) so 16 masters stay within a 4 KiB datagram; a longer
+                // one is left out whole rather than cut inside a character.
+                let restart = master.lastRestart ?? ""
+                out.string(restart.utf8.count <= 48 ? restart : "")
                 out.integer(UInt64(max(0, master.wakeUps)))
                 out.integer(UInt64(max(0, master.frozenFollowUps)))
             }
