@@ -75,15 +75,21 @@ import Testing
         #expect(paired.airPlayTXT["flags"] == "0x204", "pairing required (bit 9) beside the output bit")
     }
 
-    /// With AirPlay 2 the box presents itself as the receivers iPhones and Macs are known to play
-    /// to (shairport-sync 4.3/5.x): version 366.0, protocol 1.1, their feature bits, less video's
-    /// own; no RSA (bit 23) and no system pairing (43), which no working AirPlay 2 receiver sets.
-    @Test func theAppleProfileIsShairportSyncsSetPlusVideo() {
+    /// Video, audio with ALAC and AAC, AirPlay 2 with a pairing identity, PTP and /fp-setup.
+    static func everythingOn() -> ReceiverCapabilities {
         var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true, alac: true, aac: true)
         capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
         capabilities.airPlay2Pairing = true
         capabilities.bufferedAudio = true
         capabilities.fairPlaySetup = true
+        return capabilities
+    }
+
+    /// With AirPlay 2 the box presents itself as the receivers iPhones and Macs are known to play
+    /// to (shairport-sync 4.3/5.x): version 366.0, protocol 1.1, their feature bits, less video's
+    /// own; no RSA (bit 23) and no system pairing (43), which no working AirPlay 2 receiver sets.
+    @Test func theAppleProfileIsShairportSyncsSetPlusVideo() {
+        var capabilities = Self.everythingOn()
         #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 11, 14, 15, 16, 17, 18, 19, 20, 22, 30, 38, 40, 41, 46, 47, 48])
         // shairport-sync 5.2.1 with metadata: 0x405FCA00,0x18340 (bits 9, 11, 14-20, 22, 30, 38, 40, 41, 47, 48).
         let shairportSync = FeatureSet(txtValue: "0x405FCA00,0x18340")!
@@ -116,11 +122,7 @@ import Testing
     /// address record first when TXT crowds it out, and pyatv then lists nothing. `_raop._tcp`
     /// stays small enough to carry it (pyatv takes the address of both services from either).
     @Test func theRAOPRecordLeavesRoomForTheAddress() {
-        var capabilities = ReceiverCapabilities(video: true, hls: true, audio: true, alac: true, aac: true)
-        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
-        capabilities.airPlay2Pairing = true
-        capabilities.bufferedAudio = true
-        capabilities.fairPlaySetup = true
+        let capabilities = Self.everythingOn()
         let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
         let wireSize = { (txt: TXTRecord) in txt.strings.reduce(0) { $0 + 1 + $1.utf8.count } }
         // Measured with avahi 0.8: a 238-byte record and a 30-character name answer in 456 bytes.

@@ -92,16 +92,12 @@ extension AudioSessions {
     private func openRemoteControl(_ session: AirPlay2Setup.Session, connection: ConnectionContext) -> AirPlayResponse {
         endRemoteControl(on: connection.id)
         do {
-            guard let secret = connection.pairingSecret else { throw AirPlay2Setup.Refusal(status: 470, description: "the connection is not encrypted") }
-            let channel = try AirPlay2EventChannel(connection: connection, keys: try EventChannelKeys(sharedSecret: secret),
-                                                   group: group, logger: logger)
+            let channel = try makeEventChannel(connection)
             remoteControlChannels.withLockedValue { $0[connection.id] = channel }
             logger.info("AirPlay 2 remote-control session", metadata: [
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "event.port": "\(channel.port)",
             ])
-            var body = ByteBuffer()
-            body.writeBytes(AirPlay2Setup.remoteControlReply(eventPort: channel.port).encoded(as: .binary))
-            return AirPlayResponse(status: 200, headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
+            return ControlRouter.plistResponse(AirPlay2Setup.remoteControlReply(eventPort: channel.port), format: .binary)
         } catch {
             logger.warning("AirPlay 2 remote-control session refused", metadata: ["reason": "\(error)"])
             return .text(status: 500, "cannot open the event port: \(error)")
@@ -115,12 +111,16 @@ extension AudioSessions {
         logger.info("AirPlay 2 remote-control session ended", metadata: ["event.port": "\(channel.port)"])
     }
 
+    /// An event channel listening on the connection's address, keyed by its pairing.
+    private func makeEventChannel(_ connection: ConnectionContext) throws -> AirPlay2EventChannel {
+        guard let secret = connection.pairingSecret else { throw AirPlay2Setup.Refusal(status: 470, description: "the connection is not encrypted") }
+        return try AirPlay2EventChannel(connection: connection, keys: try EventChannelKeys(sharedSecret: secret), group: group, logger: logger)
+    }
+
     /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.
     func openEventPort(_ number: Int, connection: ConnectionContext) -> [RAOPSessionStateMachine.Action] {
         do {
-            guard let secret = connection.pairingSecret else { throw AirPlay2Setup.Refusal(status: 470, description: "the connection is not encrypted") }
-            let channel = try AirPlay2EventChannel(connection: connection, keys: try EventChannelKeys(sharedSecret: secret),
-                                                   group: group, logger: logger)
+            let channel = try makeEventChannel(connection)
             eventChannels.withLockedValue { $0[number] = channel }
             logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
             // A PTP session learns where our follower listens: the IPv4 addresses of the

@@ -1,6 +1,5 @@
 import AirPlayPlist
 import AirPlayWire
-import NIOCore
 
 /// `POST /configure`: the Home app, adding the box as a speaker, sends what it wants set
 /// (`ConfigurationDictionary`: `Device_Name`, `Access_Control_Level`, `Enable_HK_Access_Control`,
@@ -66,9 +65,7 @@ extension ReceiverPairing {
         }
         logger.info("Home configuration asked, nothing changed (airplayd.toml decides)", metadata: ["asked": "\(asked)"])
         let identity = store.identity
-        var body = ByteBuffer()
-        body.writeBytes(HomeConfiguration.reply(identifier: identity.identifier, publicKey: identity.publicKey, name: name, access: access)
-            .encoded(as: .binary))
-        return AirPlayResponse(status: 200, headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
+        return ControlRouter.plistResponse(HomeConfiguration.reply(identifier: identity.identifier, publicKey: identity.publicKey,
+                                                                   name: name, access: access), format: .binary)
     }
 }

@@ -59,7 +59,7 @@ final class AppleWalk: @unchecked Sendable {
     func pairTransiently(_ probe: ConformanceProbe) async -> ConformanceOutcome {
         guard case .success(let made) = await probe.connect() else { return .failed("cannot connect") }
         do {
-            try await made.pairTransient(identity: PairingIdentity(identifier: UUID().uuidString.lowercased(), key: Ed25519SigningKey.generate()))
+            try await Self.pairAsNewSender(made)
         } catch {
             await made.close()
             return .failed(error.message)
@@ -174,7 +174,7 @@ final class AppleWalk: @unchecked Sendable {
     func remoteControl(_ probe: ConformanceProbe) async -> ConformanceOutcome {
         await probe.withConnection { connection in
             do {
-                try await connection.pairTransient(identity: PairingIdentity(identifier: UUID().uuidString.lowercased(), key: Ed25519SigningKey.generate()))
+                try await Self.pairAsNewSender(connection)
             } catch {
                 return .failed((error as? SenderError)?.message ?? "\(error)")
             }
@@ -200,6 +200,11 @@ final class AppleWalk: @unchecked Sendable {
             _ = await probe.send("TEARDOWN", probe.sessionURI, on: connection, rtsp: true, headers: [], body: [])
             return .passed("\(shape), event channel connected")
         }
+    }
+
+    /// Transient pair-setup as a sender the receiver never met (a fresh identity each time).
+    static func pairAsNewSender(_ connection: ReceiverConnection) async throws(SenderError) {
+        try await connection.pairTransient(identity: PairingIdentity(identifier: UUID().uuidString.lowercased(), key: Ed25519SigningKey.generate()))
     }
 
     // MARK: Requests on the session connection
