@@ -34,14 +34,17 @@ let package = Package(
                        providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CPlist", pkgConfig: "libplist-2.0",
                        providers: [.apt(["libplist-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
                        providers: [.apt(["libgstreamer1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
-        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
+
+        // libcrypto and libmosquitto, opened on their first call rather than at exec (headers from
+        // libssl-dev and libmosquitto-dev): an idle daemon maps neither, nor the libssl behind them.
+        .target(name: "CLazyLink"),
+        .target(name: "COpenSSL", dependencies: ["CLazyLink"]),
+        .target(name: "CMosquitto", dependencies: ["CLazyLink"]),
 
         // libcurl, loaded on the first fetch rather than at start (its header from libcurl4-openssl-dev).
         .target(name: "CCurl"),
@@ -51,7 +54,7 @@ let package = Package(
 
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
-        .target(name: "AirPlayCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "AirPlayCrypto", dependencies: ["COpenSSL", "CLinuxIO"]),
         // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
         .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", "AirPlayWire", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "AirPlayDiscovery", dependencies: [

@@ -62,6 +62,7 @@ public final class MQTTSurface: NowPlayingSurface, @unchecked Sendable {
         self.deviceID = deviceID
         self.name = name
         self.logger = logger
+        if let reason = cairplay_mosquitto_load() { throw MQTTError("libmosquitto.so.1 \(String(cString: reason)) (install libmosquitto1)") }
         mosquitto_lib_init()
         guard let client = mosquitto_new(connection.clientID, true, nil) else { throw MQTTError("cannot make an MQTT client") }
         self.client = client

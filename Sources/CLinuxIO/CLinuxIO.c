@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <poll.h>
 #include <stdint.h>
@@ -126,3 +127,5 @@ long long clinuxio_transmit_timestamp(int descriptor, int timeout_ms) {
     }
     return stamp;
 }
+
+long clinuxio_getrandom(void *buffer, size_t length) { return (long)getrandom(buffer, length, 0); }

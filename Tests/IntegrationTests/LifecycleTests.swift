@@ -89,6 +89,23 @@ import Testing
         print("measure: SIGTERM to exit: \(String(format: "%.3f", took)) s")
     }
 
+    /// An idle box maps no library it has not called yet: libcrypto (and libssl) open at the
+    /// first pairing or RSA challenge, libmosquitto when a broker is configured, libcurl at the
+    /// first fetch. Linked at exec they cost an idle daemon about 3.7 MiB resident
+    /// (BENCHMARKS.md, issue 26); a new device ID's random bytes come from the kernel.
+    @Test func anIdleDaemonMapsNoLibraryItHasNotCalled() throws {
+        let host = try TestHost(label: "lean")
+        defer { host.close() }
+        try host.startAvahi()
+        let daemon = try RunningDaemon.start(in: host)
+        #expect(daemon.process.stderr.contains("device.idSource=generated"), "a first start makes a device ID")
+        _ = try host.exchange(port: 7000, ["GET /info HTTP/1.1\r\n\r\n"])
+        let maps = try String(contentsOfFile: "/proc/\(daemon.process.pid)/maps", encoding: .utf8)
+        for library in ["libcrypto.so", "libssl.so", "libmosquitto.so", "libcurl"] {
+            #expect(!maps.contains(library), "\(library) is mapped by an idle daemon")
+        }
+    }
+
     @Test func deviceIDIsStableAcrossRestarts() throws {
         let host = try TestHost(label: "stable")
         defer { host.close() }

@@ -1,5 +1,5 @@
 // Linux socket and thread calls the Swift Glibc module hides (they need _GNU_SOURCE): batched
-// datagram reads, eventfd, thread names, time-stamped receives. Used by the audio path (UDPDatagramSocket,
+// datagram reads, eventfd, thread names, time-stamped receives, getrandom. Used by the audio path (UDPDatagramSocket,
 // AudioPlayout) and the PTP follower (PTPClockService).
 #pragma once
 #include <stddef.h>
@@ -14,6 +14,10 @@ int clinuxio_receive_batch(int descriptor, void *buffer, size_t slot, unsigned c
 
 /// An eventfd (close-on-exec), or -1 with errno set.
 int clinuxio_eventfd(void);
+
+/// Fills `buffer` with `length` bytes from the kernel's random generator (getrandom(2), which
+/// Glibc's Swift module does not export). Returns how many were written, or -1 with errno set.
+long clinuxio_getrandom(void *buffer, size_t length);
 
 /// Names the calling thread (at most 15 bytes are kept), as `top -H` and perf show it.
 void clinuxio_name_thread(const char *name);

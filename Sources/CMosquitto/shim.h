@@ -1,4 +1,0 @@
-#ifndef CMOSQUITTO_SHIM_H
-#define CMOSQUITTO_SHIM_H
-#include <mosquitto.h>
-#endif
