@@ -6,15 +6,13 @@ import NIOCore
 /// `timingPeerInfo`: a sender that reached the box on one address may time it on another
 /// (an iPhone on IPv4 and on link-local or ULA IPv6 at once).
 enum InterfaceAddresses {
-    /// Where the box's PTP follower can be reached for a session that came in on `local`: the
-    /// IPv4 addresses of its interface, `local` first when it is one (an IPv4-mapped address as
-    /// plain IPv4). The follower listens on IPv4 only, so IPv6 addresses are left out (a sender
-    /// given one, OwnTone among them, times over it and is not heard) unless the interface has
-    /// no IPv4 address; just `local` when the interface cannot be found.
+    /// Where the box's PTP follower can be reached for a session that came in on `local`: every
+    /// address of its interface, `local` first (an IPv4-mapped address as plain IPv4). The
+    /// follower listens on IPv4 and IPv6, and senders choose from the list: OwnTone takes the
+    /// first address of the family it connected over (and names a link-local one with its
+    /// interface), an iPhone times over any of them.
     static func timingPeers(for local: SocketAddress) -> [String] {
-        let all = sameInterface(as: local)
-        let ipv4 = all.filter { !$0.contains(":") }
-        return ipv4.isEmpty ? all : ipv4
+        sameInterface(as: local)
     }
 
     /// `local` first (as a sender names it, an IPv4-mapped address as plain IPv4), then every other

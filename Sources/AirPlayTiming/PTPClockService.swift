@@ -5,8 +5,9 @@ import Glibc
 import Logging
 import Synchronization
 
-/// Runs a `PTPFollower` on the real network: UDP ports 319 (event) and 320 (general), joined
-/// to PTP's multicast group on every IPv4 interface, with the kernel's receive time stamps
+/// Runs a `PTPFollower` on the real network: UDP ports 319 (event) and 320 (general) on IPv4
+/// and IPv6 (iPhones often time a session over a link-local or ULA address), joined to PTP's
+/// multicast groups on every interface, with the kernel's receive time stamps
 /// and the kernel's transmit stamp of each Delay_Req (software time stamping, as `ptp4l -S`),
 /// on a thread of its own.
 ///
@@ -16,6 +17,8 @@ import Synchronization
 public final class PTPClockService: PTPClock {
     private let follower: Mutex<PTPFollower>
     private let sockets: (event: Int32, general: Int32)
+    /// The IPv6 pair; nil when the box has no IPv6 or another program holds the ports there.
+    private let sockets6: (event: Int32, general: Int32)?
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
     /// Datagrams that were not PTPv2 messages.
@@ -34,10 +37,36 @@ public final class PTPClockService: PTPClock {
             throw error
         }
         sockets = (event, general)
+        sockets6 = Self.bindIPv6(ports: ports, logger: logger)
         follower = Mutex(PTPFollower(identity: PTPPortIdentity(clockIdentity: identity, port: 1), configuration: configuration))
         self.logger = logger
-        PTPSockets.joinGroups(sockets: [sockets.event, sockets.general])
+        joinGroups()
         DedicatedThread.start(name: "airplay-ptp") { [self] in run() }
+    }
+
+    /// Whether the follower also listens on IPv6.
+    public var listensOnIPv6: Bool { sockets6 != nil }
+
+    /// The IPv6 event and general sockets, or nil (logged) when IPv6 is off or the ports are taken:
+    /// IPv4 alone still serves every sender that times over IPv4.
+    private static func bindIPv6(ports: (event: UInt16, general: UInt16), logger: Logger) -> (event: Int32, general: Int32)? {
+        do {
+            let event = try PTPSockets.bind(port: ports.event, family: AF_INET6)
+            do {
+                return (event, try PTPSockets.bind(port: ports.general, family: AF_INET6))
+            } catch {
+                close(event)
+                throw error
+            }
+        } catch {
+            logger.warning("PTP: not listening on IPv6", metadata: ["ptp.reason": "\(error)"])
+            return nil
+        }
+    }
+
+    private func joinGroups() {
+        PTPSockets.joinGroups(sockets: [sockets.event, sockets.general])
+        if let sockets6 { PTPSockets.joinIPv6Groups(sockets: [sockets6.event, sockets6.general]) }
     }
 
     /// Stops the thread, which closes the sockets within 50 ms (its poll time-out). The thread
@@ -88,6 +117,7 @@ public final class PTPClockService: PTPClock {
             "offset_to_system_clock_ns": masterTime.map { .integer(Int($0 &- wall)) } ?? .null,
             "ignored": .integer(ignored), "unmatched": .integer(unmatched), "implausible": .integer(implausible),
             "malformed": .integer(malformed.load(ordering: .relaxed)),
+            "ipv6": .bool(listensOnIPv6),
         ])
     }
 
@@ -97,11 +127,12 @@ public final class PTPClockService: PTPClock {
         var buffer = [UInt8](repeating: 0, count: 1500)
         var lastJoin = PTPSockets.monotonicNanoseconds()
         var followed: PTPPortIdentity?
+        let all = [sockets.event, sockets.general] + (sockets6.map { [$0.event, $0.general] } ?? [])
         while !stopped.load(ordering: .acquiring) {
-            PTPSockets.wait([sockets.event, sockets.general], milliseconds: 50)
+            PTPSockets.wait(all, milliseconds: 50)
             // Kernel stamps are CLOCK_REALTIME; the follower works on our monotonic clock.
             let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() - PTPSockets.realtimeNanoseconds()
-            for descriptor in [sockets.event, sockets.general] {
+            for descriptor in all {
                 for _ in 0..<64 {
                     guard let datagram = PTPSockets.receive(descriptor, into: &buffer, realtimeToMonotonic: realtimeToMonotonic) else { break }
                     guard let message = try? PTPMessage.decode(datagram.bytes) else {
@@ -117,13 +148,15 @@ public final class PTPClockService: PTPClock {
                 switch action {
                 case .sendDelayRequest(let message, let address):
                     let before = PTPSockets.realtimeNanoseconds()
-                    PTPSockets.send(message.encoded(), from: sockets.event, to: address, port: PTPMessage.eventPort)
+                    let onIPv6 = address.contains(":")
+                    PTPSockets.send(message.encoded(), from: (sockets.event, sockets6?.event), to: address, port: PTPMessage.eventPort)
                     // The kernel's stamp of when it left (as ptp4l -S takes it), else our time before sendto.
-                    let sent = PTPSockets.transmitStamp(sockets.event, fallback: before) + realtimeToMonotonic
+                    let socket = onIPv6 ? sockets6?.event ?? sockets.event : sockets.event
+                    let sent = PTPSockets.transmitStamp(socket, fallback: before) + realtimeToMonotonic
                     follower.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
                 case .sendAnnounce(let message, let address):
                     // From our general port: a sender such as nqptp drops PTP whose source port is not its own.
-                    PTPSockets.send(message.encoded(), from: sockets.general, to: address, port: PTPMessage.generalPort)
+                    PTPSockets.send(message.encoded(), from: (sockets.general, sockets6?.general), to: address, port: PTPMessage.generalPort)
                     if case .announce(let announce) = message.body {
                         logger.debug("PTP: wake-up Announce sent", metadata: ["ptp.address": "\(address)", "ptp.priority1": "\(announce.priority1)"])
                     }
@@ -142,11 +175,10 @@ public final class PTPClockService: PTPClock {
             // Interfaces come and go (Wi-Fi, a cable): join the group on new ones every 5 s.
             if now - lastJoin > 5_000_000_000 {
                 lastJoin = now
-                PTPSockets.joinGroups(sockets: [sockets.event, sockets.general])
+                joinGroups()
             }
         }
-        close(sockets.event)
-        close(sockets.general)
+        for descriptor in all { close(descriptor) }
     }
 
 }

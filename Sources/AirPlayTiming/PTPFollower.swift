@@ -187,11 +187,11 @@ public struct PTPFollower: Sendable {
 
     /// Follows only masters at these addresses (a session's timing peers); nil follows any.
     public mutating func setPeers(_ addresses: [String]?) {
-        peers = addresses.map { Set($0.map(IPAddressBytes.plain)) }
+        peers = addresses.map { Set($0.map(IPAddressBytes.host)) }
         // A session named its peers: each master among them may be woken again (nqptp re-arms
         // on every timing peer list; a clock that was silent may be revisited).
         guard let peers else { return }
-        for key in masters.keys where peers.contains(masters[key]!.address) {
+        for key in masters.keys where peers.contains(IPAddressBytes.host(masters[key]!.address)) {
             masters[key]!.wakeUpArmed = true
             masters[key]!.wokenWhileSilent = false
             masters[key]!.announcesWithoutFollowUp = 0
@@ -212,9 +212,12 @@ public struct PTPFollower: Sendable {
     }
 
     /// A message arrived from `address` at our time `local` (nanoseconds).
+    /// `address` is kept as given (an IPv6 link-local one with its `%interface`), as Delay_Reqs
+    /// and wake-ups go back to it; peers are compared by host alone.
     public mutating func receive(_ message: PTPMessage, from address: String, at local: Int64) {
         let address = IPAddressBytes.plain(address)
-        if let peers, !peers.contains(address) {
+        let host = IPAddressBytes.host(address)
+        if let peers, !peers.contains(host) {
             ignored += 1
             return
         }
@@ -226,7 +229,7 @@ public struct PTPFollower: Sendable {
                 return
             }
             var master = Master(address: address, lastHeard: local)
-            master.wakeUpArmed = peers?.contains(address) == true
+            master.wakeUpArmed = peers?.contains(host) == true
             masters[key] = master
         }
         guard var master = masters[key] else { return }

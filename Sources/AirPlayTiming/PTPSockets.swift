@@ -11,44 +11,79 @@ public enum PTPSockets {
         public let description: String
     }
 
-    /// A UDP socket on `port` of every address, with kernel receive and transmit time stamps,
-    /// `SO_REUSEADDR` so other PTP programs (another airplayd) can bind it too.
-    static func bind(port: UInt16) throws(Failure) -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    /// A UDP socket on `port` of every address of one family (`AF_INET` or `AF_INET6`; an IPv6
+    /// one is IPv6 only, so both families' sockets share the port), with kernel receive and
+    /// transmit time stamps, `SO_REUSEADDR` so other PTP programs (another airplayd) can bind it too.
+    static func bind(port: UInt16, family: Int32 = AF_INET) throws(Failure) -> Int32 {
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var on: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         _ = clinuxio_enable_receive_timestamps(descriptor)
         _ = clinuxio_enable_transmit_timestamps(descriptor)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let result: Int32
+        if family == AF_INET6 {
+            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
         guard result == 0 else {
             let reason = String(cString: strerror(errno))
             close(descriptor)
-            throw Failure(description: "cannot bind UDP port \(port): \(reason)" + (port < 1024 ? " (ports below 1024 need CAP_NET_BIND_SERVICE)" : ""))
+            throw Failure(description: "cannot bind UDP port \(port)\(family == AF_INET6 ? " (IPv6)" : ""): \(reason)"
+                          + (port < 1024 ? " (ports below 1024 need CAP_NET_BIND_SERVICE)" : ""))
         }
         return descriptor
+    }
+
+    /// An address in text form (IPv4, or IPv6 with an optional `%interface` scope) and a port,
+    /// as a socket address; nil for anything else (no name is looked up).
+    static func socketAddress(_ text: String, port: UInt16) -> (address: sockaddr_storage, length: socklen_t)? {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(text, String(port), &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(found) }
+        var storage = sockaddr_storage()
+        let length = first.pointee.ai_addrlen
+        guard Int(length) <= MemoryLayout<sockaddr_storage>.size, let address = first.pointee.ai_addr else { return nil }
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(length))) }
+        return (storage, length)
+    }
+
+    /// Sends `bytes` to `address:port` without waiting, from `sockets.v4` or `sockets.v6` by the
+    /// address's family; false when it did not go (no socket of that family, or the send failed).
+    @discardableResult
+    static func send(_ bytes: [UInt8], from sockets: (v4: Int32, v6: Int32?), to address: String, port: UInt16) -> Bool {
+        guard var target = socketAddress(address, port: port) else { return false }
+        let family = Int32(target.address.ss_family)
+        guard let descriptor = family == AF_INET6 ? sockets.v6 : sockets.v4 else { return false }
+        let sent = bytes.withUnsafeBytes { body in
+            withUnsafePointer(to: &target.address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(descriptor, body.baseAddress, body.count, Int32(MSG_DONTWAIT), $0, target.length)
+                }
+            }
+        }
+        return sent == bytes.count
     }
 
     /// Sends `bytes` from `descriptor` to `address:port` (IPv4) without waiting; false when it did not go.
     @discardableResult
     static func send(_ bytes: [UInt8], from descriptor: Int32, to address: String, port: UInt16) -> Bool {
-        var target = sockaddr_in()
-        target.sin_family = sa_family_t(AF_INET)
-        target.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, address, &target.sin_addr) == 1 else { return false }
-        let sent = bytes.withUnsafeBytes { body in
-            withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(descriptor, body.baseAddress, body.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        }
-        return sent == bytes.count
+        send(bytes, from: (descriptor, nil), to: address, port: port)
     }
 
     /// Joins 224.0.1.129 on every IPv4 interface that is up and multicast-capable (again is harmless).
@@ -66,6 +101,33 @@ public enum PTPSockets {
             var request = ip_mreq(imr_multiaddr: group, imr_interface: local)
             for descriptor in sockets {
                 _ = setsockopt(descriptor, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
+            }
+        }
+    }
+
+    /// PTP's IPv6 groups (IEEE 1588 annex E): link-local and global scope; ptp4l sends to the global one by default.
+    static let ipv6Groups = ["ff02::181", "ff0e::181"]
+
+    /// Joins PTP's IPv6 groups on every interface that has IPv6 and is up and multicast-capable
+    /// (again is harmless).
+    static func joinIPv6Groups(sockets: [Int32]) {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return }
+        defer { freeifaddrs(list) }
+        var joined = Set<UInt32>()
+        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            let flags = Int32(entry.pointee.ifa_flags)
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET6),
+                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST) != 0 else { continue }
+            let index = if_nametoindex(entry.pointee.ifa_name)
+            guard index != 0, joined.insert(index).inserted else { continue }
+            for text in ipv6Groups {
+                var request = ipv6_mreq()
+                inet_pton(AF_INET6, text, &request.ipv6mr_multiaddr)
+                request.ipv6mr_interface = index
+                for descriptor in sockets {
+                    _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ipv6_mreq>.size))
+                }
             }
         }
     }
@@ -88,18 +150,34 @@ public enum PTPSockets {
         return stamp != 0 ? stamp : fallback
     }
 
-    /// The dotted IPv4 address of a socket address ("" for other families).
+    /// A socket address as text: dotted IPv4, or IPv6 with its interface (`fe80::1%eth0`) when
+    /// the address is scoped, so a reply can go back the way it came; "" for other families.
     static func describe(_ name: sockaddr_storage) -> String {
-        guard name.ss_family == sa_family_t(AF_INET) else { return "" }
         var copy = name
-        return withUnsafePointer(to: &copy) {
-            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                var raw = address.pointee.sin_addr
-                inet_ntop(AF_INET, &raw, &text, socklen_t(INET_ADDRSTRLEN))
-                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return withUnsafePointer(to: &copy) { pointer -> String in
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            switch Int32(name.ss_family) {
+            case AF_INET:
+                var raw = pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
+                return string(text)
+            case AF_INET6:
+                let address = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                var raw = address.sin6_addr
+                inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
+                guard address.sin6_scope_id != 0 else { return string(text) }
+                var interface = [CChar](repeating: 0, count: Int(IF_NAMESIZE))
+                let scope = if_indextoname(address.sin6_scope_id, &interface) != nil ? string(interface) : String(address.sin6_scope_id)
+                return string(text) + "%" + scope
+            default:
+                return ""
             }
         }
+    }
+
+    /// A NUL-terminated C string in a buffer, as text.
+    private static func string(_ characters: [CChar]) -> String {
+        String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Waits up to `milliseconds` for any of `descriptors` to be readable.

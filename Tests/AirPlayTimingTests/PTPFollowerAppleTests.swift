@@ -21,26 +21,28 @@ import Testing
         /// What its Follow_Ups say, when not `now + offset` (a stopped clock).
         var frozenAt: Int64?
         var announces: [PTPMessage] = []
+        /// Where its datagrams come from, as the follower's sockets describe it.
+        var address = "10.0.0.1"
 
         mutating func seconds(_ count: Int, followUps: Bool = true, priority1: UInt8 = 128) {
             for step in 0..<(count * 8) {
                 if step % 8 == 0 {
                     let announce = PTPAnnounce(priority1: priority1, priority2: 100, grandmasterIdentity: PTPFollowerAppleTests.master.clockIdentity)
                     follower.receive(PTPMessage(header: PTPHeader(type: .announce, source: PTPFollowerAppleTests.master, sequence: sequence),
-                                                body: .announce(announce)), from: "10.0.0.1", at: now)
+                                                body: .announce(announce)), from: address, at: now)
                 }
                 if followUps {
                     sequence &+= 1
                     let origin = frozenAt ?? (now + offset)
                     follower.receive(PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: PTPFollowerAppleTests.master, sequence: sequence, logInterval: -3),
-                                                body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0))), from: "10.0.0.1", at: now + 50 * us)
+                                                body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0))), from: address, at: now + 50 * us)
                     follower.receive(PTPMessage(header: PTPHeader(type: .followUp, source: PTPFollowerAppleTests.master, sequence: sequence, logInterval: -3),
-                                                body: .followUp(PTPTimestamp(totalNanoseconds: origin))), from: "10.0.0.1", at: now + 70 * us)
+                                                body: .followUp(PTPTimestamp(totalNanoseconds: origin))), from: address, at: now + 70 * us)
                 }
                 // Ticks every 25 ms: the second Announce of a wake-up is due 150 ms after the first.
                 for tick in 0..<5 {
                     for case .sendAnnounce(let message, let address) in follower.tick(now: now + Int64(tick) * 25_000_000) {
-                        #expect(address == "10.0.0.1")
+                        #expect(address == self.address)
                         announces.append(message)
                     }
                 }
@@ -80,6 +82,22 @@ import Testing
         clock.follower.setPeers(["10.0.0.1"])
         clock.seconds(4, followUps: false)
         #expect(clock.announces.count == 4 && clock.status?.wakeUps == 2)
+    }
+
+    /// An iPhone over IPv6 names its link-local address in `timingPeerInfo` as it likes
+    /// (upper case, zeros written out, no interface); its datagrams arrive from the canonical
+    /// form with the interface they came in on. It is the same host, and the wake-up goes back
+    /// to the scoped address, as a link-local reply must.
+    @Test func anIPv6PeerIsMatchedByHostAndAnsweredOnItsInterface() {
+        var clock = Clock()
+        clock.address = "fe80::a0b:cff:fe0d:e0f%veth1"
+        clock.follower.setPeers(["FE80:0:0:0:0A0B:0CFF:FE0D:0E0F"])
+        clock.seconds(4, followUps: false)
+        #expect(clock.announces.count == 2, "woken on its interface (the address check is in Clock)")
+        #expect(clock.status?.address == "fe80::a0b:cff:fe0d:e0f%veth1")
+        clock.follower.setPeers(["fe80::1"])
+        clock.seconds(1)
+        #expect(clock.follower.ignored > 0, "another host's clock is not followed")
     }
 
     /// A master that serves its time is never sent anything: nqptp also wakes every named

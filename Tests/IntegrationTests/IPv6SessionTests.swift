@@ -13,11 +13,14 @@ import Testing
     struct Link {
         let sender: TestHost, box: TestHost
         let linkLocal: String, ula: String
+        /// The sender's end of the link.
+        let senderEnd: String
 
         init() throws {
             let sender = try TestHost(label: "v6-sender"), box = try TestHost(label: "v6-box")
             (self.sender, self.box) = (sender, box)
             let senderEnd = try sender.link(to: box, addresses: ["10.97.1.1"], peerAddress: "10.97.1.2")
+            self.senderEnd = senderEnd
             let ip = try #require(TestHost.which("ip"))
             // The box's end is the only other interface in its namespace.
             let boxEnd = try #require(try box.run(ip, ["-o", "link", "show"]).stdout.split(separator: "\n")
@@ -76,5 +79,35 @@ import Testing
         let comparison = sweep.compare(samples)
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)\n\(daemon.process.stderr.suffix(2000))")
         print("measure: airplay stream --protocol 2 over IPv6 link-local \(link.linkLocal), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// The box follows a PTP clock over IPv6 as over IPv4: linuxptp's `ptp4l -6` as grandmaster
+    /// on the sender's host, first multicasting to ff02::181 from its link-local address (whose
+    /// Delay_Reqs must go back out the right interface: `fe80::…%veth…`), then to ff0e::181 from
+    /// its ULA. Each time the follower follows it by its IPv6 address within 100 µs, and ptp4l
+    /// answers the follower's unicast Delay_Reqs (a path delay is measured).
+    @Test func theFollowerFollowsPtp4lOverIPv6LinkLocalAndULA() throws {
+        let link = try Link()
+        defer { link.close() }
+        let daemon = try RunningDaemon.start(in: link.box, name: "Box", extra: ["--audio-output", "fakesink sync=true", "--video", "off"])
+        for (scope, expected) in [(0x02, "fe80::"), (0x0E, "fd97::1")] {
+            let master = try PTPInteropTests.grandmaster(in: link.sender, interface: link.senderEnd, priority1: 100, ipv6Scope: scope)
+            let probe = try link.box.spawn(try Products.peerTool("python"), [Products.repositoryRoot + "/Tests/IntegrationTests/peers/ptp_probe.py",
+                                                                            "7000", "16", "0.1"], label: "ptp-probe-\(scope)")
+            #expect(probe.waitForExit(timeout: 30) == 0, "\(probe.stderr)")
+            master.stop(grace: 1)
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any], "\(probe.stdout)")
+            let settled = (report["samples"] as? [[String: Any]] ?? []).filter { ($0["t"] as? Double ?? 0) >= 10 }
+            let followed = Set(settled.compactMap { $0["followed"] as? String })
+            #expect(followed.count == 1 && followed.first?.hasPrefix(expected) == true,
+                    "ff\(String(format: "%02x", scope))::181: followed \(followed)\n\(master.stdout.suffix(1500))\n\(daemon.process.stderr.suffix(1500))")
+            let errors = settled.compactMap { ($0["offset_ns"] as? Double).map(abs) }.sorted()
+            let p99 = errors.isEmpty ? Double.infinity : errors[min(errors.count - 1, Int(Double(errors.count) * 0.99))]
+            #expect(errors.count >= 30 && p99 <= 100_000, "ff\(String(format: "%02x", scope))::181: \(errors.count) samples, p99 \(p99) ns")
+            #expect(settled.contains { ($0["path_delay_ns"] as? Int).map { $0 > 0 && $0 < 1_000_000 } == true }, "ptp4l answered Delay_Req over IPv6")
+            print("measure: PTP follower vs ptp4l -6 (ff\(String(format: "%02x", scope))::181, from \(followed.first ?? "-")): p50 \(String(format: "%.1f", (errors.isEmpty ? 0 : errors[errors.count / 2]) / 1000)) µs, p99 \(String(format: "%.1f", p99 / 1000)) µs")
+            // The next grandmaster is a new clock on a new address: let the follower forget this one.
+            Thread.sleep(forTimeInterval: 1)
+        }
     }
 }

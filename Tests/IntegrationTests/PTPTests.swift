@@ -10,8 +10,10 @@ import Testing
 @Suite(.serialized) struct PTPInteropTests {
     /// ptp4l as grandmaster on `interface`: Syncs 8 a second as Apple senders send them, an
     /// Announce a second, mastership taken after 2 s of silence.
-    static func grandmaster(in host: TestHost, interface: String, priority1: Int) throws -> ManagedProcess {
-        let config = host.directory + "/ptp4l-\(priority1).cfg"
+    /// With `ipv6Scope` (0x02 link-local, 0x0E global), over UDP on IPv6 (`ptp4l -6`), its
+    /// multicast sent to ff02::181 or ff0e::181.
+    static func grandmaster(in host: TestHost, interface: String, priority1: Int, ipv6Scope: Int? = nil) throws -> ManagedProcess {
+        let config = host.directory + "/ptp4l-\(priority1)-\(ipv6Scope ?? 4).cfg"
         try """
             [global]
             priority1 \(priority1)
@@ -19,9 +21,10 @@ import Testing
             logSyncInterval -3
             announceReceiptTimeout 2
             time_stamping software
+            \(ipv6Scope.map { "udp6_scope \($0)" } ?? "")
             """.write(toFile: config, atomically: true, encoding: .utf8)
         return try host.spawn(try #require(TestHost.which("ptp4l"), "ptp4l (linuxptp) is not installed: run tools/setup-deps --test"),
-                              ["-i", interface, "-f", config, "-m"], label: "ptp4l-\(priority1)")
+                              ["-i", interface, "-f", config, "-m"] + (ipv6Scope == nil ? [] : ["-6"]), label: "ptp4l-\(priority1)")
     }
 
     @Test func theFollowerIsWithin100MicrosecondsOfPtp4lAndHoldsWhenASecondGrandmasterComesAndGoes() throws {

@@ -123,8 +123,8 @@ extension AudioSessions {
             let channel = try makeEventChannel(connection)
             eventChannels.withLockedValue { $0[number] = channel }
             logger.info("AirPlay 2 event channel listening", metadata: ["session": "\(number)", "port": "\(channel.port)"])
-            // A PTP session learns where our follower listens: the IPv4 addresses of the
-            // interface the sender reached us on, that address first.
+            // A PTP session learns where our follower listens: the addresses of the interface
+            // the sender reached us on, that address first.
             let ptpSession = machine.withLockedValue { $0.current?.number == number && $0.current?.usesPTP == true }
             let addresses = ptpSession ? connection.local.map(InterfaceAddresses.timingPeers) : nil
             return machine.withLockedValue { $0.eventPortOpened(session: number, port: channel.port, timingPeerAddresses: addresses) }

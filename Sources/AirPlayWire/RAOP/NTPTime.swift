@@ -32,6 +32,19 @@ public enum IPAddressBytes {
         text.hasPrefix("::ffff:") && text.contains(".") ? String(text.dropFirst(7)) : text
     }
 
+    /// The host an address names, for comparing addresses in text from different sources (a
+    /// sender's `timingPeerInfo`, a datagram's source): IPv4-mapped IPv6 as IPv4, an IPv6 scope
+    /// (`%eth0`) dropped and IPv6 in its canonical form (`FE80:0::1` is `fe80::1`); any other
+    /// text as it is.
+    public static func host(_ text: String) -> String {
+        let address = plain(String(text.prefix { $0 != "%" }))
+        var v6 = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        var canonical = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &v6, &canonical, socklen_t(canonical.count)) != nil else { return address }
+        return plain(String(decoding: canonical.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
     /// The bytes of an address in text form.
     public static func of(_ text: String) -> [UInt8] {
         let address = plain(text)
