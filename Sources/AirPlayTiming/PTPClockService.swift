@@ -147,12 +147,13 @@ public final class PTPClockService: PTPClock {
             for action in actions {
                 switch action {
                 case .sendDelayRequest(let message, let address):
+                    let socket = address.contains(":") ? sockets6?.event ?? sockets.event : sockets.event
+                    PTPSockets.dropTransmitStamps(socket)
                     let before = PTPSockets.realtimeNanoseconds()
-                    let onIPv6 = address.contains(":")
                     PTPSockets.send(message.encoded(), from: (sockets.event, sockets6?.event), to: address, port: PTPMessage.eventPort)
-                    // The kernel's stamp of when it left (as ptp4l -S takes it), else our time before sendto.
-                    let socket = onIPv6 ? sockets6?.event ?? sockets.event : sockets.event
-                    let sent = PTPSockets.transmitStamp(socket, fallback: before) + realtimeToMonotonic
+                    // The kernel's stamp of when it left (as ptp4l -S takes it), else our time
+                    // before sendto (the quickest-sample filter leaves a late one out).
+                    let sent = (PTPSockets.transmitStamp(socket) ?? before) + realtimeToMonotonic
                     follower.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
                 case .sendAnnounce(let message, let address):
                     // From our general port: a sender such as nqptp drops PTP whose source port is not its own.

@@ -120,13 +120,16 @@ public final class PTPGrandmaster: Sendable {
         close(sockets.general)
     }
 
-    /// A two-step Sync, then its Follow_Up with the time the kernel says it left.
+    /// A two-step Sync, then its Follow_Up with the time the kernel says it left. Without the
+    /// kernel's stamp (late on a loaded machine) no Follow_Up is sent: a follower drops a Sync
+    /// that has none, where our own clock read before `sendto` would be off by the scheduling
+    /// delay (53 µs once, which ptp4l took as its offset).
     private func sendSync(to target: String, sequence: UInt16, logInterval: Int8) {
         let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: logInterval),
                               body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))
-        let before = Self.now()
-        guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort) else { return }
-        let sent = PTPSockets.transmitStamp(sockets.event, fallback: before)
+        PTPSockets.dropTransmitStamps(sockets.event)
+        guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort),
+              let sent = PTPSockets.transmitStamp(sockets.event) else { return }
         let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: logInterval),
                                   body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
         PTPSockets.send(followUp.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort)

@@ -144,10 +144,19 @@ public enum PTPSockets {
         return (Array(buffer[0..<count]), describe(name), arrival)
     }
 
-    /// The kernel's stamp of the datagram just sent from `descriptor` (CLOCK_REALTIME ns), else `fallback`.
-    static func transmitStamp(_ descriptor: Int32, fallback: Int64) -> Int64 {
-        let stamp = clinuxio_transmit_timestamp(descriptor, 2)
-        return stamp != 0 ? stamp : fallback
+    /// The kernel's stamp of the datagram just sent from `descriptor` (CLOCK_REALTIME ns),
+    /// waiting up to `timeoutMilliseconds`; nil when none came (a loaded machine can be late).
+    /// Call `dropTransmitStamps` before the send, or a late stamp of an earlier datagram would
+    /// be taken for this one's.
+    static func transmitStamp(_ descriptor: Int32, timeoutMilliseconds: Int32 = 2) -> Int64? {
+        let stamp = clinuxio_transmit_timestamp(descriptor, timeoutMilliseconds)
+        return stamp != 0 ? stamp : nil
+    }
+
+    /// Reads and drops the transmit stamps waiting on `descriptor` (stamps of earlier datagrams
+    /// that came after their sender stopped waiting).
+    static func dropTransmitStamps(_ descriptor: Int32) {
+        _ = clinuxio_transmit_timestamp(descriptor, 0)
     }
 
     /// A socket address as text: dotted IPv4, or IPv6 with its interface (`fe80::1%eth0`) when
