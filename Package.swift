@@ -49,19 +49,21 @@ let package = Package(
         // libcurl, loaded on the first fetch rather than at start (its header from libcurl4-openssl-dev).
         .target(name: "CCurl"),
 
-        // Linux calls the Glibc module hides (batched datagram reads, eventfd, thread names).
+        // Linux calls the Glibc module hides (batched datagram reads, eventfd, thread names,
+        // kernel time stamps, getrandom): the C shim, and LinuxIO, its only importer.
         .target(name: "CLinuxIO"),
+        .target(name: "LinuxIO", dependencies: ["CLinuxIO"]),
 
         // Wrappers: the only importers of their C library.
         .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
-        .target(name: "AirPlayCrypto", dependencies: ["COpenSSL", "CLinuxIO"]),
+        .target(name: "AirPlayCrypto", dependencies: ["COpenSSL", "LinuxIO"]),
         // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
         .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", "AirPlayWire", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "AirPlayDiscovery", dependencies: [
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "AirPlayMedia", dependencies: ["CLinuxIO"]),
+        .target(name: "AirPlayMedia", dependencies: ["LinuxIO"]),
         .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "AirPlayMedia"]),
         .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
 
@@ -72,7 +74,7 @@ let package = Package(
 
         // Clock estimation: the PTP follower (and, later, the NTP path's timeline).
         .target(name: "AirPlayTiming", dependencies: [
-            "AirPlayWire", "AirPlayMedia", "CLinuxIO",
+            "AirPlayWire", "AirPlayMedia", "LinuxIO",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -97,7 +99,7 @@ let package = Package(
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
             "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming", "AirPlayNowPlaying",
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "CLinuxIO",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "LinuxIO",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// The RSA key of the AirPort Express, which AirPlay 1 senders use to check a receiver
 /// (`Apple-Challenge` → `Apple-Response`) and to wrap the AES key of encrypted streams

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Synchronization
 
 /// ChaCha20-Poly1305 (RFC 8439) under one 32-byte key: HAP's pairing messages, the encrypted

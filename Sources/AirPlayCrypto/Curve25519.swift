@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// An Ed25519 signing key: a pairing identity's long-term key (LTSK), whose public half (LTPK)
 /// the other side stores.

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// HKDF (RFC 5869) with SHA-512, as HAP pairing derives every key: the salt and info are ASCII
 /// labels such as `Pair-Setup-Encrypt-Salt` / `Pair-Setup-Encrypt-Info`.

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// SRP-6a (RFC 5054) as HAP pair-setup uses it: the 3072-bit group with g = 5, SHA-512, user
 /// name `Pair-Setup` and the PIN as password. Written on OpenSSL's BIGNUM because OpenSSL's own

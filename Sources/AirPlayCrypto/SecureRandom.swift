@@ -1,6 +1,6 @@
-import CLinuxIO
-import COpenSSL
+internal import COpenSSL
 import Glibc
+import LinuxIO
 
 /// Cryptographically strong random bytes from the kernel's generator (getrandom(2)), the source
 /// OpenSSL's own DRBG seeds from; asking the kernel keeps libcrypto unloaded until a session
@@ -14,12 +14,11 @@ public enum SecureRandom {
             var filled = 0
             // Reads above 256 bytes may return short; signals may interrupt: both mean "again".
             while filled < count {
-                let got = clinuxio_getrandom(buffer.baseAddress! + filled, count - filled)
-                if got < 0 {
+                guard let got = LinuxIO.randomBytes(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])) else {
                     precondition(errno == EINTR, "getrandom failed: errno \(errno)")
                     continue
                 }
-                filled += Int(got)
+                filled += got
             }
         }
         return output

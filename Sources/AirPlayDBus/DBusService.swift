@@ -1,6 +1,6 @@
 import AirPlayMedia
 import AirPlayNowPlaying
-import CGio
+internal import CGio
 import Glibc
 import Logging
 import NIOConcurrencyHelpers

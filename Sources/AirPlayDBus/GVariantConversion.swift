@@ -1,5 +1,5 @@
 import AirPlayNowPlaying
-import CGio
+internal import CGio
 
 /// `DBusValue` to GVariant and back, for the few types MPRIS uses.
 enum GVariantConversion {

@@ -1,5 +1,5 @@
 import AirPlayNowPlaying
-import CGio
+internal import CGio
 import FoundationEssentials
 import Glibc
 import Logging

@@ -1,5 +1,5 @@
 import AirPlayWire
-import CAvahi
+internal import CAvahi
 import Glibc
 
 /// A service found and resolved on the network.

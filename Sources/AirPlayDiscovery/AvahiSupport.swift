@@ -1,5 +1,5 @@
 import AirPlayWire
-import CAvahi
+internal import CAvahi
 import Glibc
 
 /// An error from the Avahi client library.

@@ -1,5 +1,5 @@
 import AirPlayNowPlaying
-import CMosquitto
+internal import CMosquitto
 import Logging
 import NIOConcurrencyHelpers
 

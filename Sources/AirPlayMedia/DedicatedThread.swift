@@ -1,5 +1,5 @@
-import CLinuxIO
 import Glibc
+import LinuxIO
 
 /// Starts a named OS thread that runs one closure: the playout, a GStreamer bus watcher, a file
 /// copier. (Foundation's `Thread` would pull in all of Foundation; the daemon links
@@ -14,7 +14,7 @@ public enum DedicatedThread {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let status = pthread_create(&thread, &attributes, { context in
             let work = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-            clinuxio_name_thread(work.name)
+            LinuxIO.nameThread(work.name)
             work.body()
             return nil
         }, box)

@@ -1,4 +1,4 @@
-import CPlist
+internal import CPlist
 import FoundationEssentials
 import Glibc
 

@@ -1,4 +1,4 @@
-import CZlib
+internal import CZlib
 
 /// gzip for playlists served to receivers (the AirPlay overview recommends it for .m3u8).
 enum Gzip {

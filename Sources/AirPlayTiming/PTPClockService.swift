@@ -1,6 +1,5 @@
 import AirPlayMedia
 import AirPlayWire
-import CLinuxIO
 import Glibc
 import Logging
 import Synchronization

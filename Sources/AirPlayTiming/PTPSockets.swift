@@ -1,6 +1,6 @@
 import AirPlayWire
-import CLinuxIO
 import Glibc
+import LinuxIO
 
 /// The socket work the PTP follower and grandmaster share: binding the PTP ports with kernel
 /// time stamps, joining the multicast group, sending to an address, reading the clocks.
@@ -19,8 +19,8 @@ public enum PTPSockets {
         guard descriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var on: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        _ = clinuxio_enable_receive_timestamps(descriptor)
-        _ = clinuxio_enable_transmit_timestamps(descriptor)
+        LinuxIO.enableReceiveTimestamps(descriptor)
+        LinuxIO.enableTransmitTimestamps(descriptor)
         let result: Int32
         if family == AF_INET6 {
             _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
@@ -137,9 +137,8 @@ public enum PTPSockets {
     /// when none waits.
     static func receive(_ descriptor: Int32, into buffer: inout [UInt8], realtimeToMonotonic: Int64) -> (bytes: [UInt8], from: String, arrival: Int64)? {
         var name = sockaddr_storage()
-        var stamp: Int64 = 0
-        let count = buffer.withUnsafeMutableBytes { clinuxio_receive_timestamped(descriptor, $0.baseAddress, $0.count, &name, &stamp) }
-        guard count > 0 else { return nil }
+        guard let (count, stamp) = buffer.withUnsafeMutableBytes({ LinuxIO.receiveTimestamped(descriptor, into: $0, source: &name) }),
+              count > 0 else { return nil }
         let arrival = (stamp != 0 ? stamp : realtimeNanoseconds()) + realtimeToMonotonic
         return (Array(buffer[0..<count]), describe(name), arrival)
     }
@@ -149,14 +148,14 @@ public enum PTPSockets {
     /// Call `dropTransmitStamps` before the send, or a late stamp of an earlier datagram would
     /// be taken for this one's.
     static func transmitStamp(_ descriptor: Int32, timeoutMilliseconds: Int32 = 2) -> Int64? {
-        let stamp = clinuxio_transmit_timestamp(descriptor, timeoutMilliseconds)
+        let stamp = LinuxIO.transmitTimestamp(descriptor, timeoutMilliseconds: timeoutMilliseconds)
         return stamp != 0 ? stamp : nil
     }
 
     /// Reads and drops the transmit stamps waiting on `descriptor` (stamps of earlier datagrams
     /// that came after their sender stopped waiting).
     static func dropTransmitStamps(_ descriptor: Int32) {
-        _ = clinuxio_transmit_timestamp(descriptor, 0)
+        _ = LinuxIO.transmitTimestamp(descriptor, timeoutMilliseconds: 0)
     }
 
     /// A socket address as text: dotted IPv4, or IPv6 with its interface (`fe80::1%eth0`) when

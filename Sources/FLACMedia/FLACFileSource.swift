@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CFLAC
+internal import CFLAC
 import Foundation
 
 /// A FLAC file (mono or stereo, 16 or 24 bits, 44.1 or 48 kHz) decoded with libFLAC straight

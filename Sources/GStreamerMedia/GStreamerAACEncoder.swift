@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 
 /// AAC-LC for AirPlay 2's buffered mode, the codec Apple's senders use for music: interleaved
 /// 16-bit stereo in, raw access units (no ADTS) of 1024 frames out, through GStreamer's

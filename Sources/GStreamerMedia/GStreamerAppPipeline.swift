@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 
 /// A pipeline run one buffer at a time: fed through an app source named `in`, drained through
 /// an app sink named `out` (a decoder, an encoder). It holds the three references and sets the

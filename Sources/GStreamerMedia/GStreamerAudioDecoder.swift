@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 
 /// Decodes compressed packets (AAC to 16 bits; ALAC, for cross-checks, at its own depth) to
 /// interleaved samples, one packet in, its frames out, through GStreamer's decoders (`avdec_aac`, `avdec_alac` from gst-libav).

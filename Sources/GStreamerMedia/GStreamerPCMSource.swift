@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 import FoundationEssentials
 import Glibc
 

@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 
 /// The GStreamer library: initialisation and registry questions.
 public enum GStreamerRuntime {

@@ -1,5 +1,5 @@
 import AirPlayMedia
-import CGStreamer
+internal import CGStreamer
 import FoundationEssentials
 import Dispatch
 import Glibc
@@ -118,7 +118,7 @@ public final class PlaybinPlayer: MediaPlayer, @unchecked Sendable {
     }
 
     /// Parses a sink description into a bin; the error names the description.
-    public static func makeSink(_ description: String) throws(MediaError) -> UnsafeMutablePointer<GstElement> {
+    static func makeSink(_ description: String) throws(MediaError) -> UnsafeMutablePointer<GstElement> {
         GStreamerRuntime.initialize()
         var error: UnsafeMutablePointer<GError>?
         let bin = gst_parse_bin_from_description(description, 1, &error)

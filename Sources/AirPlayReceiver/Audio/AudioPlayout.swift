@@ -1,9 +1,9 @@
 import AirPlayMedia
 import AirPlayWire
-import CLinuxIO
 import FoundationEssentials
 import Dispatch
 import Glibc
+import LinuxIO
 import Synchronization
 
 /// Packets the playout's own thread reads when it wakes (a session's audio port), so that
@@ -78,7 +78,7 @@ public final class AudioPlayout: @unchecked Sendable {
     private let maximumSample: Int32
     private let state: Mutex<Locked>
     /// An eventfd: a packet arrived while the thread waited for data, or `stop()`.
-    private let wakeEvent = clinuxio_eventfd()
+    private let wakeEvent = WakeEvent()
     private let finished = DispatchSemaphore(value: 0)
 
     /// A playout of audio in `format` to an output; without a trusted `timeline`, `bufferDelay`
@@ -101,7 +101,7 @@ public final class AudioPlayout: @unchecked Sendable {
     public func receive(timestamp: UInt32, samples: [Int32]) {
         let arrival = Self.now()
         let wakeNeeded = state.withLock { $0.schedule.receive(timestamp: timestamp, samples: samples, arrival: arrival) }
-        if wakeNeeded { clinuxio_signal(wakeEvent) }
+        if wakeNeeded { wakeEvent.signal() }
     }
 
     /// Lets the playout's thread read `input` each time it wakes; the playout closes it when it stops.
@@ -110,7 +110,7 @@ public final class AudioPlayout: @unchecked Sendable {
             if state.running { state.input = input }
             return state.running
         }
-        if running { clinuxio_signal(wakeEvent) } else { input.close() }
+        if running { wakeEvent.signal() } else { input.close() }
     }
 
     /// Drops everything buffered; the next packet starts a new run (RTSP FLUSH).
@@ -123,7 +123,7 @@ public final class AudioPlayout: @unchecked Sendable {
     /// schedule, older ones are dropped.
     public func restart(at rtpTime: UInt32) {
         state.withLock { $0.schedule.restart(at: rtpTime) }
-        clinuxio_signal(wakeEvent)
+        wakeEvent.signal()
     }
 
     /// A buffered stream's deferred flush: packets from `from` up to `until` (RTP time) are dropped.
@@ -152,7 +152,7 @@ public final class AudioPlayout: @unchecked Sendable {
             return state.running
         }
         guard wasRunning else { return }
-        clinuxio_signal(wakeEvent)
+        wakeEvent.signal()
         finished.wait()
         output.close()
         state.withLock { state in
@@ -163,7 +163,7 @@ public final class AudioPlayout: @unchecked Sendable {
 
     deinit {
         stop()
-        Glibc.close(wakeEvent)
+        wakeEvent.close()
     }
 
     private func run() {
@@ -185,9 +185,9 @@ public final class AudioPlayout: @unchecked Sendable {
             case nil:
                 return
             case .idle:
-                _ = clinuxio_wait(wakeEvent, port, 100_000_000)
+                wakeEvent.wait(input: port, timeoutNanoseconds: 100_000_000)
             case .wait(let seconds):
-                _ = clinuxio_wait(wakeEvent, port, Int64(max(200_000, min(seconds * 1e9, 50_000_000))))
+                wakeEvent.wait(input: port, timeoutNanoseconds: Int64(max(200_000, min(seconds * 1e9, 50_000_000))))
             case .write(let samples, let gain):
                 output.write(gain == 1 ? samples : scaled(samples, by: gain))
                 woke = false

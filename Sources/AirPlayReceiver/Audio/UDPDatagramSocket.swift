@@ -1,6 +1,6 @@
-import CLinuxIO
 import FoundationEssentials
 import Glibc
+import LinuxIO
 import NIOConcurrencyHelpers
 
 /// A bound UDP socket read in batches, in place, by whoever drains it: a RAOP stream's audio
@@ -59,7 +59,8 @@ final class UDPDatagramSocket: PlayoutInput, @unchecked Sendable {
     /// Reads every datagram waiting, without blocking, and hands each to the handler.
     func drain() {
         while true {
-            let count = Int(clinuxio_receive_batch(descriptor, buffer, Self.slotSize, UInt32(Self.batch), names, lengths, truncatedFlags))
+            let count = LinuxIO.receiveBatch(descriptor: descriptor, buffer: buffer, slot: Self.slotSize, count: Self.batch,
+                                             sources: names, lengths: lengths, truncated: truncatedFlags)
             // 0: nothing waits; < 0: a pending socket error (an ICMP answer), reported once and cleared.
             guard count > 0 else { return }
             for slot in 0..<count {
