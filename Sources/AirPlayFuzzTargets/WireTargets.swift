@@ -53,10 +53,14 @@ enum WireTargets {
         }
     }
 
-    /// An ANNOUNCE body.
+    /// An ANNOUNCE body. One that reads, written again, reads the same.
     static let sdp = FuzzTarget("sdp", "RAOP ANNOUNCE session descriptions (SDP)") { bytes in
         var input = FuzzInput(bytes)
-        _ = try? RAOPStreamDescription(sdp: input.text())
+        let text = input.text()
+        _ = try? RAOPStreamDescription(sdp: text)
+        if let announcement = try? RAOPAnnouncement(parsing: text) {
+            precondition((try? RAOPAnnouncement(parsing: announcement.encoded)) == announcement, "an announcement does not read back as written")
+        }
     }
 
     /// `Transport`, `RTP-Info` and similar `spec;name=value` headers.

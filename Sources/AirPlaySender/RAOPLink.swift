@@ -203,20 +203,14 @@ public final class RAOPLink: @unchecked Sendable {
     func sdp(_ codec: Codec) throws(SenderError) -> String {
         let local = client.connection.localAddress?.ipAddress ?? "127.0.0.1"
         let remote = client.connection.remoteIP ?? client.connection.host
-        let family = local.contains(":") ? "IP6" : "IP4"
-        var text = "v=0\r\no=iTunes \(UInt32.random(in: 1...UInt32.max)) 0 IN \(family) \(local)\r\ns=iTunes\r\n"
-            + "c=IN \(remote.contains(":") ? "IP6" : "IP4") \(remote)\r\nt=0 0\r\nm=audio 0 RTP/AVP 96\r\n"
-        switch codec {
-        case .alac: text += "a=rtpmap:96 AppleLossless\r\na=fmtp:96 \(ALACEncoder.fmtp)\r\n"
-        case .pcm: text += "a=rtpmap:96 L16/44100/2\r\n"
-        }
+        let stream = RAOPStreamDescription(codec: codec == .alac ? .alac(fmtp: ALACEncoder.fmtp.split(separator: " ").compactMap { Int($0) }) : .pcm,
+                                           sampleRate: 44100, channels: 2, framesPerPacket: ALACEncoder.framesPerPacket)
+        var announcement = stream.announcement(origin: local, connection: remote)
         if let encryptor, let crypto {
-            let wrapped: [UInt8]
-            do { wrapped = try crypto.wrap(streamKey: encryptor.key) } catch { throw SenderError(.badInput, "\(error)") }
-            text += "a=rsaaeskey:\(Base64.encode(wrapped).filter { $0 != "=" })\r\n"
-            text += "a=aesiv:\(Base64.encode(encryptor.iv).filter { $0 != "=" })\r\n"
+            do { announcement.rsaAESKey = try crypto.wrap(streamKey: encryptor.key) } catch { throw SenderError(.badInput, "\(error)") }
+            announcement.aesIV = encryptor.iv
         }
-        return text
+        return announcement.encoded
     }
 
     /// `RECORD` from an RTP point (the start, and every resume after a pause).

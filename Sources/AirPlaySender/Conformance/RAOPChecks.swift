@@ -139,12 +139,7 @@ enum RAOPChecks {
 
     /// An ANNOUNCE body as iTunes writes it.
     static func sdp(_ probe: ConformanceProbe, codec: String, fmtp: String?) -> String {
-        let local = probe.session?.localAddress?.ipAddress ?? "127.0.0.1"
-        let family = local.contains(":") ? "IP6" : "IP4"
-        var text = "v=0\r\no=iTunes \(UInt32.random(in: 1...UInt32.max)) 0 IN \(family) \(local)\r\ns=iTunes\r\n"
-            + "c=IN \(family) \(probe.host)\r\nt=0 0\r\nm=audio 0 RTP/AVP 96\r\na=rtpmap:96 \(codec)\r\n"
-        if let fmtp { text += "a=fmtp:96 \(fmtp)\r\n" }
-        return text
+        RAOPAnnouncement(origin: probe.session?.localAddress?.ipAddress ?? "127.0.0.1", connection: probe.host, rtpmap: codec, fmtp: fmtp).encoded
     }
 }
 

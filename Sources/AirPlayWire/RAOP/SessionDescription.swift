@@ -48,37 +48,11 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         self.aacConfig = aacConfig
     }
 
-    /// Parses an SDP body: the `m=audio` line, `a=rtpmap`, `a=fmtp`, `a=rsaaeskey`, `a=aesiv`.
+    /// Parses an SDP body (`RAOPAnnouncement`) and what its codec lines mean.
     public init(sdp text: String) throws(Problem) {
-        var rtpmap: String?
-        var fmtp: [String] = []
-        var key: [UInt8]?
-        var iv: [UInt8]?
-        var sawAudio = false
-        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
-            let line = rawLine.trimmingWhitespace()
-            if line.hasPrefix("m=audio") { sawAudio = true }
-            guard line.hasPrefix("a=") else { continue }
-            let attribute = line.dropFirst(2)
-            let name = attribute.prefix { $0 != ":" }
-            let value = attribute.dropFirst(name.count + 1)
-            switch name {
-            case "rtpmap":
-                // "96 L16/44100/2": drop the payload type.
-                rtpmap = value.split(separator: " ", maxSplits: 1).last.map(String.init)
-            case "fmtp":
-                fmtp = value.split(separator: " ").dropFirst().map(String.init)
-            case "rsaaeskey":
-                key = Self.base64(String(value))
-                guard key != nil else { throw Problem(description: "rsaaeskey is not base64") }
-            case "aesiv":
-                iv = Self.base64(String(value))
-                guard iv?.count == 16 else { throw Problem(description: "aesiv must be 16 bytes of base64") }
-            default:
-                continue
-            }
-        }
-        guard sawAudio, let rtpmap else { throw Problem(description: "the SDP has no audio stream (m=audio and a=rtpmap)") }
+        let announcement = try RAOPAnnouncement(parsing: text)
+        let rtpmap = announcement.rtpmap
+        let fmtp = (announcement.fmtp ?? "").split(separator: " ").map(String.init)
         let parts = rtpmap.split(separator: "/")
         let encoding = parts.first.map(String.init) ?? ""
         switch encoding.lowercased() {
@@ -111,8 +85,8 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         guard (8000...192_000).contains(sampleRate), (1...8).contains(channels), (1...8192).contains(framesPerPacket) else {
             throw Problem(description: "implausible stream parameters")
         }
-        rsaAESKey = key
-        aesIV = iv
+        rsaAESKey = announcement.rsaAESKey
+        aesIV = announcement.aesIV
         aacConfig = fmtp.joined(separator: " ").split(whereSeparator: { $0 == ";" || $0 == " " })
             .first { $0.lowercased().hasPrefix("config=") }
             .flatMap { Self.hex(String($0.dropFirst(7))) }
@@ -154,14 +128,31 @@ public struct RAOPStreamDescription: Hashable, Sendable {
         return TextFormatting.bytes(hex: text)
     }
 
+    /// The `rtpmap` and `fmtp` values (after the payload type) that announce this stream, as
+    /// iTunes writes them: what `init(sdp:)` reads back to this description.
+    public var codecLines: (rtpmap: String, fmtp: String?) {
+        switch codec {
+        case .pcm:
+            return ("L16/\(sampleRate)/\(channels)", nil)
+        case .alac(let fmtp):
+            return ("AppleLossless", fmtp.map(String.init).joined(separator: " "))
+        case .aacLC, .aacELD:
+            let eld = codec == .aacELD
+            var parameters = "mode=\(eld ? "AAC-eld" : "AAC-hbr"); constantDuration=\(framesPerPacket)"
+            if let aacConfig { parameters += "; config=\(TextFormatting.hex(aacConfig).uppercased())" }
+            return ("mpeg4-generic/\(sampleRate)/\(channels)", parameters)
+        }
+    }
+
+    /// The announcement of this stream from `origin` (the sender's address) to `connection`
+    /// (the receiver's), with the wrapped key and IV when given.
+    public func announcement(origin: String, connection: String, rsaAESKey: [UInt8]? = nil, aesIV: [UInt8]? = nil) -> RAOPAnnouncement {
+        let lines = codecLines
+        return RAOPAnnouncement(origin: origin, connection: connection, rtpmap: lines.rtpmap, fmtp: lines.fmtp, rsaAESKey: rsaAESKey, aesIV: aesIV)
+    }
+
     /// True when the sender encrypts the audio.
     public var isEncrypted: Bool { rsaAESKey != nil }
-
-    private static func base64(_ text: String) -> [UInt8]? {
-        var padded = text.trimmingWhitespace()
-        while padded.count % 4 != 0 { padded += "=" }
-        return Data(base64Encoded: padded).map { Array($0) }
-    }
 }
 
 /// An RTSP `Transport` header: `RTP/AVP/UDP;unicast;mode=record;control_port=6001;timing_port=6002`.
