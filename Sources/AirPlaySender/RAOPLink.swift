@@ -157,7 +157,7 @@ public final class RAOPLink: @unchecked Sendable {
         try await openUDPPort()
         let port = channel?.localAddress?.port ?? 0
         let setup = try await client.request("SETUP", headers: [
-            "Transport": "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(port);timing_port=\(port)",
+            "Transport": RTSPTransport.record(controlPort: port, timingPort: port).headerValue,
         ])
         let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
         guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),

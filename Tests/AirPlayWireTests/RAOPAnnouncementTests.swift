@@ -58,3 +58,14 @@ import Testing
         #expect(try RAOPStreamDescription(sdp: announcement.encoded) == RAOPStreamDescription(sdp: vector.sdp), "\(vector.what)")
     }
 }
+
+/// The `Transport` of a RAOP `SETUP`, both ways.
+@Suite struct RTSPTransportTests {
+    /// What our sender asks for is iTunes' request, and reads back to its ports.
+    @Test func aSendersRequestIsITunesAndReadsBack() {
+        let transport = RTSPTransport.record(controlPort: 6001, timingPort: 6002)
+        #expect(transport.headerValue == "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=6001;timing_port=6002")
+        let read = RTSPTransport(parsing: transport.headerValue)
+        #expect(read == transport && read.port("control_port") == 6001 && read.port("timing_port") == 6002 && read["unicast"] == "")
+    }
+}

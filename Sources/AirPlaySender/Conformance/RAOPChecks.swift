@@ -53,7 +53,7 @@ enum RAOPChecks {
     static let setup = step("raop.setup", "raop.md §2 SETUP", "SETUP over UDP answers server_port, control_port and a Session") { probe in
         let ports = probe.udpPorts()
         let answer = await probe.sessionRequest("SETUP", headers: [
-            ("Transport", "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(ports.control);timing_port=\(ports.timing)"),
+            ("Transport", RTSPTransport.record(controlPort: ports.control, timingPort: ports.timing).headerValue),
         ])
         guard case .success(let response) = answer, response.status == 200 else { return answer }
         let transport = RTSPTransport(parsing: response.headers["Transport"] ?? "")

@@ -168,6 +168,13 @@ public struct RTSPTransport: Hashable, Sendable {
         self.parameters = parameters.map { (name: $0.0, value: $0.1) }
     }
 
+    /// What a RAOP sender asks for in `SETUP`, as iTunes does:
+    /// `RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=…;timing_port=…`.
+    public static func record(controlPort: Int, timingPort: Int) -> RTSPTransport {
+        RTSPTransport(spec: "RTP/AVP/UDP", parameters: [("unicast", ""), ("interleaved", "0-1"), ("mode", "record"),
+                                                       ("control_port", "\(controlPort)"), ("timing_port", "\(timingPort)")])
+    }
+
     /// Parses a header value.
     public init(parsing text: String) {
         let fields = text.split(separator: ";").map { $0.trimmingWhitespace() }
