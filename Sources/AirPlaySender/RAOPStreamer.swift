@@ -12,8 +12,6 @@ public final class RAOPStreamer: @unchecked Sendable {
     public static let framesPerPacket = 352
     /// The latency announced in sync packets: receivers play a frame this long after it is sent.
     public static let latencyFrames: UInt32 = 66150   // 1.5 s at 44.1 kHz
-    /// Packets in one latency: how many were sent but not yet heard at any moment.
-    static let unheardPackets = Int(latencyFrames) / framesPerPacket
     /// The latency in seconds.
     public static let latencySeconds = Double(latencyFrames) / 44100
     static let sampleRate = 44100.0
@@ -26,20 +24,10 @@ public final class RAOPStreamer: @unchecked Sendable {
     public let firstTimestamp: UInt32
 
     private struct State {
-        var sequence: UInt16
-        var timestamp: UInt32
-        var framesSent = 0
-        /// The schedule: `anchorTimestamp` leaves at `anchorUptime`.
-        var anchorUptime = 0.0
-        var anchorTimestamp: UInt32
-        var startOfRun = true
+        var pacer: RAOPPacer
         var pauseRequested = false
         var paused = false
         var stopped = false
-        /// The packets sent within the last latency: sent, but not heard yet.
-        var unheard: [[Int32]] = []
-        /// What to send again after a resume before reading on.
-        var replay: [[Int32]] = []
     }
 
     private let state: Mutex<State>
@@ -52,23 +40,24 @@ public final class RAOPStreamer: @unchecked Sendable {
         self.links = links
         self.firstSequence = firstSequence
         self.firstTimestamp = firstTimestamp
-        state = Mutex(State(sequence: firstSequence, timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
+        state = Mutex(State(pacer: RAOPPacer(sequence: firstSequence, timestamp: firstTimestamp, latencyFrames: Self.latencyFrames,
+                                             sampleRate: Self.sampleRate, framesPerPacket: Self.framesPerPacket)))
     }
 
     /// Frames sent so far.
-    public var framesSent: Int { state.withLock { $0.framesSent } }
+    public var framesSent: Int { state.withLock { $0.pacer.framesSent } }
 
     /// The sequence number and RTP time of the next packet to send (where a resume records from).
-    public var nextPoint: (sequence: UInt16, timestamp: UInt32) { state.withLock { ($0.sequence, $0.timestamp) } }
+    public var nextPoint: (sequence: UInt16, timestamp: UInt32) { state.withLock { ($0.pacer.sequence, $0.pacer.timestamp) } }
 
     /// The RTP time the receivers are playing now (what was sent one latency ago).
-    public var playingTimestamp: UInt32 { state.withLock { $0.timestamp &- Self.latencyFrames } }
+    public var playingTimestamp: UInt32 { state.withLock { $0.pacer.playingTimestamp } }
 
     /// Sends everything `read` returns, in real time, until it returns nothing or `stop()`.
-    /// Blocks: run it on its own thread. `sent` is called after every packet.
+    /// Blocks: run it on its own thread. `sent` is called after every packet. The pacing is
+    /// `RAOPPacer`'s; this loop reads the clock, sleeps and sends.
     public func play(read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
-        state.withLock { $0.anchorUptime = ProcessInfo.processInfo.systemUptime }
-        var lastSync = -1.0, lastTiming = -10.0
+        state.withLock { $0.pacer.start(now: ProcessInfo.processInfo.systemUptime) }
         while true {
             let (stopped, pause) = state.withLock { ($0.stopped, $0.pauseRequested) }
             if stopped { return }
@@ -76,42 +65,24 @@ public final class RAOPStreamer: @unchecked Sendable {
                 state.withLock { $0.paused = true }
                 pausedSignal.signal()
                 resumeSignal.wait()
-                lastSync = -1
                 continue
             }
-            let replayed = state.withLock { $0.replay.isEmpty ? nil : $0.replay.removeFirst() }
+            let replayed = state.withLock { $0.pacer.takeReplay() }
             let samples = replayed ?? read()
             guard !samples.isEmpty else { return }
-            let (sequence, timestamp, first, due) = state.withLock { state in
-                (state.sequence, state.timestamp, state.startOfRun,
-                 state.anchorUptime + Double(state.timestamp &- state.anchorTimestamp) / Self.sampleRate)
+            let (actions, nextDue) = state.withLock { state in (state.pacer.packet(samples), state.pacer.nextDue) }
+            for action in actions {
+                switch action {
+                case .sync(let named, let next, let first, let due):
+                    let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
+                    for link in links { link.sendSync(sync) }
+                case .timingRequest:
+                    for link in links { link.sendTimingRequest() }
+                case .audio(let sequence, let timestamp, let marker, let samples):
+                    send(samples, sequence: sequence, timestamp: timestamp, marker: marker)
+                }
             }
-            if due - lastSync >= 1 || first {
-                lastSync = due
-                // Flags 7, as iTunes and AirPort-era receivers expect: the frame named is heard
-                // 11025 frames after the sync's time, so it names the frame one latency less that
-                // before the one being sent (shairport-sync, AirPort Express and airplayd alike).
-                let named = timestamp &- (Self.latencyFrames - RAOPSync.fixedLatencyFrames)
-                let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due),
-                                    rtpTimeNext: timestamp, isFirst: first)
-                for link in links { link.sendSync(sync) }
-            }
-            if due - lastTiming >= 2 {
-                lastTiming = due
-                for link in links { link.sendTimingRequest() }
-            }
-            send(samples, sequence: sequence, timestamp: timestamp, marker: first)
-            let frames = samples.count / 2
-            let nextDue = state.withLock { state -> Double in
-                state.sequence &+= 1
-                state.timestamp &+= UInt32(frames)
-                state.framesSent += frames
-                state.startOfRun = false
-                state.unheard.append(samples)
-                if state.unheard.count > Self.unheardPackets { state.unheard.removeFirst() }
-                return state.anchorUptime + Double(state.timestamp &- state.anchorTimestamp) / Self.sampleRate
-            }
-            sent(frames)
+            sent(samples.count / 2)
             // Monotonic pacing: each packet leaves at anchor + frames / 44100, so nothing drifts.
             let wait = nextDue - ProcessInfo.processInfo.systemUptime
             if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
@@ -164,11 +135,11 @@ public final class RAOPStreamer: @unchecked Sendable {
             if landed {
                 // Its signal follows the flag at once: take it, so the next pause waits for its own.
                 _ = pausedSignal.wait(timeout: .now() + .seconds(1))
-                return state.withLock { ($0.sequence, $0.timestamp) }
+                return state.withLock { ($0.pacer.sequence, $0.pacer.timestamp) }
             }
             return nil
         }
-        return state.withLock { ($0.sequence, $0.timestamp) }
+        return state.withLock { ($0.pacer.sequence, $0.pacer.timestamp) }
     }
 
     /// Goes on after a pause from the RTP point after the flush, on a fresh schedule starting
@@ -178,14 +149,9 @@ public final class RAOPStreamer: @unchecked Sendable {
     public func resume(replayUnheard: Bool = true) {
         let wasPaused = state.withLock { state -> Bool in
             guard state.paused else { return false }
-            if replayUnheard { state.replay = state.unheard + state.replay } else { state.replay = [] }
-            state.framesSent -= state.unheard.reduce(0) { $0 + $1.count / 2 }
-            state.unheard = []
+            state.pacer.resume(now: ProcessInfo.processInfo.systemUptime, replayUnheard: replayUnheard)
             state.paused = false
             state.pauseRequested = false
-            state.startOfRun = true
-            state.anchorUptime = ProcessInfo.processInfo.systemUptime
-            state.anchorTimestamp = state.timestamp
             return true
         }
         if wasPaused { resumeSignal.signal() }
