@@ -19,22 +19,11 @@ public final class BufferedStreamer: @unchecked Sendable {
     let format: PCMFormat
     private var sampleRate: Double { Double(format.sampleRate) }
 
-    private struct State {
-        var sequence: UInt32 = 0
-        var timestamp: UInt32
-        var framesSent = 0
-        var anchorTimestamp: UInt32
-        var anchorTime: Int64 = 0
-        var paused = false
-        var pausedAt: UInt32 = 0
-        var stopped = false
-        var lastTimestamp: UInt32?
-    }
-
     /// The receivers (more join while it plays).
     var links: [RAOPLink] { sending.withLock { $0.links } }
     private let clock: PTPGrandmaster
-    private let state: Mutex<State>
+    /// The timeline (`BufferedTimeline`: what sounds when, and what to do next).
+    private let state: Mutex<BufferedTimeline>
     /// Held while a packet goes to every receiver, so a receiver joins between two packets.
     private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [RAOPLink])>
     /// Packets kept for receivers that join: a little more than `ahead`.
@@ -47,34 +36,28 @@ public final class BufferedStreamer: @unchecked Sendable {
         self.encoder = encoder ?? ALACBufferedEncoder(format: format)
         sending = Mutex((links, [], []))
         self.clock = clock
-        state = Mutex(State(timestamp: firstTimestamp, anchorTimestamp: firstTimestamp))
+        state = Mutex(BufferedTimeline(firstTimestamp: firstTimestamp, sampleRate: Double(format.sampleRate), ahead: Self.ahead,
+                                       timeline: clock.identity.clockIdentity))
     }
 
     /// The first anchor: the first frame sounds `startDelay` from now.
     func startAnchor() -> RateAnchorMessage {
         let time = PTPGrandmaster.now() + Int64(Self.startDelay * 1e9)
-        return state.withLock { state in
-            state.anchorTime = time
-            return RateAnchorMessage(playing: true, rtpTime: state.anchorTimestamp, networkTime: time, timeline: clock.identity.clockIdentity)
-        }
+        return state.withLock { $0.start(soundsAt: time) }
     }
 
     /// The RTP time sounding now on the receivers.
     var playingTimestamp: UInt32 {
         let now = PTPGrandmaster.now()
-        return state.withLock { state in
-            if state.paused { return state.pausedAt }
-            let elapsed = max(0, Double(now - state.anchorTime) / 1e9)
-            return state.anchorTimestamp &+ UInt32(elapsed * sampleRate)
-        }
+        return state.withLock { $0.playingTimestamp(now: now) }
     }
 
     /// Frames sent so far.
     var framesSent: Int { state.withLock { $0.framesSent } }
     /// Seconds played so far.
     var secondsPlayed: Double {
-        let start = state.withLock { $0.timestamp &- UInt32($0.framesSent) }
-        return Double(playingTimestamp &- start) / sampleRate
+        let now = PTPGrandmaster.now()
+        return state.withLock { $0.secondsPlayed(now: now) }
     }
     /// True while paused.
     var isPaused: Bool { state.withLock { $0.paused } }
@@ -83,26 +66,22 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// `stop()`. Blocks: run it on its own thread. Returns when the receivers have the last frame.
     func play(read: () -> [Int32]) {
         while true {
-            let (stopped, paused, timestamp, anchorTimestamp, anchorTime) = state.withLock {
-                ($0.stopped, $0.paused, $0.timestamp, $0.anchorTimestamp, $0.anchorTime)
-            }
-            if stopped { return }
-            if paused {
-                resumeSignal.wait()
-                continue
-            }
-            // Ahead enough: wait until playing catches up.
-            let sounds = anchorTime + Int64(Double(Int32(bitPattern: timestamp &- anchorTimestamp)) / sampleRate * 1e9)
-            let lead = Double(sounds - PTPGrandmaster.now()) / 1e9
-            if lead > Self.ahead {
-                usleep(UInt32(min(lead - Self.ahead, 0.1) * 1_000_000) + 1000)
-                continue
-            }
-            let samples = read()
-            for packet in samples.isEmpty ? encoder.finish() : encoder.encode(samples) { send(packet) }
-            if samples.isEmpty {
-                state.withLock { $0.lastTimestamp = $0.timestamp }
+            let now = PTPGrandmaster.now()
+            switch state.withLock({ $0.step(now: now) }) {
+            case .stopped:
                 return
+            case .paused:
+                resumeSignal.wait()
+            case .wait(let seconds):
+                // Ahead enough: wait until playing catches up.
+                usleep(UInt32(seconds * 1_000_000))
+            case .send:
+                let samples = read()
+                for packet in samples.isEmpty ? encoder.finish() : encoder.encode(samples) { send(packet) }
+                if samples.isEmpty {
+                    state.withLock { $0.ended() }
+                    return
+                }
             }
         }
     }
@@ -122,32 +101,26 @@ public final class BufferedStreamer: @unchecked Sendable {
             sending.recent.append((sequence, timestamp, packet.payload))
             if sending.recent.count > keep { sending.recent.removeFirst(sending.recent.count - keep) }
         }
-        state.withLock { state in
-            state.sequence = (state.sequence &+ 1) & 0x7F_FFFF
-            state.timestamp &+= UInt32(packet.frames)
-            state.framesSent += packet.frames
-        }
+        state.withLock { $0.sent(frames: packet.frames) }
     }
 
     /// Seconds until the last frame sent has sounded (after `play` returned).
     var secondsToEnd: Double {
-        let end = state.withLock { $0.lastTimestamp ?? $0.timestamp }
-        return max(0, Double(Int32(bitPattern: end &- playingTimestamp)) / sampleRate)
+        let now = PTPGrandmaster.now()
+        return state.withLock { $0.secondsToEnd(now: now) }
     }
 
     /// The anchor in force, for a receiver that joins: it plays on the same timeline as the others.
     func currentAnchor() -> RateAnchorMessage {
-        state.withLock { state in
-            RateAnchorMessage(playing: !state.paused, rtpTime: state.anchorTimestamp, networkTime: state.anchorTime,
-                              timeline: clock.identity.clockIdentity)
-        }
+        state.withLock { $0.anchor }
     }
 
     /// A set-up receiver joins (it has the current anchor): it gets the packets sent that have
     /// not sounded yet, from `margin` seconds after what sounds now, then every packet as the
     /// others do. Returns how many packets it was sent to catch up.
     func join(_ link: RAOPLink, margin: Double = 0.3) -> Int {
-        let from = playingTimestamp &+ UInt32(margin * sampleRate)
+        let now = PTPGrandmaster.now()
+        let from = state.withLock { $0.joinPoint(now: now, margin: margin) }
         return sending.withLock { sending in
             let missed = sending.recent.filter { Int32(bitPattern: $0.timestamp &- from) >= 0 }
             for packet in missed { link.sendBuffered(sequence: packet.sequence, timestamp: packet.timestamp, payload: packet.payload) }
@@ -176,25 +149,14 @@ public final class BufferedStreamer: @unchecked Sendable {
 
     /// Stops the clock where playing is now; returns the rate-0 anchor to send.
     func pause() -> RateAnchorMessage? {
-        let now = playingTimestamp
-        return state.withLock { state in
-            guard !state.paused, !state.stopped else { return nil }
-            state.paused = true
-            state.pausedAt = now
-            return RateAnchorMessage(playing: false, rtpTime: now, networkTime: 0, timeline: clock.identity.clockIdentity)
-        }
+        let now = PTPGrandmaster.now()
+        return state.withLock { $0.pause(now: now) }
     }
 
     /// Plays on from where it paused, shortly from now; returns the anchor to send.
     func resume() -> RateAnchorMessage? {
         let time = PTPGrandmaster.now() + Int64(0.3 * 1e9)
-        let anchor = state.withLock { state -> RateAnchorMessage? in
-            guard state.paused else { return nil }
-            state.paused = false
-            state.anchorTimestamp = state.pausedAt
-            state.anchorTime = time
-            return RateAnchorMessage(playing: true, rtpTime: state.pausedAt, networkTime: time, timeline: clock.identity.clockIdentity)
-        }
+        let anchor = state.withLock { $0.resume(soundsAt: time) }
         if anchor != nil { resumeSignal.signal() }
         return anchor
     }
@@ -202,7 +164,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Ends `play` (also while paused).
     func stop() {
         let paused = state.withLock { state -> Bool in
-            state.stopped = true
+            state.stop()
             return state.paused
         }
         if paused { resumeSignal.signal() }
