@@ -29,3 +29,12 @@ void *cairplay_lazy_symbol(cairplay_lazy_library *library, const char *name) {
     }
     return symbol;
 }
+
+void *cairplay_lazy_cached(cairplay_lazy_library *library, void *_Atomic *slot, const char *name) {
+    void *symbol = atomic_load_explicit(slot, memory_order_acquire);
+    if (symbol == NULL) {
+        symbol = cairplay_lazy_symbol(library, name);
+        atomic_store_explicit(slot, symbol, memory_order_release);
+    }
+    return symbol;
+}

@@ -32,28 +32,21 @@ const char *cairplay_lazy_open(cairplay_lazy_library *library);
 /// standard error with what to install, and the process aborts.
 void *cairplay_lazy_symbol(cairplay_lazy_library *library, const char *name);
 
-/// Defines `ret name params` as a call through the library, resolved on its first call and
-/// cached (a race resolves the same address twice, which is harmless).
+/// The address of `name` in `library`, kept in `slot` after the first call (a race resolves
+/// the same address twice, which is harmless).
+void *cairplay_lazy_cached(cairplay_lazy_library *library, void *_Atomic *slot, const char *name);
+
+/// Defines `ret name params` as a call through the library, resolved on its first call.
 #define CAIRPLAY_LAZY_FORWARD(library, ret, name, params, args) \
     ret name params { \
         static void *_Atomic entry; \
-        void *symbol = atomic_load_explicit(&entry, memory_order_acquire); \
-        if (symbol == NULL) { \
-            symbol = cairplay_lazy_symbol(&library, #name); \
-            atomic_store_explicit(&entry, symbol, memory_order_release); \
-        } \
-        return ((__typeof__(&name))symbol) args; \
+        return ((__typeof__(&name))cairplay_lazy_cached(&library, &entry, #name)) args; \
     }
 
 /// CAIRPLAY_LAZY_FORWARD for entry points that return nothing.
 #define CAIRPLAY_LAZY_FORWARD_VOID(library, name, params, args) \
     void name params { \
         static void *_Atomic entry; \
-        void *symbol = atomic_load_explicit(&entry, memory_order_acquire); \
-        if (symbol == NULL) { \
-            symbol = cairplay_lazy_symbol(&library, #name); \
-            atomic_store_explicit(&entry, symbol, memory_order_release); \
-        } \
-        ((__typeof__(&name))symbol) args; \
+        ((__typeof__(&name))cairplay_lazy_cached(&library, &entry, #name)) args; \
     }
 #endif
