@@ -98,8 +98,26 @@ let package = Package(
 
         // Receiver and sender logic.
         .target(name: "AirPlayReceiver", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP", "AirPlayTiming", "AirPlayNowPlaying",
-            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayDiscovery", "AirPlayMedia", "LinuxIO",
+            "AirPlayHLS", "AirPlayTiming", "AirPlayNowPlaying",
+            "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "LinuxIO",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // What the box fetches over HTTP on a sender's behalf: the HLS gateway the player reads
+        // playlists and keys from, and the redirect screen; behind AirPlayReceiver's protocols.
+        .target(name: "AirPlayHLSGateway", dependencies: [
+            "AirPlayReceiver", "AirPlayHLS", "AirPlayHTTP", "AirPlayWire",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The daemon's composition root, a library so tests build it: configuration, identity,
+        // systemd, the journal, the page, the media engine and probe, and the wiring.
+        .target(name: "AirPlayDaemon", dependencies: [
+            "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
+            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,7 +138,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
-            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayDBus", "AirPlayMQTT", "AirPlayMedia", "AirPlayWire", "AirPlayPairing", "GStreamerMedia",
+            "AirPlayDaemon", "AirPlayReceiver", "AirPlayWire", "AirPlayPairing",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -137,7 +155,7 @@ let package = Package(
         // package runs them under libFuzzer, the unit tests run their seeds and past crashes.
         .target(name: "AirPlayFuzzTargets", dependencies: [
             "AirPlayWire", "AirPlayHLS", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "AirPlayNowPlaying",
-            "AirPlayTiming", "AirPlayReceiver", "AirPlaySender",
+            "AirPlayTiming", "AirPlayReceiver", "AirPlayDaemon", "AirPlaySender",
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
 
@@ -166,6 +184,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirPlayDaemonTests", dependencies: [
+            "AirPlayDaemon", "AirPlayHLSGateway", "AirPlayReceiver", "AirPlayHLS", "AirPlayWire", "AirPlayTesting",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayTimingTests", dependencies: ["AirPlayTiming", "AirPlayWire", "AirPlayTesting"]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),

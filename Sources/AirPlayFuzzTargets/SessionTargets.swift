@@ -1,3 +1,4 @@
+import AirPlayDaemon
 import AirPlayPlist
 import AirPlayReceiver
 import AirPlaySender
@@ -138,7 +139,7 @@ enum SessionTargets {
         request.headers.add(name: "Content-Type", value: types[Int(input.byte()) % types.count])
         request.body = ByteBuffer(bytes: input.rest())
         guard let play = try? PlayRequest(request: request) else { return }
-        try? MediaURLPolicy(refuseLocalTargets: false).check(play.url)
+        try? MediaURLPolicy(refusingLocalTargetsWith: nil).check(play.url)
     }
 
     /// `airplayd.toml`: the file a user edits (the daemon reloads it on SIGHUP).

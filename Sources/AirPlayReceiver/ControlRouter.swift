@@ -32,7 +32,7 @@ public struct ControlRouter: Sendable {
     /// Whether audio is offered right now.
     public var audioEnabled: @Sendable () -> Bool
     /// The HLS gateway the player reads playlists and keys from (loopback only).
-    public var hlsGateway: HLSGateway?
+    public var hlsGateway: (any HLSProxy)?
     /// HAP pairing and the access rule, when pairing is offered.
     public var pairing: ReceiverPairing?
     /// Under `access = "password"`: Digest for the video endpoints too (RAOP has its own).
@@ -242,7 +242,7 @@ public struct ControlRouter: Sendable {
     /// IPv4-mapped loopback), or from the very address they reached, which only the box itself
     /// can be (a zone bound to its own `address` sees its own programs that way).
     /// A loopback address: 127.0.0.0/8, ::1, or IPv4-mapped 127.x.
-    static func isLoopbackAddress(_ ip: String) -> Bool {
+    package static func isLoopbackAddress(_ ip: String) -> Bool {
         ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
     }
 

@@ -1,4 +1,3 @@
-import AirPlayDiscovery
 import AirPlayWire
 
 /// What this receiver can do, decided once from configuration and the media stack.

@@ -1,7 +1,4 @@
-import AirPlayDBus
-import AirPlayMQTT
-import AirPlayNowPlaying
-import AirPlayReceiver
+import AirPlayDaemon
 import ArgumentParser
 import FoundationEssentials
 import Glibc
@@ -113,7 +110,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
         let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }
         let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger,
-                                    makeSurfaces: Self.makeSurfaces) {
+                                    makeSurfaces: ReceiverSurfaces.make) {
             try command.resolveConfiguration()
         }
         let group = ServiceGroup(configuration: .init(
@@ -156,29 +153,5 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         }
         try settings.validate()
         return settings
-    }
-
-    /// The now-playing surfaces that live in their own modules: MPRIS on D-Bus.
-    @Sendable static func makeSurfaces(_ context: NowPlayingContext) throws -> [any NowPlayingSurface] {
-        var surfaces: [any NowPlayingSurface] = []
-        if let bus = DBusBus(rawValue: context.settings.mpris) {
-            surfaces.append(MPRISService(bus: bus, instance: context.instance, identity: "\(context.name) (AirPlay)",
-                                         stateDirectory: context.stateDirectory, nowPlaying: context.nowPlaying, logger: context.logger))
-            context.logger.info("MPRIS", metadata: ["dbus.bus": "\(bus.rawValue)"])
-        }
-        if let mqtt = context.settings.mqtt {
-            let connection = MQTTConnection(
-                host: mqtt.host, port: mqtt.port, topic: mqtt.topic, username: mqtt.username.isEmpty ? nil : mqtt.username,
-                password: mqtt.password.isEmpty ? nil : mqtt.password, tlsCAFile: mqtt.tlsCAFile.isEmpty ? nil : mqtt.tlsCAFile,
-                discoveryPrefix: mqtt.discoveryPrefix.isEmpty ? nil : mqtt.discoveryPrefix,
-                clientID: "airplayd-" + context.deviceID.filter { $0.isHexDigit }.lowercased())
-            do {
-                surfaces.append(try MQTTSurface(connection: connection, deviceID: context.deviceID, name: context.name,
-                                                nowPlaying: context.nowPlaying, logger: context.logger))
-            } catch {
-                throw ConfigurationError(key: "mqtt", message: error.description)
-            }
-        }
-        return surfaces
     }
 }

@@ -1,4 +1,5 @@
 import AirPlayPairing
+import AirPlayDaemon
 import AirPlayReceiver
 import AirPlayWire
 import ArgumentParser

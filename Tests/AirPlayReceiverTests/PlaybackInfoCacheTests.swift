@@ -42,15 +42,4 @@ import Testing
         cache.store(xml, format: .xml, now: 10, generation: generation)
         #expect(cache.answer(format: .xml, now: 10.001) == nil)
     }
-
-    /// The gateway finds its playback from the URL it gave the player, by a scan of the path.
-    @Test func theGatewayTokenIsReadFromItsURLs() {
-        #expect(HLSGateway.token(of: "http://127.0.0.1:7000/hls/3f9a/main.m3u8") == "3f9a")
-        #expect(HLSGateway.token(of: "http://[::1]:7000/hls/3f9a/trick.m3u8?x=1") == "3f9a")
-        #expect(HLSGateway.token(of: "/hls/3f9a/s12") == "3f9a")
-        #expect(HLSGateway.token(of: "http://example.com/video/hls/3f9a/main.m3u8") == nil)
-        #expect(HLSGateway.token(of: "http://127.0.0.1:7000/hls") == nil)
-        #expect(HLSGateway.token(of: "http://127.0.0.1:7000") == nil)
-        #expect(HLSGateway.token(of: "") == nil)
-    }
 }

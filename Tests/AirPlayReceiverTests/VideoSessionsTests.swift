@@ -16,7 +16,7 @@ import Testing
 
     static func sessions(_ players: @escaping @Sendable () -> ScriptedMediaPlayer) -> VideoSessions {
         VideoSessions(makePlayer: { () throws(MediaError) -> any MediaPlayer in players() },
-                      policy: MediaURLPolicy(refuseLocalTargets: false), takeover: .replace,
+                      policy: MediaURLPolicy(refusingLocalTargetsWith: nil), takeover: .replace,
                       events: EventChannels(logger: Logger(label: "test")), logger: Logger(label: "test"))
     }
 

@@ -1,4 +1,3 @@
-import AirPlayDiscovery
 import AirPlayMedia
 import AirPlayNowPlaying
 import AirPlayWire
@@ -13,6 +12,10 @@ import NIOConcurrencyHelpers
 /// resolves to. Commands go one at a time on a queue of the client's own (at most
 /// `maxPending` wait; more are refused at once), so a flood of remote presses cannot pile up
 /// threads; nothing else waits for them.
+/// Finds the `_dacp._tcp` service (`iTunes_Ctrl_<DACP-ID>`) of a DACP-ID: its port and the
+/// addresses it resolved to, or nil. It browses the network, so the daemon hands one in.
+public typealias DACPServiceFinder = @Sendable (_ dacpID: String) -> (port: UInt16, addresses: [String])?
+
 final class DACPClient: Sendable {
     /// Commands that may wait for the sender at once.
     static let maxPending = 8
@@ -20,7 +23,7 @@ final class DACPClient: Sendable {
     static let notFoundSeconds = 5.0
 
     /// Finds the port of the DACP service for a DACP-ID, with the addresses it resolved to.
-    typealias Finder = @Sendable (_ dacpID: String) -> (port: UInt16, addresses: [String])?
+    typealias Finder = DACPServiceFinder
 
     private let find: Finder
     private let ports = NIOLockedValueBox<[String: (port: UInt16, addresses: [String])]>([:])
@@ -30,16 +33,10 @@ final class DACPClient: Sendable {
     /// Seconds a command may take to connect and be answered.
     let timeout: Double
 
-    /// A client finding services with `find` (avahi-daemon by default).
-    init(timeout: Double = 2, find: @escaping Finder = DACPClient.browse) {
+    /// A client finding senders' services with `find` (the daemon browses avahi-daemon).
+    init(timeout: Double = 2, find: @escaping Finder) {
         self.timeout = timeout
         self.find = find
-    }
-
-    /// Browses `_dacp._tcp` for up to 2 s for the service of `dacpID`.
-    static func browse(dacpID: String) -> (port: UInt16, addresses: [String])? {
-        let services = (try? AvahiBrowser().browse(types: ["_dacp._tcp"], timeoutSeconds: 2)) ?? []
-        return services.first { DACPCommand.serviceMatches($0.name, dacpID: dacpID) }.map { ($0.port, $0.addresses) }
     }
 
     /// Sends `command` to `sender`; `completion` hears the outcome once, from the command's thread.

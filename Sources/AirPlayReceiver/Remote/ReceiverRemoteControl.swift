@@ -5,20 +5,27 @@ import Logging
 /// The box's remote control: a command from any surface goes to whatever plays, the video
 /// player or the audio sender (over DACP). Volume steps on audio go to the sender too, so its
 /// slider moves and it sends the new volume back, as with a remote in iTunes.
-final class ReceiverRemoteControl: RemoteControl {
+public final class ReceiverRemoteControl: RemoteControl {
     private let nowPlaying: NowPlaying
     private let video: VideoSessions?
     private let dacp: DACPClient
     private let logger: Logger
 
-    init(nowPlaying: NowPlaying, video: VideoSessions?, dacp: DACPClient = DACPClient(), logger: Logger) {
+    /// A remote control for what `nowPlaying` shows, reaching audio senders' DACP services
+    /// through `findDACP`.
+    public convenience init(nowPlaying: NowPlaying, video: VideoSessions?, findDACP: @escaping DACPServiceFinder, logger: Logger) {
+        self.init(nowPlaying: nowPlaying, video: video, dacp: DACPClient(find: findDACP), logger: logger)
+    }
+
+    init(nowPlaying: NowPlaying, video: VideoSessions?, dacp: DACPClient, logger: Logger) {
         self.nowPlaying = nowPlaying
         self.video = video
         self.dacp = dacp
         self.logger = logger
     }
 
-    func perform(_ command: RemoteCommand, completion: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
+    /// Sends `command` to whatever plays; `completion` hears the outcome once.
+    public func perform(_ command: RemoteCommand, completion: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
         let state = nowPlaying.state
         guard let sender = state.sender else { return completion(.failure(RemoteControlError("nothing is playing"))) }
         let logger = self.logger

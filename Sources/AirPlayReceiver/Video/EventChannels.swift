@@ -34,7 +34,7 @@ public final class EventChannels: Sendable {
 
     /// Asks the session's sender for an HLS key it can reach and we cannot (a custom-scheme URI):
     /// `POST /key` with a plist `{uri}`; a 200 reply's body is the key. Times out after 10 s.
-    public func requestKey(sessionID: String, uri: String) async -> Result<[UInt8], HLSGateway.KeyError> {
+    public func requestKey(sessionID: String, uri: String) async -> Result<[UInt8], HLSKeyError> {
         guard let (channel, replies) = channels.withLockedValue({ $0[sessionID] }), let replies else {
             return .failure(.init("the sender has no event channel open to ask for the key"))
         }

@@ -1,4 +1,3 @@
-import AirPlayHTTP
 import AirPlayMedia
 import AirPlayPlist
 import AirPlayWire
@@ -106,35 +105,47 @@ public struct PlayRequest: Hashable, Sendable {
     }
 }
 
-/// Checks a media URL before anything fetches it.
-public struct MediaURLPolicy: Hashable, Sendable {
-    /// Refuse hosts that resolve to loopback or link-local addresses.
-    public var refuseLocalTargets: Bool
-    /// Extra certificate authorities for the redirect check (`tls_ca_file`).
-    public var caFile: String?
+/// Where a media URL leads, looked up before anything fetches it: name lookups and HTTP, so
+/// the daemon hands one in (`HTTPMediaURLScreen` in `AirPlayHLSGateway`).
+public protocol MediaURLScreen: Sendable {
+    /// The first loopback, link-local or unspecified address `host` resolves to, if any.
+    func firstLocalAddress(of host: String) -> String?
+    /// Where `url`'s redirects lead, each hop screened as it connects: nil when it cannot be
+    /// told (unreachable, refused for another reason: the player tries and reports it).
+    /// Throws when a hop leads to a loopback or link-local address.
+    func finalURL(of url: String, headers: [String: String]) throws(MediaURLScreenRefusal) -> String?
+}
 
-    /// A policy.
-    public init(refuseLocalTargets: Bool, caFile: String? = nil) {
-        self.refuseLocalTargets = refuseLocalTargets
-        self.caFile = caFile
+/// A redirect that led to the box itself or its link.
+public struct MediaURLScreenRefusal: Error, Hashable, Sendable {
+    /// A refusal.
+    public init() {}
+}
+
+/// Checks a media URL before anything fetches it.
+public struct MediaURLPolicy: Sendable {
+    /// With a screen, hosts that resolve to loopback or link-local addresses are refused
+    /// (`video_refuse_local_urls`); without, any http(s) URL with a host is played.
+    public var screen: (any MediaURLScreen)?
+    /// Whether loopback and link-local targets are refused.
+    public var refuseLocalTargets: Bool { screen != nil }
+
+    /// A policy refusing local targets when given a screen.
+    public init(refusingLocalTargetsWith screen: (any MediaURLScreen)?) {
+        self.screen = screen
     }
 
-    /// The URL the player should open for `url` (already `check`ed). With `refuseLocalTargets`,
-    /// a progressive URL's redirects are followed here, each hop screened as it connects, and the
+    /// The URL the player should open for `url` (already `check`ed). With a screen, a
+    /// progressive URL's redirects are followed here, each hop screened as it connects, and the
     /// player, which follows none, gets where they lead; a redirect to the box is refused. HLS
     /// playlists are left to the gateway, which screens every fetch of its own. Blocking (name
     /// lookups and a request): never on an event loop.
     public func destination(of url: String, headers: [String: String]) throws(PlayRequest.Problem) -> String {
-        guard refuseLocalTargets, !HLSGateway.isPlaylist(url) else { return url }
-        let options = HTTPRequestOptions(headers: headers, timeout: 10, caFile: caFile, refuseLocalTargets: true)
+        guard let screen, !PlaylistURL.isPlaylist(url) else { return url }
         do {
-            let final = try HTTPClient.resolve(url, options: options).finalURL
-            return HTTPClient.isFetchable(final) ? final : url
-        } catch where error.localTargetRefused {
-            throw PlayRequest.Problem(status: 400, reason: "\(url.prefix(200)) redirects to a loopback or link-local address; refused by configuration")
+            return try screen.finalURL(of: url, headers: headers) ?? url
         } catch {
-            // Unreachable or refused for another reason: the player tries and reports it.
-            return url
+            throw PlayRequest.Problem(status: 400, reason: "\(url.prefix(200)) redirects to a loopback or link-local address; refused by configuration")
         }
     }
 
@@ -151,11 +162,8 @@ public struct MediaURLPolicy: Hashable, Sendable {
         guard let host = components.host, !host.isEmpty else {
             throw PlayRequest.Problem(status: 400, reason: "the URL has no host")
         }
-        if refuseLocalTargets, let address = Self.firstLocalAddress(of: host) {
+        if let screen, let address = screen.firstLocalAddress(of: host) {
             throw PlayRequest.Problem(status: 400, reason: "\(host) resolves to \(address), a loopback or link-local address; refused by configuration")
         }
     }
-
-    /// The first loopback or link-local address the host resolves to, if any.
-    static func firstLocalAddress(of host: String) -> String? { LocalAddressScreen.firstLocalAddress(of: host) }
 }

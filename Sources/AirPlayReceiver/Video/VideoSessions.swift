@@ -50,7 +50,7 @@ public final class VideoSessions: Sendable {
     /// Where players are built, loaded, driven and stopped: off the event loops, in order.
     let playerQueue = DispatchQueue(label: "airplayd.video-players")
     /// Fronts HLS playlists for the player (variant choice, keys), when there is one.
-    public let gateway: HLSGateway?
+    public let gateway: (any HLSProxy)?
     /// The box's now-playing state, which video sessions appear in too.
     let nowPlaying: NowPlaying?
     /// Recent `/playback-info` answers, for senders polling together.
@@ -59,7 +59,7 @@ public final class VideoSessions: Sendable {
 
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
-                events: EventChannels, gateway: HLSGateway? = nil, makeClassicPlayer: PlayerFactory? = nil,
+                events: EventChannels, gateway: (any HLSProxy)? = nil, makeClassicPlayer: PlayerFactory? = nil,
                 nowPlaying: NowPlaying? = nil, logger: Logger) {
         self.gateway = gateway
         self.nowPlaying = nowPlaying
@@ -160,7 +160,7 @@ public final class VideoSessions: Sendable {
             // Only HLS needs playbin3 (hlsdemux2). Progressive media plays on classic playbin:
             // playbin3 1.22 crashed in its own teardown (SIGSEGV in gst_object_replace) in 4 of 8
             // runs of 200 rapid MP4 play/stop cycles (`tools/soak --kinds mp4`), playbin in none of 3.
-            let classic = trick || !(url.contains("/hls/") || HLSGateway.isPlaylist(url))
+            let classic = trick || !(url.contains("/hls/") || PlaylistURL.isPlaylist(url))
             player = try (classic ? makeClassicPlayer ?? makePlayer : makePlayer)()
         } catch {
             return Self.text(500, "cannot create a player: \(error.message)")
@@ -244,7 +244,7 @@ public final class VideoSessions: Sendable {
         let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
         // HLS playlists go through the gateway: it picks the variants and fetches the keys.
         let gatewayURL = gateway.flatMap { gateway in
-            HLSGateway.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
+            PlaylistURL.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
         }
         let decision = machine.withLockedValue {
             $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0)
@@ -396,7 +396,7 @@ public final class VideoSessions: Sendable {
             case "public.legible", "subtitles": type = "SUBTITLES"
             default: return Self.text(400, "selectedMediaArray entries need a type: public.audible or public.legible (AUDIO or SUBTITLES)")
             }
-            let choice = HLSGateway.RenditionChoice(
+            let choice = HLSRenditionChoice(
                 language: entry["MediaSelectionOptionsExtendedLanguageTag"]?.stringValue ?? entry["language"]?.stringValue,
                 name: entry["MediaSelectionOptionsName"]?.stringValue ?? entry["name"]?.stringValue)
             changed = gateway.select(url, type: type, choice: choice) || changed
@@ -454,7 +454,7 @@ public final class VideoSessions: Sendable {
         ]))
     }
 
-    static func info(_ status: MediaStatus, hls: HLSGateway.Figures? = nil) -> PropertyList {
+    static func info(_ status: MediaStatus, hls: HLSFigures? = nil) -> PropertyList {
         let duration = status.duration.map { $0.isFinite ? $0 : 0 } ?? 0
         let ranges = { (ranges: [TimeRange]) -> PropertyList in
             .array(ranges.map { .dictionary(["start": .real($0.start), "duration": .real($0.duration)]) })

@@ -1,4 +1,5 @@
-@testable import AirPlayReceiver
+@testable import AirPlayHLSGateway
+import AirPlayReceiver
 import AirPlayHLS
 import Testing
 
@@ -133,5 +134,16 @@ import Testing
         #expect(HLSGateway.fileExtension("https://x/seg/00001.TS?token=a.b") == ".ts")
         #expect(HLSGateway.fileExtension("https://x/a.b/segment") == "" && HLSGateway.fileExtension("https://x/s.verylong") == "")
         #expect(HLSGateway.mediaType("https://x/init.mp4") == "video/mp4" && HLSGateway.mediaType("https://x/sub.vtt") == "text/vtt")
+    }
+
+    /// The gateway finds its playback from the URL it gave the player, by a scan of the path.
+    @Test func theGatewayTokenIsReadFromItsURLs() {
+        #expect(HLSGateway.token(of: "http://127.0.0.1:7000/hls/3f9a/main.m3u8") == "3f9a")
+        #expect(HLSGateway.token(of: "http://[::1]:7000/hls/3f9a/trick.m3u8?x=1") == "3f9a")
+        #expect(HLSGateway.token(of: "/hls/3f9a/s12") == "3f9a")
+        #expect(HLSGateway.token(of: "http://example.com/video/hls/3f9a/main.m3u8") == nil)
+        #expect(HLSGateway.token(of: "http://127.0.0.1:7000/hls") == nil)
+        #expect(HLSGateway.token(of: "http://127.0.0.1:7000") == nil)
+        #expect(HLSGateway.token(of: "") == nil)
     }
 }

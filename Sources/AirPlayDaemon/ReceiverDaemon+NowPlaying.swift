@@ -1,4 +1,5 @@
 import AirPlayNowPlaying
+import AirPlayReceiver
 import Logging
 import NIOCore
 

@@ -1,4 +1,5 @@
 import AirPlayPairing
+import AirPlayReceiver
 import AirPlayWire
 import FoundationEssentials
 import Logging

@@ -1,5 +1,6 @@
 import AirPlayHLS
 import AirPlayHTTP
+import AirPlayReceiver
 import AirPlayWire
 import Dispatch
 import FoundationEssentials
@@ -17,68 +18,18 @@ import NIOCore
 /// the sender over the reverse event channel. Segments are not proxied: their URIs are made
 /// absolute and the player fetches them from the origin; with `refuseLocalTargets` they are
 /// (`HLSGateway+Segments.swift`), as the player follows their redirects unscreened.
-public final class HLSGateway: Sendable {
+public final class HLSGateway: HLSProxy {
     /// Asks the sender of a session for a key it can reach and we cannot (a custom scheme).
     public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], KeyError>
 
     /// Why a key could not be had.
-    public struct KeyError: Error, Hashable, Sendable {
-        /// What went wrong.
-        public var message: String
-        /// A key error.
-        public init(_ message: String) { self.message = message }
-    }
-
-    /// What the gateway knows of a playback, for `/playback-info` and the log.
-    public struct Figures: Hashable, Sendable {
-        /// Variants in the master playlist.
-        public var variants: Int
-        /// The variants the player may adapt among.
-        public var allowed: [Int]
-        /// The others, with the reason each was left out.
-        public var refused: [Int: String]
-        /// The variant whose playlist the player read last: what plays.
-        public var current: Int?
-        /// Its peak bit rate, resolution and URI.
-        public var currentDescription: VariantDescription?
-        /// The last failure (a playlist or key that could not be fetched), for the error report.
-        public var error: String?
-        /// Bits per second the origin delivered the probe segment at, when measured.
-        public var measuredBandwidth: Double?
-    }
-
+    public typealias KeyError = HLSKeyError
+    /// What the gateway knows of a playback.
+    public typealias Figures = HLSFigures
     /// An alternate rendition as `/playback-info` lists it.
-    public struct RenditionInfo: Hashable, Sendable {
-        /// AUDIO or SUBTITLES.
-        public var type: String
-        /// GROUP-ID.
-        public var group: String
-        /// NAME.
-        public var name: String
-        /// LANGUAGE.
-        public var language: String?
-        /// True for the one that plays (or, for subtitles, shows).
-        public var selected: Bool
-    }
-
-    /// What a sender selected for a rendition type: a language or a name, or nothing (subtitles off).
-    public struct RenditionChoice: Hashable, Sendable {
-        /// LANGUAGE to match (case-insensitive), if any.
-        public var language: String?
-        /// NAME to match, if any.
-        public var name: String?
-        /// A choice from its parts; neither means "none" (subtitles off).
-        public init(language: String?, name: String?) {
-            self.language = language
-            self.name = name
-        }
-
-        func matches(_ rendition: Rendition) -> Bool {
-            if let language, rendition.language?.lowercased() != language.lowercased() { return false }
-            if let name, rendition.name != name { return false }
-            return language != nil || name != nil
-        }
-    }
+    public typealias RenditionInfo = HLSRenditionInfo
+    /// What a sender selected for a rendition type.
+    public typealias RenditionChoice = HLSRenditionChoice
 
     let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
@@ -107,10 +58,7 @@ public final class HLSGateway: Sendable {
     }
 
     /// True for URLs the gateway should front: HLS playlists (`.m3u8`, `.m3u`).
-    public static func isPlaylist(_ url: String) -> Bool {
-        guard let path = URLComponents(string: url)?.path.lowercased() else { return false }
-        return path.hasSuffix(".m3u8") || path.hasSuffix(".m3u")
-    }
+    public static func isPlaylist(_ url: String) -> Bool { PlaylistURL.isPlaylist(url) }
 
     /// Starts fronting a playlist; returns the URL the player should open.
     public func open(origin: String, headers: [String: String], sessionID: String) -> String {

@@ -1,4 +1,5 @@
-@testable import AirPlayReceiver
+@testable import AirPlayDaemon
+import AirPlayReceiver
 import AirPlayWire
 import Foundation
 import Logging

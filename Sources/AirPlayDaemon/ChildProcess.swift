@@ -1,12 +1,13 @@
+import AirPlayReceiver
 import Glibc
 
 /// Runs a program and collects its standard output, with a deadline: the media probe's child.
 /// (posix_spawn, not Foundation's `Process`, which would pull all of Foundation into the daemon.)
-enum ChildProcess {
+package enum ChildProcess {
     /// The child's standard output when it exits with status 0 within `timeout` seconds and
     /// writes at most `limit` bytes; nil otherwise (a late child is killed). Standard error is
     /// discarded.
-    static func output(of path: String, arguments: [String], timeout: Double, limit: Int = 1 << 20) -> [UInt8]? {
+    package static func output(of path: String, arguments: [String], timeout: Double, limit: Int = 1 << 20) -> [UInt8]? {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return nil }
         let (readEnd, writeEnd) = (fds[0], fds[1])

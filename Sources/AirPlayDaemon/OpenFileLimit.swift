@@ -1,3 +1,4 @@
+import AirPlayReceiver
 import Glibc
 import Logging
 
@@ -7,13 +8,13 @@ import Logging
 /// `max_connections = 1024` a full house of senders, plus the sessions' UDP sockets, the
 /// pipelines' files and the bus, would run out, and accept would fail for everyone. The soft
 /// limit is raised to the hard one (at most 65,536), as Go and nginx do for their servers.
-enum OpenFileLimit {
+package enum OpenFileLimit {
     /// Descriptors kept for everything but control connections (sessions, media, bus, logs).
     static let reserve = 256
 
     /// Raises the soft limit so `connections` control connections fit beside the reserve;
     /// logs what it did, and warns when even the hard limit is too low.
-    static func raise(toServe connections: Int, logger: Logger) {
+    package static func raise(toServe connections: Int, logger: Logger) {
         var limit = rlimit()
         guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return }
         let wanted = rlim_t(connections + reserve)

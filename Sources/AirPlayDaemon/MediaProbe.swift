@@ -1,3 +1,4 @@
+import AirPlayHLSGateway
 import AirPlayReceiver
 import FoundationEssentials
 import GStreamerMedia
@@ -6,7 +7,7 @@ import GStreamerMedia
 /// --probe-media`), so that the daemon itself initialises GStreamer only when a session needs
 /// it: GStreamer's registry, its plugins and the sinks they load cost an idle box most of its
 /// memory, and the capabilities published in the TXT records must still tell the truth.
-struct MediaProbe: Codable, Hashable, Sendable {
+package struct MediaProbe: Codable, Hashable, Sendable {
     /// `GStreamer 1.22.0`.
     var version: String
     /// Element factories asked about, and whether each is installed.
@@ -21,7 +22,7 @@ struct MediaProbe: Codable, Hashable, Sendable {
         + VariantPolicy.decoders.values.flatMap { $0 })).sorted()
 
     /// Asks this process's GStreamer (initialising it): what the child does.
-    static func here(sinks: [String]) -> MediaProbe {
+    package static func here(sinks: [String]) -> MediaProbe {
         var errors: [String: String] = [:]
         for sink in sinks {
             do {
@@ -45,7 +46,7 @@ struct MediaProbe: Codable, Hashable, Sendable {
     }
 
     /// The probe as the child prints it.
-    var json: String {
+    package var json: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)

@@ -1,3 +1,4 @@
+import AirPlayReceiver
 import AirPlayWire
 import FoundationEssentials
 import Glibc

@@ -1,3 +1,4 @@
+import AirPlayHLSGateway
 import AirPlayMedia
 import AirPlayReceiver
 import AirPlayWire
@@ -9,21 +10,21 @@ import GStreamerMedia
 /// What GStreamer can do is asked once, in a child process (`MediaProbe`): the daemon
 /// initialises GStreamer itself only when the first session needs a pipeline, so an idle box
 /// does not carry GStreamer's registry and plugins.
-struct GStreamerEngine: ReceiverMediaEngine {
+package struct GStreamerEngine: ReceiverMediaEngine {
     private let probe: MediaProbe
 
     /// An engine whose capabilities and `sinks` (the configured sink descriptions) are checked
     /// in a child process, or here if the child cannot be run.
-    init(sinks: [String]) {
+    package init(sinks: [String]) {
         probe = MediaProbe.inChild(sinks: sinks) ?? MediaProbe.here(sinks: sinks)
     }
 
-    var versionDescription: String { probe.version }
-    var canPlayURLs: Bool { has("playbin") }
-    var canPlayHLS: Bool { has("hlsdemux") || has("hlsdemux2") }
-    var canDecodeAAC: Bool { has("avdec_aac") }
+    package var versionDescription: String { probe.version }
+    package var canPlayURLs: Bool { has("playbin") }
+    package var canPlayHLS: Bool { has("hlsdemux") || has("hlsdemux2") }
+    package var canDecodeAAC: Bool { has("avdec_aac") }
 
-    func canDecode(codec: String) -> Bool {
+    package func canDecode(codec: String) -> Bool {
         (VariantPolicy.decoders[codec] ?? []).contains(where: has)
     }
 
@@ -31,7 +32,7 @@ struct GStreamerEngine: ReceiverMediaEngine {
         probe.elements[element] ?? GStreamerRuntime.hasElement(element)
     }
 
-    func validateSink(_ description: String) throws(MediaError) {
+    package func validateSink(_ description: String) throws(MediaError) {
         if probe.checkedSinks.contains(description) {
             if let message = probe.sinkErrors[description] { throw MediaError(code: -2, domain: "airplayd.gstreamer", message: message) }
             return
@@ -39,7 +40,7 @@ struct GStreamerEngine: ReceiverMediaEngine {
         try PlaybinPlayer.checkSink(description)
     }
 
-    func makePlayer(videoSink: String, audioOutput: String, classicPlaybin: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
+    package func makePlayer(videoSink: String, audioOutput: String, classicPlaybin: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
         var configuration = PlaybinPlayer.Configuration(videoSink: videoSink, audioOutput: audioOutput)
         configuration.followRedirects = followRedirects
         // playbin's hlsdemux plays the I-frame chunks of trick play, where playbin3's hlsdemux2
@@ -48,11 +49,11 @@ struct GStreamerEngine: ReceiverMediaEngine {
         return try PlaybinPlayer(configuration: configuration)
     }
 
-    func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput {
+    package func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput {
         try GStreamerPCMOutput(sink: sink, format: format)
     }
 
-    var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC) }
+    package var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC) }
 }
 
 /// The decoders airplayd plays RAOP with: ALAC in Swift (no pipeline, bit-exact with FFmpeg),

@@ -1,4 +1,5 @@
-@testable import AirPlayReceiver
+@testable import AirPlayDaemon
+import AirPlayReceiver
 import Testing
 
 /// The now-playing surfaces' keys: off by default, strict about what they take.

@@ -1,4 +1,4 @@
-import AirPlayReceiver
+import AirPlayDaemon
 import Testing
 
 /// The TOML the configuration file is read with: what it accepts, and the line it names for

@@ -1,3 +1,4 @@
+import AirPlayReceiver
 import FoundationEssentials
 import Glibc
 

@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayReceiver
 import AirPlayWire
 import FoundationEssentials
 import Glibc

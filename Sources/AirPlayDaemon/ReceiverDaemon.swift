@@ -1,8 +1,10 @@
 import AirPlayDiscovery
 import AirPlayHLS
+import AirPlayHLSGateway
 import AirPlayMedia
 import AirPlayNowPlaying
 import AirPlayPairing
+import AirPlayReceiver
 import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
@@ -61,17 +63,17 @@ public final class ReceiverDaemon: Service, Sendable {
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.
-    private func makeVideoSessions(events: EventChannels) -> VideoSessions {
+    private func makeVideoSessions(events: EventChannels, gateway: HLSGateway) -> VideoSessions {
         let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput)
         let followRedirects = !configuration.videoRefuseLocalURLs
         return VideoSessions(
             makePlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: false, followRedirects: followRedirects)
             },
-            policy: MediaURLPolicy(refuseLocalTargets: configuration.videoRefuseLocalURLs,
-                                   caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile),
+            policy: MediaURLPolicy(refusingLocalTargetsWith: configuration.videoRefuseLocalURLs
+                ? HTTPMediaURLScreen(caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile) : nil),
             takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
-            events: events, gateway: makeHLSGateway(events: events),
+            events: events, gateway: gateway,
             makeClassicPlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: true, followRedirects: followRedirects)
             }, nowPlaying: nowPlaying, logger: logger)
@@ -231,7 +233,8 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
         let events = EventChannels(logger: logger)
-        let video = playbackPossible ? makeVideoSessions(events: events) : nil
+        let gateway = makeHLSGateway(events: events)
+        let video = playbackPossible ? makeVideoSessions(events: events, gateway: gateway) : nil
         var router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })
@@ -242,7 +245,8 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
-        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, logger: logger))
+        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video,
+                                                          findDACP: AvahiDACPFinder.find, logger: logger))
         var surfaces: [any NowPlayingSurface] = []
         do {
             surfaces = try Self.attachSurfaces(
@@ -279,7 +283,7 @@ public final class ReceiverDaemon: Service, Sendable {
             throw error
         }
         logger.info("control port listening", metadata: ["port": "\(port)", "address": "\(configuration.address ?? "any")"])
-        video?.gateway?.setPort(port, host: configuration.address)
+        gateway.setPort(port, host: configuration.address)
 
         let advertisement = ReceiverAdvertisement(deviceID: identity.id, port: UInt16(port), capabilities: capabilities)
         let notifier = self.notifier

@@ -1,3 +1,4 @@
+import AirPlayReceiver
 import FoundationEssentials
 
 /// Where the box shows what plays and takes remote control: MPRIS, the shairport-sync

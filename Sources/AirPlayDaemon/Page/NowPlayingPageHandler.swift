@@ -1,4 +1,5 @@
 import AirPlayNowPlaying
+import AirPlayReceiver
 import AirPlayWire
 import NIOConcurrencyHelpers
 import NIOCore
