@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "LinuxIO", dependencies: ["CLinuxIO"]),
 
         // Wrappers: the only importers of their C library.
-        .target(name: "AirPlayPlist", dependencies: ["CPlist"]),
+        .target(name: "AirPlayPlist", dependencies: ["AirPlayWire", "CPlist"]),
         .target(name: "AirPlayCrypto", dependencies: ["COpenSSL", "LinuxIO"]),
         // HAP pairing: TLV8, pair-setup and pair-verify for both roles, the encrypted channel, stored pairings.
         .target(name: "AirPlayPairing", dependencies: ["AirPlayCrypto", "AirPlayWire", .product(name: "NIOCore", package: "swift-nio")]),
@@ -167,12 +167,12 @@ let package = Package(
         ]),
 
         .testTarget(name: "AirPlayWireTests", dependencies: [
-            "AirPlayWire", "AirPlayTesting",
+            "AirPlayWire", "AirPlayPlist", "AirPlayTesting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOTestUtils", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
-        .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist"]),
+        .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist", "AirPlayWire"]),
         .testTarget(name: "AirPlayNowPlayingTests", dependencies: ["AirPlayNowPlaying", "AirPlayWire"]),
         .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto", "AirPlayTesting"]),

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
@@ -19,36 +20,62 @@ public final class AirPlay2SenderSession: Sendable {
         guard let secret = client.connection.pairingSecret else {
             throw SenderError(.refused(status: 0), "AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
         }
-        var body: [String: PropertyList] = [
-            "timingProtocol": .string("NTP"), "sessionUUID": .string(UUID().uuidString),
-            "deviceID": .string(senderDeviceID), "macAddress": .string(senderDeviceID), "name": .string("airplay"),
-            "model": .string("airplay1,1"), "sourceVersion": .string("220.68"), "isMultiSelectAirPlay": .bool(true),
-            "groupContainsGroupLeader": .bool(false), "senderSupportsRelay": .bool(false), "statsCollectionEnabled": .bool(false),
-        ]
-        if let timingPort { body["timingPort"] = .integer(Int64(timingPort)) }
-        if let ptpPeers, let first = ptpPeers.first {
-            body["timingProtocol"] = .string("PTP")
-            let peer = PropertyList.dictionary(["Addresses": .array(ptpPeers.map { .string($0) }), "ID": .string(first), "DeviceType": .integer(0)])
-            body["timingPeerInfo"] = peer
-            body["timingPeerList"] = .array([peer])
-        }
-        let reply = try await plistRequest(client, "SETUP", body)
-        guard let eventPort = reply["eventPort"]?.integerValue, (1...65535).contains(eventPort) else {
-            throw SenderError(.refused(status: 0), "SETUP phase 1 gave no eventPort")
+        let reply = try await setUp(client, .session(describe(timingPort: timingPort, ptpPeers: ptpPeers)))
+        guard let eventPort = reply.session?.eventPort else {
+            throw SenderError(.refused(status: 0), "SETUP phase 1 was answered with streams, not an eventPort")
         }
         let keys: EventChannelKeys
         do { keys = try EventChannelKeys(sharedSecret: secret) } catch { throw SenderError(.badInput, "event keys: \(error)") }
         let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost,
-                                                               port: Int(eventPort), keys: keys)
+                                                               port: eventPort, keys: keys)
         return AirPlay2SenderSession(events: events)
     }
 
     /// Closes the event channel.
     public func close() async { await events.close() }
 
+    /// Phase 1 as this sender writes it: NTP with our timing port, or PTP with our clock's
+    /// addresses (our grandmaster's first) as the timing peers.
+    static func describe(timingPort: Int?, ptpPeers: [String]?) -> AirPlay2Setup.Session {
+        AirPlay2Setup.Session(
+            timingProtocol: ptpPeers?.isEmpty == false ? "PTP" : "NTP", timingPort: timingPort, sessionUUID: UUID().uuidString,
+            deviceID: senderDeviceID, name: "airplay", model: "airplay1,1", timingPeers: ptpPeers ?? [], macAddress: senderDeviceID,
+            sourceVersion: "220.68",
+            traits: ["isMultiSelectAirPlay": true, "groupContainsGroupLeader": false, "senderSupportsRelay": false,
+                     "statsCollectionEnabled": false])
+    }
+
+    /// A realtime stream (type 96) as this sender sets it up: ALAC or PCM at 44.1 kHz/16-bit,
+    /// 352 frames a packet, its SSRC as the stream's connection id.
+    static func realtimeStream(alac: Bool, key: [UInt8], controlPort: Int, ssrc: UInt32) -> AirPlay2Setup.Stream {
+        AirPlay2Setup.Stream(type: AirPlay2Setup.realtime, compression: alac ? 2 : 1, audioFormat: alac ? 0x40000 : 0x800,
+                             samplesPerFrame: 352, sampleRate: 44100, streamKey: key, controlPort: controlPort,
+                             latencyMin: 11025, latencyMax: 88200, isMedia: true, audioMode: "default",
+                             streamConnectionID: Int64(ssrc), supportsDynamicStreamID: false)
+    }
+
+    /// A buffered stream (type 103) as this sender sets it up.
+    static func bufferedStream(compression: Int, audioFormat: UInt64, samplesPerFrame: Int, format: PCMFormat, key: [UInt8],
+                               ssrc: UInt32) -> AirPlay2Setup.Stream {
+        AirPlay2Setup.Stream(type: AirPlay2Setup.buffered, compression: compression, audioFormat: audioFormat,
+                             samplesPerFrame: samplesPerFrame, sampleRate: format.sampleRate, bitsPerSample: format.bitsPerSample,
+                             streamKey: key, audioMode: "default", streamConnectionID: Int64(ssrc), supportsDynamicStreamID: false,
+                             clientID: "airplay")
+    }
+
+    /// A SETUP with `setup`'s body; its answer, read, or an error saying what came back instead.
+    static func setUp(_ client: RAOPClient, _ setup: AirPlay2Setup) async throws(SenderError) -> AirPlay2SetupReply {
+        let reply = try await plistRequest(client, "SETUP", setup.plist)
+        do {
+            return try AirPlay2SetupReply(plist: reply)
+        } catch {
+            throw SenderError(.refused(status: 0), "SETUP: \(error.description)")
+        }
+    }
+
     /// A request with a binary plist body; its answer's plist (an empty dictionary for none).
-    static func plistRequest(_ client: RAOPClient, _ method: String, _ body: [String: PropertyList]) async throws(SenderError) -> PropertyList {
-        let response = try await client.request(method, body: PropertyList.dictionary(body).encoded(as: .binary),
+    static func plistRequest(_ client: RAOPClient, _ method: String, _ body: PropertyList) async throws(SenderError) -> PropertyList {
+        let response = try await client.request(method, body: body.encoded(as: .binary),
                                                 contentType: PropertyListFormat.binary.contentType)
         let bytes = Array(response.body.readableBytesView)
         guard !bytes.isEmpty else { return .dictionary([:]) }

@@ -38,17 +38,12 @@ extension RAOPLink {
         session = try await AirPlay2SenderSession.start(client: client, timingPort: port)
         codec = traits.codecs.contains(1) || !traits.advertised ? .alac : .pcm
         let key = try makeStreamKey()
-        let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-            "type": .integer(96), "ct": .integer(codec == .alac ? 2 : 1), "audioFormat": .integer(codec == .alac ? 0x40000 : 0x800),
-            "spf": .integer(Int64(Self.framesPerPacket)), "sr": .integer(44100), "shk": .data(key), "controlPort": .integer(Int64(port)),
-            "latencyMin": .integer(11025), "latencyMax": .integer(88200), "isMedia": .bool(true), "audioMode": .string("default"),
-            "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false),
-        ])])])
-        guard case .array(let described)? = streams["streams"], let stream = described.first,
-              let dataPort = stream["dataPort"]?.integerValue, let controlPort = stream["controlPort"]?.integerValue,
-              (1...65535).contains(dataPort), (1...65535).contains(controlPort) else {
+        let stream = AirPlay2SenderSession.realtimeStream(alac: codec == .alac, key: key, controlPort: port, ssrc: streamSSRC)
+        let reply = try await AirPlay2SenderSession.setUp(client, .streams([stream]))
+        guard let described = reply.streams?.first, let controlPort = described.controlPort else {
             throw SenderError(.refused(status: 0), "\(name): SETUP phase 2 gave no dataPort and controlPort")
         }
+        let dataPort = described.dataPort
         // No timing port: with NTP the receiver asks us for our time, on our UDP port.
         aim(audioPort: Int(dataPort), controlPort: Int(controlPort), timingPort: nil)
         try await record(sequence: sequence, rtpTime: rtpTime)

@@ -26,15 +26,10 @@ extension RAOPLink {
         try await record(sequence: 0, rtpTime: 0)
         _ = try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
                                      contentType: "/peer-list-changed")
-        let streams = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-            "type": .integer(103), "ct": .integer(codec == .aac ? 4 : 2), "audioFormat": .integer(Int64(Self.formatBit(format, codec: codec))),
-            "spf": .integer(codec == .aac ? 1024 : Int64(Self.framesPerPacket)), "sr": .integer(Int64(format.sampleRate)),
-            "ss": .integer(Int64(format.bitsPerSample)),
-            "shk": .data(key), "audioMode": .string("default"),
-            "streamConnectionID": .integer(Int64(streamSSRC)), "supportsDynamicStreamID": .bool(false), "clientID": .string("airplay"),
-        ])])])
-        guard case .array(let described)? = streams["streams"], let stream = described.first,
-              let dataPort = stream["dataPort"]?.integerValue, (1...65535).contains(dataPort) else {
+        let stream = AirPlay2SenderSession.bufferedStream(
+            compression: codec == .aac ? 4 : 2, audioFormat: Self.formatBit(format, codec: codec),
+            samplesPerFrame: codec == .aac ? 1024 : Self.framesPerPacket, format: format, key: key, ssrc: streamSSRC)
+        guard let dataPort = try await AirPlay2SenderSession.setUp(client, .streams([stream])).streams?.first?.dataPort else {
             throw SenderError(.refused(status: 0), "\(name): buffered SETUP gave no dataPort")
         }
         dataConnection = try BufferedDataConnection(host: remote, port: Int(dataPort))
@@ -57,7 +52,7 @@ extension RAOPLink {
 
     /// SETRATEANCHORTIME with `anchor` (rate 1 with its RTP and PTP times, or a pause).
     func sendAnchor(_ anchor: RateAnchorMessage) async throws(SenderError) {
-        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
+        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.wire.plist)
     }
 
     /// The `audioFormat` bit of the stream: stereo ALAC 18 (44.1 kHz 16-bit), 19 (44.1/24),
@@ -77,16 +72,10 @@ struct RateAnchorMessage: Sendable {
     var networkTime: Int64
     var timeline: UInt64
 
-    var plist: [String: PropertyList] {
-        guard playing else { return ["rate": .integer(0)] }
-        let nanoseconds = UInt64(networkTime % 1_000_000_000)
-        return [
-            "rate": .integer(1), "rtpTime": .integer(Int64(rtpTime)),
-            "networkTimeSecs": .integer(networkTime / 1_000_000_000),
-            // A 64-bit binary fraction of a second, its top half used (as Apple's senders fill it).
-            "networkTimeFrac": .integer(Int64(bitPattern: (((nanoseconds << 32) + 999_999_999) / 1_000_000_000) << 32)),
-            "networkTimeTimelineID": .integer(Int64(bitPattern: timeline)), "networkTimeFlags": .integer(0),
-        ]
+    /// The message on the wire (its one codec, `RateAnchor`): a pause carries the rate only.
+    var wire: RateAnchor {
+        playing ? RateAnchor(playing: true, rtpTime: rtpTime, networkTime: networkTime, timeline: timeline)
+                : RateAnchor(playing: false, rtpTime: nil, networkTime: nil, timeline: nil)
     }
 }
 

@@ -1,5 +1,3 @@
-import AirPlayWire
-
 /// One DNS-SD service to publish: instance name, type, port and TXT record.
 public struct ServiceRegistration: Hashable, Sendable {
     /// The service type, e.g. `_airplay._tcp`.

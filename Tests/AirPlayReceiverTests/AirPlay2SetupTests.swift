@@ -1,4 +1,5 @@
 import AirPlayPlist
+import AirPlayWire
 @testable import AirPlayReceiver
 import Testing
 
@@ -27,7 +28,7 @@ import Testing
         guard case .session(let session) = try AirPlay2Setup(plist: phase1) else { Issue.record("not phase 1"); return }
         #expect(session.timingProtocol == "NTP" && session.timingPort == 50123)
         #expect(session.name == "pyatv" && session.model == "iPhone14,3")
-        let reply = AirPlay2Setup.sessionReply(eventPort: 40000, timingPort: 40001)
+        let reply = AirPlay2SetupReply.session(.init(eventPort: 40000, timingPort: 40001)).plist
         #expect(reply["eventPort"]?.integerValue == 40000 && reply["timingPort"]?.integerValue == 40001)
     }
 
@@ -37,7 +38,7 @@ import Testing
         #expect(streams[0].type == 96 && streams[0].compression == 1 && streams[0].audioFormat == 0x800)
         #expect(streams[0].samplesPerFrame == 352 && streams[0].sampleRate == 44100 && streams[0].controlPort == 50124)
         #expect(streams[0].streamKey == [UInt8](repeating: 9, count: 32))
-        let reply = AirPlay2Setup.streamsReply([(type: 96, dataPort: 41000, controlPort: 41001)])
+        let reply = AirPlay2SetupReply.streams([.init(type: 96, dataPort: 41000, controlPort: 41001)]).plist
         #expect(reply["streams"] == .array([.dictionary(["type": .integer(96), "dataPort": .integer(41000), "controlPort": .integer(41001)])]))
     }
 
@@ -68,7 +69,7 @@ import Testing
         ])
         guard case .remoteControl(let session) = try AirPlay2Setup(plist: body) else { Issue.record("not remote control"); return }
         #expect(session.name == "iPhone" && session.model == "iPhone16,2" && session.timingPort == nil)
-        #expect(AirPlay2Setup.remoteControlReply(eventPort: 40000) == .dictionary(["eventPort": .integer(40000)]))
+        #expect(AirPlay2SetupReply.session(.init(eventPort: 40000)).plist == .dictionary(["eventPort": .integer(40000)]))
     }
 
     /// Keys nobody here reads (iOS 26's `mc2ucDetectionSSMGroupInfo`, shairport-sync #2203) are

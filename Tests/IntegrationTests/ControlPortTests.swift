@@ -1,5 +1,6 @@
 import AirPlayTesting
 import AirPlayPlist
+import AirPlayWire
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import AirPlayPlist
+import AirPlayWire
 import AirPlayTesting
 import Foundation
 import Testing

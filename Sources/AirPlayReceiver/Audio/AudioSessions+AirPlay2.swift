@@ -97,7 +97,7 @@ extension AudioSessions {
             logger.info("AirPlay 2 remote-control session", metadata: [
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "event.port": "\(channel.port)",
             ])
-            return ControlRouter.plistResponse(AirPlay2Setup.remoteControlReply(eventPort: channel.port), format: .binary)
+            return ControlRouter.plistResponse(AirPlay2SetupReply.session(.init(eventPort: channel.port)).plist, format: .binary)
         } catch {
             logger.warning("AirPlay 2 remote-control session refused", metadata: ["reason": "\(error)"])
             return .text(status: 500, "cannot open the event port: \(error)")

@@ -32,7 +32,7 @@ extension RAOPSessionStateMachine {
         }
         session.phase = .sessionSetUp
         current = session
-        return [.reply(Self.plistReply(AirPlay2Setup.sessionReply(eventPort: port, timingPort: 0, timingPeerAddresses: timingPeerAddresses)))]
+        return [.reply(Self.plistReply(AirPlay2SetupReply.session(.init(eventPort: port, timingPort: 0, timingPeers: timingPeerAddresses ?? [])).plist))]
     }
 
     /// The event port could not be opened: the session ends; `reason` is the 500's text.

@@ -276,8 +276,11 @@ public struct RAOPSessionStateMachine: Sendable {
         session.phase = session.recorded ? .recording : .ready
         current = session
         if session.kind == .airPlay2 {
-            let type = session.buffered ? AirPlay2Setup.buffered : AirPlay2Setup.realtime
-            return [.reply(Self.plistReply(AirPlay2Setup.streamsReply([(type, audio, control)])))]
+            let stream = session.buffered
+                ? AirPlay2SetupReply.Stream(type: AirPlay2Setup.buffered, dataPort: audio, controlPort: control,
+                                            audioBufferSize: AirPlay2Setup.audioBufferSize)
+                : AirPlay2SetupReply.Stream(type: AirPlay2Setup.realtime, dataPort: audio, controlPort: control)
+            return [.reply(Self.plistReply(AirPlay2SetupReply.streams([stream]).plist))]
         }
         let reply = RTSPTransport(spec: "RTP/AVP/UDP", parameters: [
             ("unicast", ""), ("mode", "record"), ("server_port", "\(audio)"), ("control_port", "\(control)"),

@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayMedia
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
@@ -25,15 +26,13 @@ enum AirPlay2Checks {
             let ports = probe.udpPorts()
             let session = try await AirPlay2SenderSession.start(client: client, timingPort: ports.timing)
             defer { Task { await session.close() } }
-            let reply = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-                "type": .integer(96), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(352), "sr": .integer(44100),
-                "shk": .data(SecureRandom.bytes(32)), "controlPort": .integer(Int64(ports.control)),
-                "latencyMin": .integer(11025), "latencyMax": .integer(88200), "isMedia": .bool(true), "audioMode": .string("default"),
-                "streamConnectionID": .integer(Int64(UInt32.random(in: 1...UInt32.max))), "supportsDynamicStreamID": .bool(false),
-            ])])])
-            guard let data = streamPort(reply, "dataPort"), let control = streamPort(reply, "controlPort") else {
-                return .failed("the stream SETUP answered no dataPort and controlPort: \(reply)")
+            let stream = AirPlay2SenderSession.realtimeStream(alac: true, key: SecureRandom.bytes(32), controlPort: ports.control,
+                                                              ssrc: UInt32.random(in: 1...UInt32.max))
+            let reply = try await AirPlay2SenderSession.setUp(client, .streams([stream]))
+            guard let described = reply.streams?.first, let control = described.controlPort else {
+                return .failed("the stream SETUP answered no dataPort and controlPort: \(reply.plist)")
             }
+            let data = described.dataPort
             try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=1;rtptime=0"])
             return .passed("dataPort \(data), controlPort \(control), RECORD 200")
         }
@@ -51,12 +50,12 @@ enum AirPlay2Checks {
             try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=0;rtptime=0"])
             try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
                                      contentType: "/peer-list-changed")
-            let reply = try await AirPlay2SenderSession.plistRequest(client, "SETUP", ["streams": .array([.dictionary([
-                "type": .integer(103), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(352),
-                "sr": .integer(44100), "ss": .integer(16), "shk": .data(SecureRandom.bytes(32)), "audioMode": .string("default"),
-                "streamConnectionID": .integer(Int64(UInt32.random(in: 1...UInt32.max))), "supportsDynamicStreamID": .bool(false),
-            ])])])
-            guard let data = streamPort(reply, "dataPort") else { return .failed("the buffered SETUP answered no dataPort: \(reply)") }
+            let stream = AirPlay2SenderSession.bufferedStream(compression: 2, audioFormat: 0x40000, samplesPerFrame: 352,
+                                                              format: PCMFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16),
+                                                              key: SecureRandom.bytes(32), ssrc: UInt32.random(in: 1...UInt32.max))
+            guard let data = try await AirPlay2SenderSession.setUp(client, .streams([stream])).streams?.first?.dataPort else {
+                return .failed("the buffered SETUP answered no dataPort")
+            }
             let connection = try BufferedDataConnection(host: remote, port: data)
             connection.close()
             return .passed("dataPort \(data) takes a TCP connection")
@@ -83,13 +82,6 @@ enum AirPlay2Checks {
                 return .failed("\(error)")
             }
         }
-    }
-
-    /// A port of the first stream a phase 2 answer describes.
-    private static func streamPort(_ reply: PropertyList, _ key: String) -> Int? {
-        guard case .array(let streams)? = reply["streams"], let port = streams.first?[key]?.integerValue,
-              (1...65535).contains(port) else { return nil }
-        return Int(port)
     }
 
     static let info = ConformanceCheck("airplay2.info", "airplay2.md §1 Turning it on, and what is advertised",
@@ -122,11 +114,9 @@ enum AirPlay2Checks {
     static let setupInClear = ConformanceCheck("airplay2.setup-in-clear", "airplay2.md §3 SETUP, phase 1: the session",
                                                "a session SETUP plist on a connection never paired is refused with a 4xx") { probe in
         guard await airPlay2Features(probe) != nil else { return .skipped("the receiver advertises no AirPlay 2") }
-        let body = PropertyList.dictionary([
-            "deviceID": .string("AA:BB:CC:DD:EE:FF"),
-            "sessionUUID": .string(UUID().uuidString), "timingProtocol": .string("NTP"), "timingPort": .integer(9),
-            "name": .string("airplay conformance"), "model": .string("Conformance1,1"),
-        ]).encoded(as: .binary)
+        let body = AirPlay2Setup.session(AirPlay2Setup.Session(
+            timingProtocol: "NTP", timingPort: 9, sessionUUID: UUID().uuidString, deviceID: "AA:BB:CC:DD:EE:FF",
+            name: "airplay conformance", model: "Conformance1,1")).plist.encoded(as: .binary)
         let answer = await probe.request("SETUP", probe.sessionURI, rtsp: true,
                                          headers: [("Content-Type", "application/x-apple-binary-plist")], body: body)
         return ConformanceOutcome.expecting(answer, 400..<500)

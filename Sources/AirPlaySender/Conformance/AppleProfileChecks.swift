@@ -61,7 +61,7 @@ enum AppleProfileChecks {
              inSession: true) { walk, _ in await walk.plain("SET_PARAMETER", body: Array("volume: -20.000000\r\n".utf8), contentType: "text/parameters") },
         Step(id: "apple.flushbuffered", reference: "airplay2.md §12 Buffered audio", summary: "FLUSHBUFFERED up to a sequence number",
              inSession: true) { walk, probe in
-            await walk.buffered(probe) { await walk.plist("FLUSHBUFFERED", .dictionary(["flushUntilSeq": .integer(100), "flushUntilTS": .integer(35200)])) }
+            await walk.buffered(probe) { await walk.plist("FLUSHBUFFERED", BufferedFlush(from: nil, until: .init(sequence: 100, timestamp: 35200)).plist) }
         },
         Step(id: "apple.setmagiccookie", reference: "airplay2.md §7 The other requests", summary: "SETMAGICCOOKIE (iOS 17 on) is acknowledged",
              inSession: true) { walk, _ in await walk.plist("SETMAGICCOOKIE", .dictionary(["audioFormat": .integer(0x40000)])) },

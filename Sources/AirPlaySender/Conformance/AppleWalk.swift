@@ -98,29 +98,23 @@ final class AppleWalk: @unchecked Sendable {
         guard let connection else { return .failed("no paired connection") }
         let ptp = await probe.features()?.contains(.ptpClock) == true
         let ours = IPAddressBytes.plain(connection.localAddress?.ipAddress ?? "")
-        var body: [String: PropertyList] = [
-            "deviceID": .string(AirPlay2SenderSession.senderDeviceID), "macAddress": .string(AirPlay2SenderSession.senderDeviceID),
-            "sessionUUID": .string(UUID().uuidString), "groupUUID": .string(UUID().uuidString), "groupContainsGroupLeader": .bool(false),
-            "isMultiSelectAirPlay": .bool(true), "model": .string("iPhone16,2"), "name": .string("airplay conformance"),
-            "osName": .string("iPhone OS"), "osVersion": .string("18.1"), "osBuildVersion": .string("22B83"),
-            "sourceVersion": .string("860.7.1"), "senderSupportsRelay": .bool(true), "statsCollectionEnabled": .bool(false),
-        ]
-        if ptp {
-            let peer = PropertyList.dictionary(["Addresses": .array([.string(ours)]), "ID": .string(ours), "DeviceType": .integer(0)])
-            body["timingProtocol"] = .string("PTP")
-            body["timingPeerInfo"] = peer
-            body["timingPeerList"] = .array([peer])
-        } else {
-            body["timingProtocol"] = .string("NTP")
-            body["timingPort"] = .integer(Int64(probe.udpPorts().timing))
-        }
-        guard case .success(let response) = await send("SETUP", body: PropertyList.dictionary(body).encoded(as: .binary),
+        // An iPhone's phase 1 (iOS 18.1), with our own addresses and ports.
+        let session = AirPlay2Setup.Session(
+            timingProtocol: ptp ? "PTP" : "NTP", timingPort: ptp ? nil : probe.udpPorts().timing, sessionUUID: UUID().uuidString,
+            deviceID: AirPlay2SenderSession.senderDeviceID, name: "airplay conformance", model: "iPhone16,2",
+            timingPeers: ptp ? [ours] : [], macAddress: AirPlay2SenderSession.senderDeviceID, sourceVersion: "860.7.1",
+            groupUUID: UUID().uuidString, osName: "iPhone OS", osVersion: "18.1", osBuildVersion: "22B83",
+            traits: ["groupContainsGroupLeader": false, "isMultiSelectAirPlay": true, "senderSupportsRelay": true,
+                     "statsCollectionEnabled": false])
+        guard case .success(let response) = await send("SETUP", body: AirPlay2Setup.session(session).plist.encoded(as: .binary),
                                                        contentType: PropertyListFormat.binary.contentType) else { return .failed("no answer") }
         let shape = Self.shape(response)
-        guard response.status == 200, let port = Self.plist(response)?["eventPort"]?.integerValue, (1...65535).contains(port) else {
+        // shairport-sync 5 answers 200 to everything: the reply's content is what counts.
+        guard response.status == 200, let reply = Self.plist(response).flatMap({ try? AirPlay2SetupReply(plist: $0) }),
+              let port = reply.session?.eventPort else {
             return .failed(shape)
         }
-        eventPort = Int(port)
+        eventPort = port
         return .passed("\(shape) (\(ptp ? "PTP" : "NTP"))")
     }
 
@@ -137,17 +131,12 @@ final class AppleWalk: @unchecked Sendable {
 
     func setupStream(type: Int, probe: ConformanceProbe) async -> ConformanceOutcome {
         if type == 103, await probe.features()?.contains(.bufferedAudio) != true { return .skipped("no buffered audio (bit 40) is advertised") }
-        var stream: [String: PropertyList] = [
-            "type": .integer(Int64(type)), "ct": .integer(2), "audioFormat": .integer(0x40000), "spf": .integer(352), "sr": .integer(44100),
-            "shk": .data(SecureRandom.bytes(32)), "isMedia": .bool(true), "audioMode": .string("default"),
-            "streamConnectionID": .integer(Int64(UInt32.random(in: 1...UInt32.max))), "supportsDynamicStreamID": .bool(true),
-        ]
-        if type == 96 {
-            stream["controlPort"] = .integer(Int64(probe.udpPorts().control))
-            stream["latencyMin"] = .integer(11025)
-            stream["latencyMax"] = .integer(88200)
-        }
-        return await plist("SETUP", .dictionary(["streams": .array([.dictionary(stream)])]))
+        let realtime = type == AirPlay2Setup.realtime
+        let stream = AirPlay2Setup.Stream(
+            type: type, compression: 2, audioFormat: 0x40000, samplesPerFrame: 352, sampleRate: 44100, streamKey: SecureRandom.bytes(32),
+            controlPort: realtime ? probe.udpPorts().control : nil, latencyMin: realtime ? 11025 : nil, latencyMax: realtime ? 88200 : nil,
+            isMedia: true, audioMode: "default", streamConnectionID: Int64(UInt32.random(in: 1...UInt32.max)), supportsDynamicStreamID: true)
+        return await plist("SETUP", AirPlay2Setup.streams([stream]).plist)
     }
 
     func setPeers(_ probe: ConformanceProbe) async -> ConformanceOutcome {
@@ -178,20 +167,20 @@ final class AppleWalk: @unchecked Sendable {
             } catch {
                 return .failed((error as? SenderError)?.message ?? "\(error)")
             }
-            let body = PropertyList.dictionary([
-                "timingProtocol": .string("None"), "isRemoteControlOnly": .bool(true), "sessionUUID": .string(UUID().uuidString),
-                "deviceID": .string(AirPlay2SenderSession.senderDeviceID), "name": .string("airplay conformance"), "model": .string("iPhone16,2"),
-            ]).encoded(as: .binary)
+            let body = AirPlay2Setup.remoteControl(AirPlay2Setup.Session(
+                timingProtocol: "None", sessionUUID: UUID().uuidString, deviceID: AirPlay2SenderSession.senderDeviceID,
+                name: "airplay conformance", model: "iPhone16,2")).plist.encoded(as: .binary)
             guard case .success(let response) = await probe.send("SETUP", probe.sessionURI, on: connection, rtsp: true,
                                                                   headers: [("Content-Type", PropertyListFormat.binary.contentType)], body: body) else {
                 return .failed("no answer")
             }
             let shape = Self.shape(response)
-            guard response.status == 200, let port = Self.plist(response)?["eventPort"]?.integerValue, let secret = connection.pairingSecret else {
+            guard response.status == 200, let reply = Self.plist(response).flatMap({ try? AirPlay2SetupReply(plist: $0) }),
+                  let port = reply.session?.eventPort, let secret = connection.pairingSecret else {
                 return .failed(shape)
             }
             do {
-                let events = try await AirPlay2EventConnection.connect(host: connection.connectableHost, port: Int(port),
+                let events = try await AirPlay2EventConnection.connect(host: connection.connectableHost, port: port,
                                                                        keys: try EventChannelKeys(sharedSecret: secret))
                 await events.close()
             } catch {

@@ -1,5 +1,3 @@
-import AirPlayPlist
-import AirPlayWire
 
 /// `SETRATEANCHORTIME`: from now on the frame with RTP time `rtpTime` sounds at `networkTime`
 /// on the PTP master's clock, and the stream plays (`rate` 1) or pauses (0). A pause may come
@@ -74,6 +72,11 @@ public struct BufferedFlush: Hashable, Sendable {
         public var sequence: UInt32
         /// Its RTP time.
         public var timestamp: UInt32
+        /// A mark from its parts.
+        public init(sequence: UInt32, timestamp: UInt32) {
+            self.sequence = sequence
+            self.timestamp = timestamp
+        }
     }
     /// Where a deferred flush starts; nil for an immediate flush.
     public var from: Mark?

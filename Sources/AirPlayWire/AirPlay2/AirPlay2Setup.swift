@@ -1,5 +1,3 @@
-import AirPlayPlist
-import AirPlayWire
 
 /// What an AirPlay 2 `SETUP` asks for, read from its binary plist. AirPlay 2 sets a session up
 /// in two requests on the (encrypted) control connection: phase 1 names the timing protocol and
@@ -15,7 +13,7 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// Phase 1's request.
     public struct Session: Equatable, Sendable {
-        /// `NTP`, or `PTP` (served when the PTP follower runs).
+        /// `NTP`, or `PTP` (served when the PTP follower runs); `None` for remote control only.
         public var timingProtocol: String
         /// The sender's NTP timing port, when it gives one.
         public var timingPort: Int?
@@ -29,6 +27,74 @@ public enum AirPlay2Setup: Equatable, Sendable {
         public var model: String?
         /// PTP: the addresses of the timing peers (`timingPeerInfo`, `timingPeerList`).
         public var timingPeers: [String] = []
+        /// The sender's MAC address as it gives it (Apple's senders repeat the device id).
+        public var macAddress: String?
+        /// The sender's AirPlay version (`sourceVersion`, e.g. `220.68`).
+        public var sourceVersion: String?
+        /// The group the sender plays to (`groupUUID`).
+        public var groupUUID: String?
+        /// The sender's system as an iPhone gives it: `osName`, `osVersion`, `osBuildVersion`.
+        public var osName: String?
+        /// `osVersion`, e.g. `18.1`.
+        public var osVersion: String?
+        /// `osBuildVersion`, e.g. `22B83`.
+        public var osBuildVersion: String?
+        /// The sender's yes/no traits, by key: `isMultiSelectAirPlay`, `groupContainsGroupLeader`,
+        /// `senderSupportsRelay`, `statsCollectionEnabled`.
+        public var traits: [String: Bool] = [:]
+
+        /// The keys of `traits` this codec reads and writes.
+        public static let traitKeys = ["isMultiSelectAirPlay", "groupContainsGroupLeader", "senderSupportsRelay", "statsCollectionEnabled"]
+
+        /// A phase 1 request from its parts.
+        public init(timingProtocol: String, timingPort: Int? = nil, sessionUUID: String? = nil, deviceID: String? = nil,
+                    name: String? = nil, model: String? = nil, timingPeers: [String] = [], macAddress: String? = nil,
+                    sourceVersion: String? = nil, groupUUID: String? = nil, osName: String? = nil, osVersion: String? = nil,
+                    osBuildVersion: String? = nil, traits: [String: Bool] = [:]) {
+            self.timingProtocol = timingProtocol
+            self.timingPort = timingPort
+            self.sessionUUID = sessionUUID
+            self.deviceID = deviceID
+            self.name = name
+            self.model = model
+            self.timingPeers = timingPeers
+            self.macAddress = macAddress
+            self.sourceVersion = sourceVersion
+            self.groupUUID = groupUUID
+            self.osName = osName
+            self.osVersion = osVersion
+            self.osBuildVersion = osBuildVersion
+            self.traits = traits
+        }
+
+        /// Reads the sender's description (the keys every phase 1 form shares).
+        init(timingProtocol: String, reading plist: PropertyList) {
+            self.init(timingProtocol: timingProtocol, sessionUUID: plist["sessionUUID"]?.stringValue,
+                      deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue, model: plist["model"]?.stringValue,
+                      macAddress: plist["macAddress"]?.stringValue, sourceVersion: plist["sourceVersion"]?.stringValue,
+                      groupUUID: plist["groupUUID"]?.stringValue, osName: plist["osName"]?.stringValue,
+                      osVersion: plist["osVersion"]?.stringValue, osBuildVersion: plist["osBuildVersion"]?.stringValue)
+            for key in Self.traitKeys { traits[key] = plist[key]?.boolValue }
+        }
+
+        /// The request's entries.
+        var entries: [String: PropertyList] {
+            var entries: [String: PropertyList] = ["timingProtocol": .string(timingProtocol)]
+            let strings = ["sessionUUID": sessionUUID, "deviceID": deviceID, "name": name, "model": model,
+                           "macAddress": macAddress, "sourceVersion": sourceVersion, "groupUUID": groupUUID, "osName": osName,
+                           "osVersion": osVersion, "osBuildVersion": osBuildVersion]
+            for (key, value) in strings { if let value { entries[key] = .string(value) } }
+            for (key, value) in traits { entries[key] = .bool(value) }
+            if let timingPort { entries["timingPort"] = .integer(Int64(timingPort)) }
+            if let first = timingPeers.first {
+                // Our own entry, as Apple's senders write it: every address, the first as its ID.
+                let peer = PropertyList.dictionary(["Addresses": .array(timingPeers.map { .string($0) }), "ID": .string(first),
+                                                    "DeviceType": .integer(0)])
+                entries["timingPeerInfo"] = peer
+                entries["timingPeerList"] = .array([peer])
+            }
+            return entries
+        }
     }
 
     /// One stream of phase 2.
@@ -53,6 +119,57 @@ public enum AirPlay2Setup: Equatable, Sendable {
         public var latencyMin: Int?
         /// The latency bounds the sender asks for, in frames.
         public var latencyMax: Int?
+        /// What else Apple's senders say of a stream, written as given: `isMedia`,
+        /// `audioMode` (`default`), `streamConnectionID` (the stream's RTP SSRC),
+        /// `supportsDynamicStreamID`, `clientID`.
+        public var isMedia: Bool?
+        /// `audioMode`, e.g. `default`.
+        public var audioMode: String?
+        /// `streamConnectionID`: the RTP SSRC the stream's packets carry.
+        public var streamConnectionID: Int64?
+        /// `supportsDynamicStreamID`.
+        public var supportsDynamicStreamID: Bool?
+        /// `clientID`: the sender's name for itself.
+        public var clientID: String?
+
+        /// A stream from its parts.
+        public init(type: Int, compression: Int, audioFormat: UInt64, samplesPerFrame: Int, sampleRate: Int, bitsPerSample: Int = 16,
+                    streamKey: [UInt8], controlPort: Int? = nil, latencyMin: Int? = nil, latencyMax: Int? = nil,
+                    isMedia: Bool? = nil, audioMode: String? = nil, streamConnectionID: Int64? = nil,
+                    supportsDynamicStreamID: Bool? = nil, clientID: String? = nil) {
+            self.type = type
+            self.compression = compression
+            self.audioFormat = audioFormat
+            self.samplesPerFrame = samplesPerFrame
+            self.sampleRate = sampleRate
+            self.bitsPerSample = bitsPerSample
+            self.streamKey = streamKey
+            self.controlPort = controlPort
+            self.latencyMin = latencyMin
+            self.latencyMax = latencyMax
+            self.isMedia = isMedia
+            self.audioMode = audioMode
+            self.streamConnectionID = streamConnectionID
+            self.supportsDynamicStreamID = supportsDynamicStreamID
+            self.clientID = clientID
+        }
+
+        /// The stream's entries in a phase 2 request.
+        var plist: PropertyList {
+            var entries: [String: PropertyList] = [
+                "type": .integer(Int64(type)), "ct": .integer(Int64(compression)), "spf": .integer(Int64(samplesPerFrame)),
+                "sr": .integer(Int64(sampleRate)), "ss": .integer(Int64(bitsPerSample)), "shk": .data(streamKey),
+            ]
+            if audioFormat != 0 { entries["audioFormat"] = .integer(Int64(bitPattern: audioFormat)) }
+            let integers = ["controlPort": controlPort.map(Int64.init), "latencyMin": latencyMin.map(Int64.init),
+                            "latencyMax": latencyMax.map(Int64.init), "streamConnectionID": streamConnectionID]
+            for (key, value) in integers { if let value { entries[key] = .integer(value) } }
+            if let isMedia { entries["isMedia"] = .bool(isMedia) }
+            if let supportsDynamicStreamID { entries["supportsDynamicStreamID"] = .bool(supportsDynamicStreamID) }
+            if let audioMode { entries["audioMode"] = .string(audioMode) }
+            if let clientID { entries["clientID"] = .string(clientID) }
+            return .dictionary(entries)
+        }
     }
 
     /// Why a SETUP body is refused: the 4xx to answer with and its reason.
@@ -61,6 +178,11 @@ public enum AirPlay2Setup: Equatable, Sendable {
         public var status: Int
         /// What is wrong, named.
         public var description: String
+        /// A refusal with its status and reason.
+        public init(status: Int, description: String) {
+            self.status = status
+            self.description = description
+        }
     }
 
     /// Stream types.
@@ -86,9 +208,7 @@ public enum AirPlay2Setup: Equatable, Sendable {
             throw Refusal(status: 400, description: "SETUP has neither timingProtocol nor streams")
         }
         if timing == "None", plist["isRemoteControlOnly"]?.boolValue == true {
-            self = .remoteControl(Session(timingProtocol: timing, sessionUUID: plist["sessionUUID"]?.stringValue,
-                                          deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue,
-                                          model: plist["model"]?.stringValue))
+            self = .remoteControl(Session(timingProtocol: timing, reading: plist))
             return
         }
         guard timing == "NTP" || (timing == "PTP" && ptp) else {
@@ -98,9 +218,25 @@ public enum AirPlay2Setup: Equatable, Sendable {
         if let port, !(1...65535).contains(port) { throw Refusal(status: 400, description: "timingPort \(port) is not a port") }
         var peers = [plist["timingPeerInfo"], plist["timingPeerList"]].compactMap { $0 }.flatMap(TimingPeers.addresses)
         peers = peers.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
-        self = .session(Session(timingProtocol: timing, timingPort: port, sessionUUID: plist["sessionUUID"]?.stringValue,
-                                deviceID: plist["deviceID"]?.stringValue, name: plist["name"]?.stringValue,
-                                model: plist["model"]?.stringValue, timingPeers: Array(peers.prefix(16))))
+        var session = Session(timingProtocol: timing, reading: plist)
+        session.timingPort = port
+        session.timingPeers = Array(peers.prefix(16))
+        self = .session(session)
+    }
+
+    /// The request's body, as a sender writes it (and as `init(plist:ptp:)` reads it back).
+    public var plist: PropertyList {
+        switch self {
+        case .session(let session):
+            return .dictionary(session.entries)
+        case .remoteControl(let session):
+            var entries = session.entries
+            entries["timingProtocol"] = .string("None")
+            entries["isRemoteControlOnly"] = .bool(true)
+            return .dictionary(entries)
+        case .streams(let streams):
+            return .dictionary(["streams": .array(streams.map(\.plist))])
+        }
     }
 
     private static func stream(_ item: PropertyList, ptp: Bool) throws(Refusal) -> Stream {
@@ -127,15 +263,18 @@ public enum AirPlay2Setup: Equatable, Sendable {
         return Stream(type: type, compression: compression, audioFormat: UInt64(bitPattern: item["audioFormat"]?.integerValue ?? 0),
                       samplesPerFrame: frames, sampleRate: rate, bitsPerSample: Int(item["ss"]?.integerValue ?? 16),
                       streamKey: key, controlPort: control,
-                      latencyMin: item["latencyMin"]?.integerValue.map(Int.init), latencyMax: item["latencyMax"]?.integerValue.map(Int.init))
+                      latencyMin: item["latencyMin"]?.integerValue.map(Int.init), latencyMax: item["latencyMax"]?.integerValue.map(Int.init),
+                      isMedia: item["isMedia"]?.boolValue, audioMode: item["audioMode"]?.stringValue,
+                      streamConnectionID: item["streamConnectionID"]?.integerValue,
+                      supportsDynamicStreamID: item["supportsDynamicStreamID"]?.boolValue, clientID: item["clientID"]?.stringValue)
     }
 
     /// A stereo format of the `audioFormat` bit table played here.
-    struct PlayedFormat: Sendable {
+    package struct PlayedFormat: Sendable {
         /// The bit of `audioFormat` (and of `/info`'s `supportedFormats`).
-        var bit: Int
+        package var bit: Int
         /// The `ct` it goes with: 1 PCM, 2 ALAC, 4 AAC-LC.
-        var compression: Int
+        package var compression: Int
         var sampleRate: Int
         /// 16 or 24 (AAC decodes to 16).
         var bitsPerSample: Int
@@ -144,7 +283,7 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// Every stereo PCM, ALAC and AAC-LC format at 44.1 and 48 kHz: bits 11, 13, 15, 17 (PCM
     /// 44.1/16, 44.1/24, 48/16, 48/24), 18 to 21 (ALAC, the same four), 22 and 23 (AAC-LC).
-    static let playedFormats: [PlayedFormat] = [
+    package static let playedFormats: [PlayedFormat] = [
         .init(bit: 11, compression: 1, sampleRate: 44100, bitsPerSample: 16), .init(bit: 13, compression: 1, sampleRate: 44100, bitsPerSample: 24),
         .init(bit: 15, compression: 1, sampleRate: 48000, bitsPerSample: 16), .init(bit: 17, compression: 1, sampleRate: 48000, bitsPerSample: 24),
         .init(bit: 18, compression: 2, sampleRate: 44100, bitsPerSample: 16), .init(bit: 19, compression: 2, sampleRate: 44100, bitsPerSample: 24),
@@ -154,33 +293,6 @@ public enum AirPlay2Setup: Equatable, Sendable {
 
     /// The `audioFormat` mask of every played format (for `/info`'s `supportedFormats`).
     public static var playedFormatMask: UInt64 { playedFormats.reduce(0) { $0 | UInt64(1) << $1.bit } }
-
-    /// A remote-control-only session's reply: where its event channel listens, and nothing
-    /// more (as shairport-sync 5 answers it).
-    public static func remoteControlReply(eventPort: Int) -> PropertyList {
-        .dictionary(["eventPort": .integer(Int64(eventPort))])
-    }
-
-    /// Phase 1's reply: where the event channel listens, and our timing port; for PTP also our
-    /// own timing peer entry (the addresses a sender reaches our PTP follower at).
-    public static func sessionReply(eventPort: Int, timingPort: Int, timingPeerAddresses: [String]? = nil) -> PropertyList {
-        var entries: [String: PropertyList] = ["eventPort": .integer(Int64(eventPort)), "timingPort": .integer(Int64(timingPort))]
-        if let addresses = timingPeerAddresses, let first = addresses.first {
-            entries["timingPeerInfo"] = .dictionary(["Addresses": .array(addresses.map { .string($0) }), "ID": .string(first)])
-        }
-        return .dictionary(entries)
-    }
-
-    /// Phase 2's reply: each stream's type with our data and control ports (and, for a
-    /// buffered stream, the buffer size it may fill).
-    public static func streamsReply(_ ports: [(type: Int, dataPort: Int, controlPort: Int)]) -> PropertyList {
-        .dictionary(["streams": .array(ports.map {
-            var entries: [String: PropertyList] = ["type": .integer(Int64($0.type)), "dataPort": .integer(Int64($0.dataPort)),
-                                                   "controlPort": .integer(Int64($0.controlPort))]
-            if $0.type == buffered { entries["audioBufferSize"] = .integer(Int64(audioBufferSize)) }
-            return .dictionary(entries)
-        })])
-    }
 }
 
 extension AirPlay2Setup.Stream {
