@@ -27,15 +27,7 @@ public final class PTPClockService: PTPClock {
     /// - Parameter ports: the event and general ports (tests may use others).
     public init(identity: UInt64, ports: (event: UInt16, general: UInt16) = (PTPMessage.eventPort, PTPMessage.generalPort),
                 configuration: PTPFollower.Configuration = .init(), logger: Logger) throws(PTPSockets.Failure) {
-        let event = try PTPSockets.bind(port: ports.event)
-        let general: Int32
-        do {
-            general = try PTPSockets.bind(port: ports.general)
-        } catch {
-            close(event)
-            throw error
-        }
-        sockets = (event, general)
+        sockets = try PTPSockets.bindPair(ports: ports)
         sockets6 = Self.bindIPv6(ports: ports, logger: logger)
         follower = Mutex(PTPFollower(identity: PTPPortIdentity(clockIdentity: identity, port: 1), configuration: configuration))
         self.logger = logger
@@ -50,13 +42,7 @@ public final class PTPClockService: PTPClock {
     /// IPv4 alone still serves every sender that times over IPv4.
     private static func bindIPv6(ports: (event: UInt16, general: UInt16), logger: Logger) -> (event: Int32, general: Int32)? {
         do {
-            let event = try PTPSockets.bind(port: ports.event, family: AF_INET6)
-            do {
-                return (event, try PTPSockets.bind(port: ports.general, family: AF_INET6))
-            } catch {
-                close(event)
-                throw error
-            }
+            return try PTPSockets.bindPair(ports: ports, family: AF_INET6)
         } catch {
             logger.warning("PTP: not listening on IPv6", metadata: ["ptp.reason": "\(error)"])
             return nil

@@ -39,20 +39,12 @@ public final class PTPGrandmaster: Sendable {
     /// Binds the PTP ports and starts serving time to the followers added later.
     /// - Parameter priority1: lower wins a follower's choice among masters (ptp4l's default 128).
     public init(clockIdentity: UInt64, priority1: UInt8 = 128, logger: Logger) throws(PTPSockets.Failure) {
-        let event = try PTPSockets.bind(port: PTPMessage.eventPort)
-        let general: Int32
-        do {
-            general = try PTPSockets.bind(port: PTPMessage.generalPort)
-        } catch {
-            close(event)
-            throw error
-        }
-        sockets = (event, general)
+        sockets = try PTPSockets.bindPair(ports: (PTPMessage.eventPort, PTPMessage.generalPort))
         identity = PTPPortIdentity(clockIdentity: clockIdentity, port: 1)
         announce = PTPAnnounce(priority1: priority1, clockClass: 248, grandmasterIdentity: clockIdentity)
         self.logger = logger
         // Followers such as ptp4l send their Delay_Reqs to the multicast group.
-        PTPSockets.joinGroups(sockets: [event, general])
+        PTPSockets.joinGroups(sockets: [sockets.event, sockets.general])
         DedicatedThread.start(name: "airplay-ptp-gm") { [self] in run() }
     }
 

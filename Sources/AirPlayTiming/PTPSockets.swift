@@ -11,6 +11,18 @@ public enum PTPSockets {
         public let description: String
     }
 
+    /// Binds PTP's event and general ports as a pair (`family` AF_INET or AF_INET6): both, or
+    /// neither (the first is closed when the second fails).
+    static func bindPair(ports: (event: UInt16, general: UInt16), family: Int32 = AF_INET) throws(Failure) -> (event: Int32, general: Int32) {
+        let event = try bind(port: ports.event, family: family)
+        do {
+            return (event, try bind(port: ports.general, family: family))
+        } catch {
+            close(event)
+            throw error
+        }
+    }
+
     /// A UDP socket on `port` of every address of one family (`AF_INET` or `AF_INET6`; an IPv6
     /// one is IPv6 only, so both families' sockets share the port), with kernel receive and
     /// transmit time stamps, `SO_REUSEADDR` so other PTP programs (another airplayd) can bind it too.
