@@ -169,36 +169,9 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.pairingRequired = pairing.access == .paired
     }
 
-    /// Keys whose change a reload cannot apply to a running daemon (only `video` and `audio` apply live).
+    /// Keys whose change a reload cannot apply to a running daemon (`ConfigurationKey.appliesOnReload`).
     static func keysNeedingRestart(old: ReceiverConfiguration, new: ReceiverConfiguration) -> [String] {
-        var keys: [String] = []
-        if old.name != new.name { keys.append("name") }
-        if old.port != new.port { keys.append("port") }
-        if old.interfaces != new.interfaces { keys.append("interfaces") }
-        if old.audioOutput != new.audioOutput { keys.append("audio_output") }
-        if old.videoSink != new.videoSink { keys.append("video_sink") }
-        if old.stateDirectory != new.stateDirectory { keys.append("state_dir") }
-        if old.instance != new.instance { keys.append("instance") }
-        if old.address != new.address { keys.append("address") }
-        if old.ptp != new.ptp { keys.append("ptp") }
-        if old.logLevel != new.logLevel { keys.append("log_level") }
-        if old.videoTakeover != new.videoTakeover { keys.append("video_takeover") }
-        if old.videoRefuseLocalURLs != new.videoRefuseLocalURLs { keys.append("video_refuse_local_urls") }
-        if old.audioTakeover != new.audioTakeover { keys.append("audio_takeover") }
-        if old.password != new.password { keys.append("password") }
-        if old.audioSessionTimeout != new.audioSessionTimeout { keys.append("audio_session_timeout") }
-        if old.maxConnections != new.maxConnections { keys.append("max_connections") }
-        if old.requestTimeout != new.requestTimeout { keys.append("request_timeout") }
-        if old.idleTimeout != new.idleTimeout { keys.append("idle_timeout") }
-        if old.videoMaxResolution != new.videoMaxResolution { keys.append("video_max_resolution") }
-        if old.videoHDR != new.videoHDR { keys.append("video_hdr") }
-        if old.audioPassthrough != new.audioPassthrough { keys.append("audio_passthrough") }
-        if old.tlsCAFile != new.tlsCAFile { keys.append("tls_ca_file") }
-        if old.pin != new.pin { keys.append("pin") }
-        if old.access != new.access { keys.append("access") }
-        if old.airPlay2 != new.airPlay2 { keys.append("airplay2") }
-        if old.fairPlaySetup != new.fairPlaySetup { keys.append("fp_setup") }
-        return keys
+        ConfigurationKey.all.filter { !$0.appliesOnReload && $0.differs(old, new) }.map(\.name)
     }
 
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
@@ -311,58 +284,39 @@ public final class ReceiverDaemon: Service, Sendable {
         logger.info("ready", metadata: ["port": "\(port)", "name": "\(configuration.name)",
                                         "features": "\(capabilities.features.txtValue)"])
 
-        let watchdog: Task<Void, Never>? = SystemdNotifier.watchdogInterval().map { interval in
-            Task {
-                while !Task.isCancelled {
-                    notifier.watchdog()
-                    try? await Task.sleep(for: interval)
+        let reload: @Sendable () -> Void = { [configuration, reloadConfiguration, media] in
+            do {
+                let fresh = try reloadConfiguration()
+                var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
+                // Pairing settings only change with a restart (listed below when they differ).
+                Self.describe(pairing, airPlay2: configuration.airPlay2, in: &newCapabilities)
+                newCapabilities.bufferedAudio = currentCapabilities.withLockedValue { $0.bufferedAudio }
+                // The password itself only changes with a restart, so the pw flag stays as it is.
+                newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
+                for key in Self.keysNeedingRestart(old: configuration, new: fresh) {
+                    logger.warning("configuration change needs a restart to take effect", metadata: ["config.key": "\(key)"])
                 }
+                currentCapabilities.withLockedValue { $0 = newCapabilities }
+                if !newCapabilities.video { video?.stopAll() }
+                if !newCapabilities.audio { audio.stopAll() }
+                publisher.update(advertisement: ReceiverAdvertisement(
+                    deviceID: identity.id, port: UInt16(port), capabilities: newCapabilities))
+                logger.info("configuration reloaded", metadata: ["features": "\(newCapabilities.features.txtValue)"])
+            } catch {
+                logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
             }
         }
 
-        let reloader = Task { [configuration, reloadConfiguration, media] in
-            for await _ in hangups {
-                notifier.send("RELOADING=1\nSTATUS=Reloading configuration")
-                do {
-                    let fresh = try reloadConfiguration()
-                    var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
-                    // Pairing settings only change with a restart (listed below when they differ).
-                    Self.describe(pairing, airPlay2: configuration.airPlay2, in: &newCapabilities)
-                    newCapabilities.bufferedAudio = currentCapabilities.withLockedValue { $0.bufferedAudio }
-                    // The password itself only changes with a restart, so the pw flag stays as it is.
-                    newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
-                    for key in Self.keysNeedingRestart(old: configuration, new: fresh) {
-                        logger.warning("configuration change needs a restart to take effect", metadata: ["config.key": "\(key)"])
-                    }
-                    currentCapabilities.withLockedValue { $0 = newCapabilities }
-                    if !newCapabilities.video { video?.stopAll() }
-                    if !newCapabilities.audio { audio.stopAll() }
-                    publisher.update(advertisement: ReceiverAdvertisement(
-                        deviceID: identity.id, port: UInt16(port), capabilities: newCapabilities))
-                    logger.info("configuration reloaded", metadata: ["features": "\(newCapabilities.features.txtValue)"])
-                } catch {
-                    logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
-                }
-                notifier.send("READY=1\nSTATUS=Serving on port \(port)")
-            }
-        }
-
-        try? await gracefulShutdown()
-
-        reloader.cancel()
-        logger.info("stopping: withdrawing mDNS records and closing sessions")
-        notifier.stopping()
-        watchdog?.cancel()
-        publisher.stop()
-        video?.stopAll()
-        audio.stopAll()
-        events.closeAll()
-        ptp?.stop()
-        // The surfaces hear the sessions end (MPRIS Stopped, MQTT's last state) before they go.
-        nowPlaying.drain(timeout: 1)
-        for surface in surfaces { surface.stop() }
-        await server.shutdown()
-        try? await group.shutdownGracefully()
+        // Listed in start order; shut down in reverse, one at a time (ReceiverServices.swift).
+        let services = ServiceGroup(configuration: .init(services: [
+            .init(service: ControlPortService(server: server, eventLoops: group)),
+            .init(service: SessionsService(video: video, audio: audio, events: events, ptp: ptp, nowPlaying: nowPlaying,
+                                           surfaces: surfaces)),
+            .init(service: PublicationService(publisher: publisher, logger: logger)),
+            .init(service: ReloadService(hangups: hangups, notifier: notifier, port: port, reload: reload)),
+            .init(service: SystemdService(notifier: notifier)),
+        ], logger: logger))
+        try await services.run()
         // The identity stays reserved until the records are gone and the sessions closed.
         withExtendedLifetime(instance) {}
         logger.info("stopped")

@@ -113,4 +113,19 @@ import Testing
         new.port = 7001
         #expect(ReceiverDaemon.keysNeedingRestart(old: old, new: new) == ["name", "port"])
     }
+
+    /// The surfaces start once, so a reload that changes them says so (it said nothing before
+    /// the key table carried each key's reload rule).
+    @Test func aReloadChangingTheSurfacesSaysTheyNeedARestart() {
+        let old = ReceiverConfiguration.defaults
+        var new = old
+        new.nowPlaying.mpris = "session"
+        new.nowPlaying.webListen = "127.0.0.1:8080"
+        #expect(ReceiverDaemon.keysNeedingRestart(old: old, new: new) == ["mpris", "web_listen"])
+    }
+
+    /// Every key but `video` and `audio` needs a restart to change.
+    @Test func onlyVideoAndAudioApplyOnReload() {
+        #expect(ConfigurationKey.all.filter(\.appliesOnReload).map(\.name) == ["video", "audio"])
+    }
 }
