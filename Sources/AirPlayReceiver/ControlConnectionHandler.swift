@@ -172,8 +172,8 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             pipeline.removeHandler(name: Self.encoderName)
         }.flatMap {
             pipeline.removeHandler(name: Self.handlerName)
-        }.flatMap {
-            pipeline.addHandler(replies)
+        }.flatMapThrowing {
+            try replies.add(to: pipeline)
         }.whenComplete { result in
             switch result {
             case .success:

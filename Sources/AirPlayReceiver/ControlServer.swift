@@ -142,29 +142,32 @@ final class ResponseWriter: ChannelOutboundHandler, RemovableChannelHandler {
 }
 
 /// Reads the sender's replies on an event channel, in order: replies to events are dropped,
-/// replies to key requests complete their promise. Bounded: a sender that floods us is cut off.
+/// replies to key requests complete their promise. Behind a `ByteToMessageHandler` with an
+/// `AirPlayResponseFrameDecoder` (`add(to:)`), bounded: a sender that floods us is cut off.
 final class EventChannelReplies: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = ByteBuffer
-    private var buffer = ByteBuffer()
+    typealias InboundIn = AirPlayResponse
     private var waiting: [EventLoopPromise<AirPlayResponse>?] = []
-    private let decoder = AirPlayResponseDecoder()
+    /// The most a sender may have sent of replies not yet whole.
+    static let maximumHeldBytes = 1 << 20
 
     /// Notes that a request went out (on the channel's event loop, in write order).
     func expect(_ promise: EventLoopPromise<AirPlayResponse>?) { waiting.append(promise) }
 
+    /// Adds the frame decoder and this handler to `pipeline`, on the channel's event loop.
+    func add(to pipeline: ChannelPipeline) throws {
+        try pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayResponseFrameDecoder(), maximumBufferSize: Self.maximumHeldBytes))
+        try pipeline.syncOperations.addHandler(self)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var incoming = unwrapInboundIn(data)
-        buffer.writeBuffer(&incoming)
-        do {
-            while let response = try decoder.next(from: &buffer) {
-                guard !waiting.isEmpty else { continue }
-                waiting.removeFirst()?.succeed(response)
-            }
-        } catch {
-            context.close(promise: nil)
-        }
-        buffer.discardReadBytes()
-        if buffer.readableBytes > 1 << 20 { context.close(promise: nil) }
+        let response = unwrapInboundIn(data)
+        guard !waiting.isEmpty else { return }
+        waiting.removeFirst()?.succeed(response)
+    }
+
+    /// A malformed reply, or more held than the bound: the channel closes.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 
     /// The sender closed its side of the event channel: it is gone (half-closure is allowed on

@@ -27,7 +27,9 @@ public final class EventListener: Sendable {
                 .connect(host: host, port: port).get()
             upgraded = channel.eventLoop.makePromise(of: Void.self)
             try await channel.eventLoop.submit {
-                try channel.pipeline.syncOperations.addHandler(ReverseChannelHandler(upgraded: upgraded, keys: keys, onEvent: onEvent))
+                try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayResponseFrameDecoder()),
+                                                               name: ReverseUpgradeHandler.decoderName)
+                try channel.pipeline.syncOperations.addHandler(ReverseUpgradeHandler(upgraded: upgraded, keys: keys, onEvent: onEvent))
             }.get()
             var request = AirPlayRequest(method: "POST", target: "/reverse", version: .http11, headers: [
                 "Upgrade": "PTTH/1.0", "Connection": "Upgrade", "X-Apple-Purpose": "event", "X-Apple-Session-ID": sessionID,
@@ -55,18 +57,16 @@ public final class EventListener: Sendable {
     public func close() async { try? await channel.close() }
 }
 
-/// Reads the 101, then requests from the receiver, answering each.
-final class ReverseChannelHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
+/// Reads the receiver's answer to `POST /reverse` (behind a response frame decoder): on the 101
+/// the connection turns around, and requests from the receiver are read from then on.
+final class ReverseUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = AirPlayResponse
+    /// The name of the response decoder in front, removed with this handler after the 101.
+    static let decoderName = "reverse-response-decoder"
 
     private var upgraded: EventLoopPromise<Void>?
-    private let onEvent: @Sendable (PropertyList) -> Void
     private let keys: KeyProvider?
-    private var buffer = ByteBuffer()
-    private var requests = AirPlayRequestDecoder()
-    /// Replies go out in request order, also when a key takes a while.
-    private var lastReply: EventLoopFuture<Void>?
+    private let onEvent: @Sendable (PropertyList) -> Void
 
     init(upgraded: EventLoopPromise<Void>, keys: KeyProvider?, onEvent: @escaping @Sendable (PropertyList) -> Void) {
         self.upgraded = upgraded
@@ -75,41 +75,72 @@ final class ReverseChannelHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var incoming = unwrapInboundIn(data)
-        buffer.writeBuffer(&incoming)
-        if let promise = upgraded {
-            do {
-                guard let response = try AirPlayResponseDecoder().next(from: &buffer) else { return }
-                upgraded = nil
-                guard response.status == 101 else {
-                    promise.fail(SenderError(.refused(status: response.status), "status \(response.status)"))
-                    context.close(promise: nil)
-                    return
-                }
-                promise.succeed(())
-            } catch {
-                upgraded = nil
-                promise.fail(error)
-                context.close(promise: nil)
-                return
-            }
+        let response = unwrapInboundIn(data)
+        guard let promise = upgraded else { return }
+        upgraded = nil
+        guard response.status == 101 else {
+            promise.fail(SenderError(.refused(status: response.status), "status \(response.status)"))
+            context.close(promise: nil)
+            return
         }
-        while let message = requests.next(from: &buffer) {
-            guard case .request(let request) = message else { continue }
-            let eventLoop = context.eventLoop, channel = context.channel
-            let reply: EventLoopFuture<ByteBuffer>
-            if request.path == "/key" {
-                reply = answerKeyRequest(request, on: eventLoop)
-            } else {
-                if request.path == "/event", let plist = try? PropertyList(decoding: Array(request.body.readableBytesView)) {
-                    onEvent(plist)
-                }
-                reply = eventLoop.makeSucceededFuture(Self.reply(200, []))
-            }
-            let previous = lastReply ?? eventLoop.makeSucceededVoidFuture()
-            lastReply = previous.flatMap { reply }.flatMap { channel.writeAndFlush($0) }.recover { _ in }
+        do {
+            // The request side goes in behind us first: the response decoder hands it whatever
+            // it read past the 101 when it is removed.
+            let pipeline = context.pipeline.syncOperations
+            try pipeline.addHandler(ByteToMessageHandler(AirPlayRequestDecoder()))
+            try pipeline.addHandler(ReverseChannelHandler(keys: keys, onEvent: onEvent))
+            pipeline.removeHandler(context: context, promise: nil)
+            context.pipeline.removeHandler(name: Self.decoderName, promise: nil)
+            promise.succeed(())
+        } catch {
+            promise.fail(error)
+            context.close(promise: nil)
         }
-        buffer.discardReadBytes()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        upgraded?.fail(error)
+        upgraded = nil
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        upgraded?.fail(SenderError(.connectionLost, "closed before the upgrade"))
+        upgraded = nil
+        context.fireChannelInactive()
+    }
+}
+
+/// Answers the receiver's requests on the turned-around channel: `/event` plists go to
+/// `onEvent`, `/key` to the key provider; replies go out in request order.
+final class ReverseChannelHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundRequest
+    typealias OutboundOut = ByteBuffer
+
+    private let onEvent: @Sendable (PropertyList) -> Void
+    private let keys: KeyProvider?
+    /// Replies go out in request order, also when a key takes a while.
+    private var lastReply: EventLoopFuture<Void>?
+
+    init(keys: KeyProvider?, onEvent: @escaping @Sendable (PropertyList) -> Void) {
+        self.keys = keys
+        self.onEvent = onEvent
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .request(let request) = unwrapInboundIn(data) else { return }
+        let eventLoop = context.eventLoop, channel = context.channel
+        let reply: EventLoopFuture<ByteBuffer>
+        if request.path == "/key" {
+            reply = answerKeyRequest(request, on: eventLoop)
+        } else {
+            if request.path == "/event", let plist = try? PropertyList(decoding: Array(request.body.readableBytesView)) {
+                onEvent(plist)
+            }
+            reply = eventLoop.makeSucceededFuture(Self.reply(200, []))
+        }
+        let previous = lastReply ?? eventLoop.makeSucceededVoidFuture()
+        lastReply = previous.flatMap { reply }.flatMap { channel.writeAndFlush($0) }.recover { _ in }
     }
 
     /// `POST /key` with a plist `{uri}`: the provider's key as the body of a 200, else 404 with the reason.
@@ -141,11 +172,5 @@ final class ReverseChannelHandler: ChannelInboundHandler {
         out.writeString("HTTP/1.1 \(status) \(status == 200 ? "OK" : "Error")\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\n\r\n")
         out.writeBytes(body)
         return out
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        upgraded?.fail(SenderError(.connectionLost, "closed before the upgrade"))
-        upgraded = nil
-        context.fireChannelInactive()
     }
 }

@@ -65,7 +65,9 @@ public final class ReceiverConnection: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(EncryptedChannelHandler(role: .sender))
-                        try channel.pipeline.syncOperations.addHandler(ResponseMatcher())
+                        let held = HeldResponseBytes()
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayResponseFrameDecoder(held: held)))
+                        try channel.pipeline.syncOperations.addHandler(ResponseMatcher(held: held))
                     }
                 }
                 .connect(host: host, port: port).get()
@@ -153,18 +155,21 @@ struct PendingRequest {
     var promise: EventLoopPromise<AirPlayResponse>
 }
 
-/// Matches responses to requests in order (HTTP/1.1 without pipelining surprises).
+/// Matches responses to requests in order (HTTP/1.1 without pipelining surprises). Behind a
+/// `ByteToMessageHandler(AirPlayResponseFrameDecoder(held:))`, which frames the responses.
 final class ResponseMatcher: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
+    typealias InboundIn = AirPlayResponse
     typealias OutboundIn = PendingRequest
     typealias OutboundOut = ByteBuffer
 
     private var waiting: [EventLoopPromise<AirPlayResponse>] = []
-    private var buffer = ByteBuffer()
+    /// The bytes the frame decoder in front holds (shared with it).
+    let held: HeldResponseBytes
+
+    init(held: HeldResponseBytes) { self.held = held }
 
     /// No request waits and no byte of a response is held.
-    var isIdle: Bool { waiting.isEmpty && buffer.readableBytes == 0 }
-    private let decoder = AirPlayResponseDecoder()
+    var isIdle: Bool { waiting.isEmpty && held.count == 0 }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let pending = unwrapOutboundIn(data)
@@ -175,18 +180,9 @@ final class ResponseMatcher: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var incoming = unwrapInboundIn(data)
-        buffer.writeBuffer(&incoming)
-        do {
-            while let response = try decoder.next(from: &buffer) {
-                guard !waiting.isEmpty else { continue }
-                waiting.removeFirst().succeed(response)
-            }
-        } catch {
-            failAll(SenderError(.connectionLost, "bad response from the receiver: \(error)"))
-            context.close(promise: nil)
-        }
-        buffer.discardReadBytes()
+        let response = unwrapInboundIn(data)
+        guard !waiting.isEmpty else { return }
+        waiting.removeFirst().succeed(response)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -194,8 +190,10 @@ final class ResponseMatcher: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
+    /// A malformed or oversized response (from the frame decoder) or a broken connection.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(SenderError(.connectionLost, "connection error: \(error)"))
+        let bad = error is AirPlayResponseDecoder.Failure
+        failAll(SenderError(.connectionLost, bad ? "bad response from the receiver: \(error)" : "connection error: \(error)"))
         context.close(promise: nil)
     }
 
