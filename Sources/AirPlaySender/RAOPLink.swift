@@ -58,9 +58,6 @@ public final class RAOPLink: @unchecked Sendable {
         case pcm = "L16"
     }
 
-    /// Backlog of sent packets kept for resend requests (well over a second of audio: 1024).
-    static let backlogSize = 1024
-
     /// The receiver's display name.
     public let name: String
     /// The RTSP client.
@@ -89,7 +86,7 @@ public final class RAOPLink: @unchecked Sendable {
     var session: AirPlay2SenderSession?
     /// Buffered AirPlay 2 (type 103): the TCP data connection the audio goes on.
     var dataConnection: BufferedDataConnection?
-    private let backlog = NIOLockedValueBox<[UInt16: [UInt8]]>([:])
+    private let backlog = NIOLockedValueBox(ResendBacklog())
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
     /// Round trips of our timing requests to the receiver, in seconds (receivers that answer them).
@@ -274,10 +271,7 @@ public final class RAOPLink: @unchecked Sendable {
             packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker,
                                      payload: encryptor.map { $0.encrypt(payload) } ?? payload).bytes
         }
-        backlog.withLockedValue { backlog in
-            backlog[sequence] = packet
-            backlog[sequence &- UInt16(Self.backlogSize)] = nil
-        }
+        backlog.withLockedValue { $0.store(packet, sequence: sequence) }
         if let audioSocket {
             audioSocket.send(packet)
         } else if let audioAddress {
@@ -345,12 +339,12 @@ public enum RAOPClock {
 final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
-    private let backlog: NIOLockedValueBox<[UInt16: [UInt8]]>
+    private let backlog: NIOLockedValueBox<ResendBacklog>
     private let resent: NIOLockedValueBox<Int>
     private let roundTrips: NIOLockedValueBox<[Double]>
     private let receiverIP: String?
 
-    init(backlog: NIOLockedValueBox<[UInt16: [UInt8]]>, resent: NIOLockedValueBox<Int>, roundTrips: NIOLockedValueBox<[Double]>,
+    init(backlog: NIOLockedValueBox<ResendBacklog>, resent: NIOLockedValueBox<Int>, roundTrips: NIOLockedValueBox<[Double]>,
          receiverIP: String?) {
         self.receiverIP = receiverIP
         self.backlog = backlog
@@ -373,14 +367,11 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
         case .resendRequest(let request):
             // Only the receiver may ask for retransmissions: anyone else could use us as an amplifier.
             guard envelope.remoteAddress.ipAddress == receiverIP else { return }
-            let first = request.first
-            let count = min(request.count, UInt16(RAOPLink.backlogSize))
-            for offset in 0..<count {
-                guard let packet = backlog.withLockedValue({ $0[first &+ offset] }) else { continue }
-                write([0x80, 0xD6, UInt8((first &+ offset) >> 8), UInt8((first &+ offset) & 0xFF)] + packet,
-                      to: envelope.remoteAddress, context: context)
-                resent.withLockedValue { $0 += 1 }
+            let kept = backlog.withLockedValue { $0.packets(from: request.first, count: request.count) }
+            for (sequence, packet) in kept {
+                write([0x80, 0xD6, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + packet, to: envelope.remoteAddress, context: context)
             }
+            resent.withLockedValue { $0 += kept.count }
         default:
             break
         }
