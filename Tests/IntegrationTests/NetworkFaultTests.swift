@@ -135,7 +135,14 @@ import Testing
         let comparison = sweep.compare(samples)
         #expect(report["dropped"] as? Int ?? 0 > 50 && report["reordered"] as? Int ?? 0 > 100
                 && report["duplicated"] as? Int ?? 0 > 5, "the link really was impaired: \(report)")
-        #expect(figures["lost"] as? Int == 0, "\(figures)")
+        // A gap filled with silence after the sender's last frame (framesPlayed beyond
+        // framesOnSenderClock, a packet's worth each) is counted lost but holds no audio: it
+        // was seen in 4 of 13 runs, at 100 % bit-exact, with this code and the session before.
+        let played = figures["framesPlayed"] as? Int ?? 0, sent = figures["framesOnSenderClock"] as? Int ?? 0
+        let beyondTheStream = max(0, played - sent) / 352
+        // (A real loss inside the stream also costs the bit-exact share below: 352 frames of
+        // the sweep's 771,000 are 0.05 %.)
+        #expect((figures["lost"] as? Int ?? Int.max) <= beyondTheStream, "\(figures)")
         #expect(comparison.exact >= 0.9999, "bit-exact share \(comparison.exact): \(figures)")
         print("measure: RAOP across 20±10 ms, 5 % loss, 10 % reordering, 1 % duplication (\(report["dropped"] ?? "?") dropped, "
               + "\(report["reordered"] ?? "?") reordered, \(report["duplicated"] ?? "?") duplicated): \(figures["requested"] ?? "?") requested, "
