@@ -206,8 +206,8 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
         let events = EventChannels(logger: logger)
-        let gateway = makeHLSGateway(events: events)
-        let video = playbackPossible ? makeVideoSessions(events: events, gateway: gateway) : nil
+        let gateway = playbackPossible ? makeHLSGateway(events: events) : nil
+        let video = gateway.map { makeVideoSessions(events: events, gateway: $0) }
         var router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })
@@ -256,7 +256,7 @@ public final class ReceiverDaemon: Service, Sendable {
             throw error
         }
         logger.info("control port listening", metadata: ["port": "\(port)", "address": "\(configuration.address ?? "any")"])
-        gateway.setPort(port, host: configuration.address)
+        gateway?.setPort(port, host: configuration.address)
 
         let advertisement = ReceiverAdvertisement(deviceID: identity.id, port: UInt16(port), capabilities: capabilities)
         let notifier = self.notifier

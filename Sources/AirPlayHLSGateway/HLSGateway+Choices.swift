@@ -1,4 +1,5 @@
 import AirPlayHLS
+import AirPlayReceiver
 
 /// The gateway's decisions that need no I/O: which variant starts, how rendition choices
 /// rewrite a master playlist, where a transport stream's tables end.
@@ -15,7 +16,7 @@ extension HLSGateway {
     /// Applies the sender's rendition choices: in each group the chosen rendition becomes the
     /// only one (DEFAULT and AUTOSELECT), so the player plays or shows it; subtitles chosen
     /// "off" are removed with the variants' SUBTITLES attribute.
-    static func apply(_ selection: [String: RenditionChoice], renditions: [Rendition], variants: [Variant]) -> ([Rendition], [Variant]) {
+    static func apply(_ selection: [String: HLSRenditionChoice], renditions: [Rendition], variants: [Variant]) -> ([Rendition], [Variant]) {
         var renditions = renditions, variants = variants
         for (type, choice) in selection {
             if type == "SUBTITLES", choice.language == nil, choice.name == nil {

@@ -20,16 +20,7 @@ import NIOCore
 /// (`HLSGateway+Segments.swift`), as the player follows their redirects unscreened.
 public final class HLSGateway: HLSProxy {
     /// Asks the sender of a session for a key it can reach and we cannot (a custom scheme).
-    public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], KeyError>
-
-    /// Why a key could not be had.
-    public typealias KeyError = HLSKeyError
-    /// What the gateway knows of a playback.
-    public typealias Figures = HLSFigures
-    /// An alternate rendition as `/playback-info` lists it.
-    public typealias RenditionInfo = HLSRenditionInfo
-    /// What a sender selected for a rendition type.
-    public typealias RenditionChoice = HLSRenditionChoice
+    public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], HLSKeyError>
 
     let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
@@ -57,9 +48,6 @@ public final class HLSGateway: HLSProxy {
         playerOrigin.withLockedValue { $0 = "\(name):\(value)" }
     }
 
-    /// True for URLs the gateway should front: HLS playlists (`.m3u8`, `.m3u`).
-    public static func isPlaylist(_ url: String) -> Bool { PlaylistURL.isPlaylist(url) }
-
     /// Starts fronting a playlist; returns the URL the player should open.
     public func open(origin: String, headers: [String: String], sessionID: String) -> String {
         let token = (0..<4).map { _ in TextFormatting.hex(UInt32.random(in: 0...UInt32.max), width: 8) }.joined()
@@ -74,7 +62,7 @@ public final class HLSGateway: HLSProxy {
     }
 
     /// The figures of the playback behind a gateway URL.
-    public func figures(_ url: String) -> Figures? {
+    public func figures(_ url: String) -> HLSFigures? {
         guard let token = Self.token(of: url) else { return nil }
         return sessions.withLockedValue { $0[token]?.figures }
     }
@@ -267,14 +255,14 @@ public final class HLSGateway: HLSProxy {
     }
 
     /// The alternate audio and subtitle renditions the player may use, and which is selected.
-    public func renditions(_ url: String) -> [RenditionInfo] {
+    public func renditions(_ url: String) -> [HLSRenditionInfo] {
         guard let token = Self.token(of: url) else { return [] }
         return sessions.withLockedValue { $0.renditions(token: token) }
     }
 
     /// Records a choice for a rendition type; true when the playback has such renditions (the
     /// caller then reloads the player at its position).
-    public func select(_ url: String, type: String, choice: RenditionChoice) -> Bool {
+    public func select(_ url: String, type: String, choice: HLSRenditionChoice) -> Bool {
         guard let token = Self.token(of: url) else { return false }
         return sessions.withLockedValue { $0.select(token: token, type: type, choice: choice) }
     }

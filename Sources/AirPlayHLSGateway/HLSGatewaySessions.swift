@@ -1,4 +1,5 @@
 import AirPlayHLS
+import AirPlayReceiver
 
 /// The HLS gateway's playbacks as a value: what each one was opened with, the names the player
 /// reads (`v3.m3u8`, `r1.m3u8`, `k0.key`, `c12.ts`…) and what they stand for, which variant
@@ -9,7 +10,7 @@ struct HLSGatewaySessions: Sendable {
     /// One playback, by its token.
     struct Session: Sendable {
         /// Rendition choices, by TYPE.
-        var selection: [String: HLSGateway.RenditionChoice] = [:]
+        var selection: [String: HLSRenditionChoice] = [:]
         /// The playlist the sender asked to play.
         var origin: String
         /// The sender's headers (cookies, authorization) for every fetch.
@@ -35,7 +36,7 @@ struct HLSGatewaySessions: Sendable {
         var proxiedNumbers: [String: Int] = [:]
         var nextProxied = 0
         /// What `/playback-info` and the log report.
-        var figures = HLSGateway.Figures(variants: 0, allowed: [], refused: [:])
+        var figures = HLSFigures(variants: 0, allowed: [], refused: [:])
     }
 
     /// A master playlist as the player gets it.
@@ -143,7 +144,7 @@ struct HLSGatewaySessions: Sendable {
 
     /// Records a rendition choice; true when the playback has such renditions (the player is
     /// then reloaded at its position).
-    mutating func select(token: String, type: String, choice: HLSGateway.RenditionChoice) -> Bool {
+    mutating func select(token: String, type: String, choice: HLSRenditionChoice) -> Bool {
         guard var session = sessions[token], let master = session.master else { return false }
         let exists = master.renditions.contains { $0.type == type && (choice.matches($0) || (choice.language == nil && choice.name == nil)) }
         guard exists else { return false }
@@ -153,7 +154,7 @@ struct HLSGatewaySessions: Sendable {
     }
 
     /// The alternate audio and subtitle renditions of the variant that plays, and which is selected.
-    func renditions(token: String) -> [HLSGateway.RenditionInfo] {
+    func renditions(token: String) -> [HLSRenditionInfo] {
         guard let session = sessions[token], let master = session.master else { return [] }
         let kept = master.keeping(variants: session.figures.allowed)
         let current = session.figures.current.flatMap { master.variants.indices.contains($0) ? master.variants[$0] : nil } ?? kept.variants.first
@@ -165,7 +166,7 @@ struct HLSGatewaySessions: Sendable {
             } else {
                 selected = rendition.type == "AUDIO" ? rendition.isDefault : false
             }
-            return HLSGateway.RenditionInfo(type: rendition.type, group: rendition.groupID, name: rendition.name,
+            return HLSRenditionInfo(type: rendition.type, group: rendition.groupID, name: rendition.name,
                                             language: rendition.language, selected: selected)
         }
     }
