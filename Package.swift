@@ -160,6 +160,11 @@ let package = Package(
         ]),
 
         // Test support: real peers and private mDNS, started the way users start them.
+        // The in-memory tier: the sender's and the receiver's real machines, talking without sockets.
+        .target(name: "AirPlayInMemory", dependencies: [
+            "AirPlaySender", "AirPlayReceiver", "AirPlayWire", "AirPlayPlist",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .target(name: "AirPlayTesting", dependencies: [
             "AirPlayMedia", "AirPlayWire",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -192,6 +197,7 @@ let package = Package(
         ]),
         .testTarget(name: "AirPlayTimingTests", dependencies: ["AirPlayTiming", "AirPlayWire", "AirPlayTesting"]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
+        .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayMedia"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [

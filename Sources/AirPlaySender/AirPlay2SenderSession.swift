@@ -17,26 +17,31 @@ public final class AirPlay2SenderSession: Sendable {
     /// (audio), nil when nothing is timed (video); `ptpPeers` makes it a PTP session whose
     /// timing peers (our grandmaster's addresses first) are these.
     public static func start(client: RAOPClient, timingPort: Int?, ptpPeers: [String]? = nil) async throws(SenderError) -> AirPlay2SenderSession {
-        guard let secret = client.connection.pairingSecret else {
-            throw SenderError(.refused(status: 0), "AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
-        }
+        guard client.connection.pairingSecret != nil else { throw notEncrypted }
         let reply = try await setUp(client, .session(describe(timingPort: timingPort, ptpPeers: ptpPeers)))
         guard let eventPort = reply.session?.eventPort else {
             throw SenderError(.refused(status: 0), "SETUP phase 1 was answered with streams, not an eventPort")
         }
+        return try await connect(client: client, eventPort: eventPort)
+    }
+
+    /// Connects the event channel phase 1 named, keyed by the connection's pairing.
+    static func connect(client: RAOPClient, eventPort: Int) async throws(SenderError) -> AirPlay2SenderSession {
+        guard let secret = client.connection.pairingSecret else { throw notEncrypted }
         let keys: EventChannelKeys
         do { keys = try EventChannelKeys(sharedSecret: secret) } catch { throw SenderError(.badInput, "event keys: \(error)") }
-        let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost,
-                                                               port: eventPort, keys: keys)
+        let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost, port: eventPort, keys: keys)
         return AirPlay2SenderSession(events: events)
     }
+
+    static let notEncrypted = SenderError(.refused(status: 0), "AirPlay 2 needs an encrypted connection (pair, or a receiver offering transient pairing)")
 
     /// Closes the event channel.
     public func close() async { await events.close() }
 
     /// Phase 1 as this sender writes it: NTP with our timing port, or PTP with our clock's
     /// addresses (our grandmaster's first) as the timing peers.
-    static func describe(timingPort: Int?, ptpPeers: [String]?) -> AirPlay2Setup.Session {
+    package static func describe(timingPort: Int?, ptpPeers: [String]?) -> AirPlay2Setup.Session {
         AirPlay2Setup.Session(
             timingProtocol: ptpPeers?.isEmpty == false ? "PTP" : "NTP", timingPort: timingPort, sessionUUID: UUID().uuidString,
             deviceID: senderDeviceID, name: "airplay", model: "airplay1,1", timingPeers: ptpPeers ?? [], macAddress: senderDeviceID,
@@ -47,7 +52,7 @@ public final class AirPlay2SenderSession: Sendable {
 
     /// A realtime stream (type 96) as this sender sets it up: ALAC or PCM at 44.1 kHz/16-bit,
     /// 352 frames a packet, its SSRC as the stream's connection id.
-    static func realtimeStream(alac: Bool, key: [UInt8], controlPort: Int, ssrc: UInt32) -> AirPlay2Setup.Stream {
+    package static func realtimeStream(alac: Bool, key: [UInt8], controlPort: Int, ssrc: UInt32) -> AirPlay2Setup.Stream {
         AirPlay2Setup.Stream(type: AirPlay2Setup.realtime, compression: alac ? 2 : 1, audioFormat: alac ? 0x40000 : 0x800,
                              samplesPerFrame: 352, sampleRate: 44100, streamKey: key, controlPort: controlPort,
                              latencyMin: 11025, latencyMax: 88200, isMedia: true, audioMode: "default",
@@ -55,7 +60,7 @@ public final class AirPlay2SenderSession: Sendable {
     }
 
     /// A buffered stream (type 103) as this sender sets it up.
-    static func bufferedStream(compression: Int, audioFormat: UInt64, samplesPerFrame: Int, format: PCMFormat, key: [UInt8],
+    package static func bufferedStream(compression: Int, audioFormat: UInt64, samplesPerFrame: Int, format: PCMFormat, key: [UInt8],
                                ssrc: UInt32) -> AirPlay2Setup.Stream {
         AirPlay2Setup.Stream(type: AirPlay2Setup.buffered, compression: compression, audioFormat: audioFormat,
                              samplesPerFrame: samplesPerFrame, sampleRate: format.sampleRate, bitsPerSample: format.bitsPerSample,

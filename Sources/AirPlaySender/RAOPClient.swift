@@ -46,7 +46,23 @@ public final class RAOPClient: @unchecked Sendable {
     @discardableResult
     public func request(_ method: String, target: String? = nil, headers: MessageHeaders = [:], body: [UInt8] = [],
                         contentType: String? = nil) async throws(SenderError) -> AirPlayResponse {
-        var response = try await send(method, target: target ?? uri, headers: headers, body: body, contentType: contentType)
+        let response = try await exchange(SenderRequest(method: method, target: target, headers: headers, body: body, contentType: contentType))
+        guard (200..<300).contains(response.status) else { throw SenderSetupMachine.refusal(method, response) }
+        return response
+    }
+
+    /// Sends a request made elsewhere (a setup machine's); any status outside 2xx throws `.refused`.
+    @discardableResult
+    package func request(_ request: SenderRequest) async throws(SenderError) -> AirPlayResponse {
+        let response = try await exchange(request)
+        guard (200..<300).contains(response.status) else { throw SenderSetupMachine.refusal(request.method, response) }
+        return response
+    }
+
+    /// Sends a request and returns its answer whatever the status, except that a 401 with a
+    /// Digest challenge is answered once with the password (and throws without one).
+    package func exchange(_ request: SenderRequest) async throws(SenderError) -> AirPlayResponse {
+        var response = try await send(request)
         if response.status == 401 {
             guard let password, !password.isEmpty else {
                 throw SenderError(.refused(status: 401), "the receiver wants a password: give --password")
@@ -55,34 +71,37 @@ public final class RAOPClient: @unchecked Sendable {
                 throw SenderError(.refused(status: 401), "the receiver wants an authentication other than Digest")
             }
             digest = challenge
-            response = try await send(method, target: target ?? uri, headers: headers, body: body, contentType: contentType)
+            response = try await send(request)
             if response.status == 401 { throw SenderError(.refused(status: 401), "the receiver refused the password") }
-        }
-        guard (200..<300).contains(response.status) else {
-            let reason = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw SenderError(.refused(status: response.status), "\(method) answered \(response.status)\(reason.isEmpty ? "" : ": \(reason)")")
         }
         return response
     }
 
-    private func send(_ method: String, target: String, headers: MessageHeaders, body: [UInt8], contentType: String?)
-        async throws(SenderError) -> AirPlayResponse {
+    private func send(_ request: SenderRequest) async throws(SenderError) -> AirPlayResponse {
         cseq += 1
-        var all = headers
+        let authorization = digest.flatMap { digest in
+            password.map { Self.authorization(method: request.method, uri: request.target ?? uri, realm: digest.realm, nonce: digest.nonce, password: $0) }
+        }
+        return try await connection.send(Self.frame(request, uri: uri, cseq: cseq, identity: identity, session: session,
+                                                    authorization: authorization))
+    }
+
+    /// The request as it goes on the wire: the target (the session's URI by default), then CSeq,
+    /// our User-Agent and identity, the session, the content type and Digest.
+    package static func frame(_ request: SenderRequest, uri: String, cseq: Int, identity: RAOPClientIdentity, session: String?,
+                              authorization: String? = nil) -> AirPlayRequest {
+        var all = request.headers
         all.add(name: "CSeq", value: String(cseq))
         all.add(name: "User-Agent", value: "airplay/1.0 (swift-airplay)")
         all.add(name: "DACP-ID", value: identity.dacpID)
         all.add(name: "Active-Remote", value: identity.activeRemote)
         all.add(name: "Client-Instance", value: identity.dacpID)
         if let session { all.add(name: "Session", value: session) }
-        if let contentType { all.add(name: "Content-Type", value: contentType) }
-        if let digest, let password {
-            all.add(name: "Authorization", value: Self.authorization(method: method, uri: target, realm: digest.realm,
-                                                                     nonce: digest.nonce, password: password))
-        }
+        if let contentType = request.contentType { all.add(name: "Content-Type", value: contentType) }
+        if let authorization { all.add(name: "Authorization", value: authorization) }
         var buffer = ByteBuffer()
-        buffer.writeBytes(body)
-        return try await connection.send(AirPlayRequest(method: method, target: target, version: .rtsp10, headers: all, body: buffer))
+        buffer.writeBytes(request.body)
+        return AirPlayRequest(method: request.method, target: request.target ?? uri, version: .rtsp10, headers: all, body: buffer)
     }
 
     /// `OPTIONS` with an `Apple-Challenge`: true when the receiver's `Apple-Response` signs our

@@ -31,22 +31,4 @@ extension RAOPLink {
 
     /// Frames in one realtime packet.
     static let framesPerPacket = 352
-
-    func setUpAirPlay2(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double) async throws(SenderError) {
-        try await openUDPPort()
-        let port = channel?.localAddress?.port ?? 0
-        session = try await AirPlay2SenderSession.start(client: client, timingPort: port)
-        codec = traits.codecs.contains(1) || !traits.advertised ? .alac : .pcm
-        let key = try makeStreamKey()
-        let stream = AirPlay2SenderSession.realtimeStream(alac: codec == .alac, key: key, controlPort: port, ssrc: streamSSRC)
-        let reply = try await AirPlay2SenderSession.setUp(client, .streams([stream]))
-        guard let described = reply.streams?.first, let controlPort = described.controlPort else {
-            throw SenderError(.refused(status: 0), "\(name): SETUP phase 2 gave no dataPort and controlPort")
-        }
-        let dataPort = described.dataPort
-        // No timing port: with NTP the receiver asks us for our time, on our UDP port.
-        aim(audioPort: Int(dataPort), controlPort: Int(controlPort), timingPort: nil)
-        try await record(sequence: sequence, rtpTime: rtpTime)
-        try await setVolume(decibels: volumeDecibels)
-    }
 }

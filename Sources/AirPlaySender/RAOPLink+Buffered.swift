@@ -14,28 +14,6 @@ extension RAOPLink {
     /// The 24-bit sequence field of buffered packets keeps its top bit set, as Apple's senders do.
     static let bufferedSequenceBit: UInt32 = 0x80_0000
 
-    /// SETUP phase 1 (PTP, our grandmaster as timing peer), RECORD, SETPEERS, phase 2 (one
-    /// buffered stream in `codec` and `format` with a fresh `shk`), then the TCP data connection.
-    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, codec: BufferedCodec, volumeDecibels: Double) async throws(SenderError) {
-        let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
-        let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
-        session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
-        grandmaster.addFollower(remote)
-        self.codec = .alac
-        let key = try makeStreamKey()
-        try await record(sequence: 0, rtpTime: 0)
-        _ = try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
-                                     contentType: "/peer-list-changed")
-        let stream = AirPlay2SenderSession.bufferedStream(
-            compression: codec == .aac ? 4 : 2, audioFormat: Self.formatBit(format, codec: codec),
-            samplesPerFrame: codec == .aac ? 1024 : Self.framesPerPacket, format: format, key: key, ssrc: streamSSRC)
-        guard let dataPort = try await AirPlay2SenderSession.setUp(client, .streams([stream])).streams?.first?.dataPort else {
-            throw SenderError(.refused(status: 0), "\(name): buffered SETUP gave no dataPort")
-        }
-        dataConnection = try BufferedDataConnection(host: remote, port: Int(dataPort))
-        try await setVolume(decibels: volumeDecibels)
-    }
-
     /// Seals one ALAC packet and writes it on the data connection; blocks while TCP holds us
     /// back (the receiver's buffer is full). False when the connection is gone.
     @discardableResult

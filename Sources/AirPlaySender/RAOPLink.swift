@@ -63,15 +63,15 @@ public final class RAOPLink: @unchecked Sendable {
     /// The RTSP client.
     public let client: RAOPClient
     let traits: RAOPReceiverTraits
-    private let crypto: RAOPSenderCrypto?
+    let crypto: RAOPSenderCrypto?
     /// True when the session is set up the AirPlay 2 way (plist SETUPs, ChaCha20-Poly1305 audio).
     public let airPlay2: Bool
     /// The codec chosen at ANNOUNCE.
     public internal(set) var codec: Codec = .pcm
     /// Set when the stream is encrypted.
-    public private(set) var encryptor: RAOPPacketEncryptor?
+    public internal(set) var encryptor: RAOPPacketEncryptor?
     /// True, false, or nil (no Apple-Response) after OPTIONS.
-    public private(set) var identityVerified: Bool?
+    public internal(set) var identityVerified: Bool?
     var channel: (any Channel)?
     var audioAddress: SocketAddress?
     /// Audio goes out from the streamer's thread on a socket of its own (no event-loop hop).
@@ -108,65 +108,6 @@ public final class RAOPLink: @unchecked Sendable {
     /// Whether the receiver wants a kind of metadata (`md`): 0 text, 1 artwork, 2 progress.
     public func wants(_ kind: Int) -> Bool { traits.metadata.contains(kind) }
 
-    /// OPTIONS (checking the Apple-Response), ANNOUNCE (ALAC if the receiver lists it, else PCM;
-    /// encrypted when it lists RSA), SETUP, RECORD from `sequence`/`rtpTime`, and the volume.
-    public func setUp(sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double, warn: (String) -> Void) async throws(SenderError) {
-        if airPlay2 { return try await setUpAirPlay2(sequence: sequence, rtpTime: rtpTime, volumeDecibels: volumeDecibels) }
-        if let crypto {
-            identityVerified = try await client.checkIdentity(deviceID: traits.deviceID, crypto: crypto)
-        } else {
-            try await client.request("OPTIONS")
-        }
-        let wantsRSA = traits.encryptions.contains(1) && (traits.advertised || identityVerified == true)
-        if wantsRSA, identityVerified != true {
-            warn("\(name): its Apple-Response does not verify with the AirPort key (not an AirPlay 1 receiver as it claims?)")
-        }
-        if wantsRSA, crypto != nil {
-            do {
-                encryptor = try RAOPPacketEncryptor()
-            } catch {
-                throw SenderError(.badInput, "cannot make a stream key: \(error)")
-            }
-        } else if traits.advertised, !traits.encryptions.contains(0) {
-            throw SenderError(.refused(status: 0), "\(name) takes only encryption this sender does not speak (et=\(traits.encryptions.sorted()))")
-        }
-        var candidates: [Codec] = []
-        if traits.codecs.contains(1) { candidates.append(.alac) }
-        if traits.codecs.contains(0) || !traits.advertised { candidates.append(.pcm) }
-        guard !candidates.isEmpty else {
-            throw SenderError(.refused(status: 0), "\(name) takes none of ALAC or PCM (cn=\(traits.codecs.sorted()))")
-        }
-        var lastError: SenderError?
-        for candidate in candidates {
-            do {
-                try await client.request("ANNOUNCE", body: Array(try sdp(candidate).utf8), contentType: "application/sdp")
-                codec = candidate
-                lastError = nil
-                break
-            } catch {
-                // 415/400: the receiver does not take this codec; try the next.
-                guard case .refused(let status) = error.kind, status == 415 || status == 400 || status == 501 else { throw error }
-                lastError = error
-            }
-        }
-        if let lastError { throw lastError }
-
-        try await openUDPPort()
-        let port = channel?.localAddress?.port ?? 0
-        let setup = try await client.request("SETUP", headers: [
-            "Transport": RTSPTransport.record(controlPort: port, timingPort: port).headerValue,
-        ])
-        let transport = RTSPTransport(parsing: setup.headers["Transport"] ?? "")
-        guard let audioPort = transport.port("server_port"), let controlPort = transport.port("control_port"),
-              let session = setup.headers["Session"] else {
-            throw SenderError(.refused(status: setup.status), "the SETUP reply lacks server_port, control_port or Session")
-        }
-        client.session = session.split(separator: ";").first.map(String.init) ?? session
-        aim(audioPort: Int(audioPort), controlPort: Int(controlPort), timingPort: transport.port("timing_port").map(Int.init))
-        try await record(sequence: sequence, rtpTime: rtpTime)
-        try await setVolume(decibels: volumeDecibels)
-    }
-
     /// Binds the link's one UDP port (sync, resend requests and answers, timing both ways).
     func openUDPPort() async throws(SenderError) {
         // Our address on the control connection, its scope kept (an IPv6 link-local one needs it).
@@ -196,16 +137,25 @@ public final class RAOPLink: @unchecked Sendable {
         timingAddress = timingPort.flatMap { connection.remote(port: $0) }
     }
 
-    /// The ANNOUNCE body for a codec.
-    func sdp(_ codec: Codec) throws(SenderError) -> String {
-        let local = client.connection.localAddress?.ipAddress ?? "127.0.0.1"
-        let remote = client.connection.remoteIP ?? client.connection.host
+    /// The ANNOUNCE body for a codec, with the stream key wrapped for the receiver when `encryptor` is given.
+    func sdp(_ codec: Codec, encryptor: RAOPPacketEncryptor?) throws(SenderError) -> String {
+        var key: (wrapped: [UInt8], iv: [UInt8])?
+        if let encryptor, let crypto {
+            do { key = (try crypto.wrap(streamKey: encryptor.key), encryptor.iv) } catch { throw SenderError(.badInput, "\(error)") }
+        }
+        return Self.sdp(codec, origin: client.connection.localAddress?.ipAddress ?? "127.0.0.1",
+                        connection: client.connection.remoteIP ?? client.connection.host, key: key)
+    }
+
+    /// The ANNOUNCE body this sender writes: 44.1 kHz stereo, 352 frames a packet, our ALAC
+    /// `fmtp`, and the wrapped AES key and IV of an encrypted stream.
+    package static func sdp(_ codec: Codec, origin: String, connection: String, key: (wrapped: [UInt8], iv: [UInt8])?) -> String {
         let stream = RAOPStreamDescription(codec: codec == .alac ? .alac(fmtp: ALACEncoder.fmtp.split(separator: " ").compactMap { Int($0) }) : .pcm,
                                            sampleRate: 44100, channels: 2, framesPerPacket: ALACEncoder.framesPerPacket)
-        var announcement = stream.announcement(origin: local, connection: remote)
-        if let encryptor, let crypto {
-            do { announcement.rsaAESKey = try crypto.wrap(streamKey: encryptor.key) } catch { throw SenderError(.badInput, "\(error)") }
-            announcement.aesIV = encryptor.iv
+        var announcement = stream.announcement(origin: origin, connection: connection)
+        if let key {
+            announcement.rsaAESKey = key.wrapped
+            announcement.aesIV = key.iv
         }
         return announcement.encoded
     }
@@ -222,8 +172,7 @@ public final class RAOPLink: @unchecked Sendable {
 
     /// The volume in AirPlay dB (-30…0, -144 mutes).
     public func setVolume(decibels: Double) async throws(SenderError) {
-        try await client.request("SET_PARAMETER", body: Array(String(format: "volume: %.6f\r\n", decibels).utf8),
-                                 contentType: "text/parameters")
+        try await client.request(SenderSetupMachine.volumeRequest(decibels: decibels))
     }
 
     /// Text metadata, artwork and progress, each only when the receiver's `md` lists it. A

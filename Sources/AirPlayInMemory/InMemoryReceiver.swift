@@ -1,0 +1,132 @@
+import AirPlayPlist
+import AirPlayReceiver
+import AirPlayWire
+import NIOCore
+
+/// A control connection in memory: only its identity matters (the machine keys sessions by it).
+public final class InMemoryConnection: Sendable {
+    /// A new connection.
+    public init() {}
+
+    /// The id the receiver's machine knows it by.
+    public var id: ObjectIdentifier { ObjectIdentifier(self) }
+}
+
+/// A receiver in memory: the box's real `RAOPSessionStateMachine`, behind the same reading of
+/// requests the daemon does (ANNOUNCE's SDP, AirPlay 2's SETUP plists), with ports that "open"
+/// at fixed numbers, and quirk switches that make it answer as a receiver we know does.
+///
+/// What it leaves out: encryption (pairing, RSA, ChaCha20: their codecs have tests of their own)
+/// and audio. What the machine asked for besides replies is kept in `actions`, in order.
+public struct InMemoryReceiver: Sendable {
+    /// Ways known receivers answer differently from airplayd.
+    public struct Quirks: OptionSet, Hashable, Sendable {
+        public let rawValue: Int
+        /// Builds a set from its bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Takes no ALAC: ANNOUNCE or SETUP for an ALAC stream gets 415 (a PCM-only speaker).
+        public static let refusesALAC = Quirks(rawValue: 1 << 0)
+        /// shairport-sync 5.x: answers 200 with no body to an AirPlay 2 SETUP it did not act on
+        /// (here: phase 1 of an NTP session, which it does not serve).
+        public static let emptyAnswerToNTPSessions = Quirks(rawValue: 1 << 1)
+        /// Sonos: refuses the native `streams` SETUP with 400.
+        public static let refusesNativeStreams = Quirks(rawValue: 1 << 2)
+        /// Samsung's Music Frame: a stream SETUP before RECORD gets 455 (it needs Apple's order).
+        public static let needsRecordBeforeStreams = Quirks(rawValue: 1 << 3)
+    }
+
+    /// The ports the receiver "opens": audio, control, timing, events.
+    public static let audioPort = 6000, controlPort = 6001, timingPort = 6002, eventPort = 7000
+
+    /// The receiver's machine, as the daemon runs it.
+    public var machine: RAOPSessionStateMachine
+    /// How it differs from airplayd.
+    public var quirks: Quirks
+    /// Every action of the machine other than replies and port openings, in order.
+    public private(set) var actions: [RAOPSessionStateMachine.Action] = []
+    private var recordedBefore: Set<ObjectIdentifier> = []
+
+    /// A receiver with airplayd's defaults (replacing senders, a 60 s session timeout) unless told.
+    public init(takeover: AudioTakeover = .replace, sessionTimeout: Double = 60, quirks: Quirks = []) {
+        machine = RAOPSessionStateMachine(configuration: .init(takeover: takeover, sessionTimeout: sessionTimeout), firstNumber: 0)
+        self.quirks = quirks
+    }
+
+    /// Answers one request from `connection` at `now` (seconds on the test's clock).
+    public mutating func handle(_ request: AirPlayRequest, from connection: InMemoryConnection, now: Double) -> AirPlayResponse {
+        let id = connection.id
+        if request.method == "RECORD" { recordedBefore.insert(id) }
+        if request.method == "SETUP", Self.hasPlist(request) {
+            let setup: AirPlay2Setup
+            do {
+                setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)), ptp: true)
+            } catch let refusal as AirPlay2Setup.Refusal {
+                return .text(status: refusal.status, refusal.description)
+            } catch {
+                return .text(status: 400, "SETUP body is not a property list: \(error)")
+            }
+            switch setup {
+            case .session(let session):
+                if quirks.contains(.emptyAnswerToNTPSessions), session.timingProtocol == "NTP" { return AirPlayResponse(status: 200) }
+                return carryOut(machine.setupSession(session, ptp: session.timingProtocol == "PTP", on: id, now: now))
+            case .remoteControl:
+                return .text(status: 501, "remote-control sessions are not played in memory")
+            case .streams(let streams):
+                if quirks.contains(.refusesNativeStreams) { return .text(status: 400, "streams are not taken") }
+                if quirks.contains(.needsRecordBeforeStreams), !recordedBefore.contains(id) {
+                    return .text(status: 455, "RECORD first")
+                }
+                guard streams.count == 1, let stream = streams.first else { return .text(status: 461, "one stream, not \(streams.count)") }
+                let description: RAOPStreamDescription
+                do { description = try stream.description() } catch { return .text(status: error.status, error.description) }
+                if quirks.contains(.refusesALAC), case .alac = description.codec { return .text(status: 415, "ALAC is not taken") }
+                return carryOut(machine.setupStreams(description, buffered: stream.type == AirPlay2Setup.buffered,
+                                                     senderControlPort: stream.controlPort.map { UInt16($0) }, on: id, now: now))
+            }
+        }
+        if request.method == "ANNOUNCE" {
+            let description: RAOPStreamDescription
+            do { description = try RAOPStreamDescription(sdp: String(buffer: request.body)) } catch { return .text(status: 400, "SDP: \(error)") }
+            if quirks.contains(.refusesALAC), case .alac = description.codec { return .text(status: 415, "ALAC is not taken") }
+            return carryOut(machine.announce(description, on: id, now: now))
+        }
+        return carryOut(machine.receive(request, on: id, now: now))
+    }
+
+    /// The sender's connection closed.
+    public mutating func connectionClosed(_ connection: InMemoryConnection) {
+        _ = carryOut(machine.connectionClosed(connection.id))
+    }
+
+    /// Time passes: the machine's timeouts.
+    public mutating func tick(now: Double) {
+        _ = carryOut(machine.tick(now: now))
+    }
+
+    /// Opens what the machine asks for (at the fixed ports) and keeps the rest; the reply, if any.
+    private mutating func carryOut(_ actions: [RAOPSessionStateMachine.Action]) -> AirPlayResponse {
+        var pending = actions[...]
+        var reply: AirPlayResponse?
+        while let action = pending.popFirst() {
+            switch action {
+            case .reply(let response):
+                reply = response
+            case .openPorts(let session, _, _):
+                pending.append(contentsOf: machine.portsOpened(session: session, audio: Self.audioPort, control: Self.controlPort,
+                                                               timing: Self.timingPort))
+            case .openEventPort(let session):
+                let ptp = machine.current?.usesPTP == true
+                pending.append(contentsOf: machine.eventPortOpened(session: session, port: Self.eventPort,
+                                                                   timingPeerAddresses: ptp ? ["127.0.0.1"] : nil))
+            default:
+                self.actions.append(action)
+            }
+        }
+        return reply ?? .text(status: 500, "no reply")
+    }
+
+    private static func hasPlist(_ request: AirPlayRequest) -> Bool {
+        request.headers["Content-Type"]?.lowercased().contains("plist") == true || request.body.readableBytesView.starts(with: Array("bplist".utf8))
+    }
+}

@@ -1,0 +1,77 @@
+import AirPlaySender
+import AirPlayWire
+
+/// A sender's setup played against an in-memory receiver: the sender's real `SenderSetupMachine`
+/// and the box's real `RAOPSessionStateMachine`, no sockets, no sleeps, every exchange written
+/// down. Ports and channels the sender opens "open" at once (`udpPort`).
+public struct InMemorySetup: Sendable {
+    /// One request and the status that answered it.
+    public struct Exchange: Hashable, Sendable, CustomStringConvertible {
+        /// The request's method.
+        public var method: String
+        /// The answer's status.
+        public var status: Int
+        /// What the request carried that tells it apart (its content type), when anything.
+        public var contentType: String?
+
+        /// `SETUP application/x-apple-binary-plist → 200`.
+        public var description: String { "\(method)\(contentType.map { " " + $0 } ?? "") → \(status)" }
+    }
+
+    /// The UDP port the sender "binds".
+    public static let udpPort = 5000
+
+    /// The connection the sender talks on.
+    public let connection = InMemoryConnection()
+    /// What went to and fro, in order.
+    public private(set) var exchanges: [Exchange] = []
+    /// The warnings the sender would have shown.
+    public private(set) var warnings: [String] = []
+    /// The event channel and data port the sender connected to.
+    public private(set) var connectedEventPort: Int?
+    public private(set) var connectedDataPort: Int?
+    private let identity = RAOPClientIdentity()
+    private var cseq = 0
+    private var session: String?
+
+    /// A setup on a fresh connection.
+    public init() {}
+
+    /// Sends `request` as the sender's connection frames it, and the receiver's answer.
+    package mutating func send(_ request: SenderRequest, to receiver: inout InMemoryReceiver, now: Double) -> AirPlayResponse {
+        cseq += 1
+        let wire = RAOPClient.frame(request, uri: "rtsp://in-memory/1", cseq: cseq, identity: identity, session: session)
+        let response = receiver.handle(wire, from: connection, now: now)
+        exchanges.append(Exchange(method: request.method, status: response.status, contentType: request.contentType))
+        return response
+    }
+
+    /// Runs `machine` to its end against `receiver`: the outcome, or the error the sender would throw.
+    package mutating func run(_ machine: SenderSetupMachine, against receiver: inout InMemoryReceiver,
+                             now: Double) -> Result<SenderSetupMachine.Outcome, SenderError> {
+        var machine = machine
+        var actions = machine.start()
+        for _ in 0..<64 {
+            var next: [SenderSetupMachine.Action] = []
+            for action in actions {
+                switch action {
+                case .send(let request): next = machine.replied(send(request, to: &receiver, now: now))
+                case .openUDPPort: next = machine.udpPortOpened(Self.udpPort)
+                case .verifyAppleResponse: next = machine.identityChecked(false)
+                case .connectEventChannel(let port):
+                    connectedEventPort = port
+                    next = machine.eventChannelConnected()
+                case .connectDataPort(let port):
+                    connectedDataPort = port
+                    next = machine.dataConnectionOpened()
+                case .adoptSession(let id): session = id
+                case .warn(let message): warnings.append(message)
+                case .finished(let outcome): return .success(outcome)
+                case .failed(let error): return .failure(error)
+                }
+            }
+            actions = next
+        }
+        return .failure(SenderError(.badInput, "the setup did not finish"))
+    }
+}
