@@ -6,7 +6,7 @@ import FoundationEssentials
 /// `web_listen` in the configuration file). Every surface is off by default.
 public struct NowPlayingSettings: Hashable, Sendable {
     /// MPRIS 2 on D-Bus (`mpris`): `off`, the `system` bus or the `session` bus.
-    public var mpris = "off"
+    public var mpris = MPRISSetting.off
     /// The FIFO shairport-sync's metadata readers read (`metadata_pipe`); empty: none.
     public var metadataPipe = ""
     /// Where the now-playing page listens (`web_listen`, `ADDRESS:PORT`); empty: nowhere.
@@ -76,9 +76,6 @@ public struct MQTTSettings: Hashable, Sendable {
 extension NowPlayingSettings {
     /// Checks the values (after the file and the command line).
     func validate() throws(ConfigurationError) {
-        guard ["off", "system", "session"].contains(mpris) else {
-            throw ConfigurationError(key: "mpris", message: "must be \"off\", \"system\" or \"session\", got \"\(mpris.prefix(20))\"")
-        }
         if !metadataPipe.isEmpty, !metadataPipe.hasPrefix("/") {
             throw ConfigurationError(key: "metadata_pipe", message: "must be an absolute path, got \"\(metadataPipe.prefix(80))\"")
         }

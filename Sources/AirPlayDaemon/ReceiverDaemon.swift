@@ -58,13 +58,13 @@ public final class ReceiverDaemon: Service, Sendable {
             logger.warning("HLS turned off: no hlsdemux element (install gstreamer1.0-plugins-bad)")
         }
         return ReceiverCapabilities(video: video, hls: hls, audio: configuration.audioEnabled,
-                                    passwordRequired: !configuration.password.isEmpty && (configuration.audioEnabled || configuration.access == "password"),
+                                    passwordRequired: !configuration.password.isEmpty && (configuration.audioEnabled || configuration.access == .password),
                                     alac: true, aac: media.canDecodeAAC)
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.
     private func makeVideoSessions(events: EventChannels, gateway: HLSGateway) -> VideoSessions {
-        let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput)
+        let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput.description)
         let followRedirects = !configuration.videoRefuseLocalURLs
         return VideoSessions(
             makePlayer: { () throws(MediaError) -> any MediaPlayer in
@@ -72,7 +72,7 @@ public final class ReceiverDaemon: Service, Sendable {
             },
             policy: MediaURLPolicy(refusingLocalTargetsWith: configuration.videoRefuseLocalURLs
                 ? HTTPMediaURLScreen(caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile) : nil),
-            takeover: VideoTakeover(rawValue: configuration.videoTakeover) ?? .replace,
+            takeover: configuration.videoTakeover,
             events: events, gateway: gateway,
             makeClassicPlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: true, followRedirects: followRedirects)
@@ -82,9 +82,8 @@ public final class ReceiverDaemon: Service, Sendable {
     /// The HLS gateway: variants within the configured display and the installed decoders; keys
     /// over HTTPS with the sender's headers, or from the sender over its event channel.
     private func makeHLSGateway(events: EventChannels) -> HLSGateway {
-        let size = configuration.videoMaxResolution.lowercased().split(separator: "x").compactMap { Int($0) }
         let policy = VariantPolicy(
-            maximumResolution: Resolution(width: size.first ?? 3840, height: size.last ?? 2160), hdr: configuration.videoHDR,
+            maximumResolution: configuration.videoMaxResolution, hdr: configuration.videoHDR,
             passthrough: configuration.audioPassthrough,
             canDecode: { [media] codec in media.canDecode(codec: codec) })
         return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
@@ -99,11 +98,13 @@ public final class ReceiverDaemon: Service, Sendable {
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
             makeOutput: { format throws -> any PCMOutput in
-                if output.hasPrefix("raw:") { return RawPCMOutput(path: String(output.dropFirst(4)), format: format) }
-                return try media.makePCMOutput(sink: output, format: format)
+                switch output {
+                case .raw(let path): return RawPCMOutput(path: path, format: format)
+                case .sink(let description): return try media.makePCMOutput(sink: description, format: format)
+                }
             },
             decoders: media.raopDecoders,
-            takeover: AudioTakeover(rawValue: configuration.audioTakeover) ?? .replace,
+            takeover: configuration.audioTakeover,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: nowPlaying,
             faultDropPercent: Self.faultDropPercent(logger: logger), ptp: ptp, logger: logger)
     }
@@ -129,8 +130,7 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// HAP pairing over the instance's identity and pairings, with the configured PIN and access rule.
     private func makePairing(store: PairingStore) -> ReceiverPairing {
-        let pin: PairingPolicy.PINSource = configuration.pin == "random" ? .random : .fixed(configuration.pin)
-        return ReceiverPairing(store: store, pin: pin, access: AccessControl(rawValue: configuration.access) ?? .anyone, logger: logger)
+        ReceiverPairing(store: store, pin: configuration.pin.source, access: configuration.access, logger: logger)
     }
 
     /// The PTP follower for AirPlay 2 senders' clocks, on UDP 319/320. Without the privilege to
@@ -198,9 +198,9 @@ public final class ReceiverDaemon: Service, Sendable {
                 throw ConfigurationError(key: "video_sink", message: error.message)
             }
         }
-        if (capabilities.video || capabilities.audio) && !configuration.audioOutput.hasPrefix("raw:") {
+        if capabilities.video || capabilities.audio, let sink = configuration.audioOutput.sinkDescription {
             do {
-                try media.validateSink(configuration.audioOutput)
+                try media.validateSink(sink)
             } catch {
                 throw ConfigurationError(key: "audio_output", message: error.message)
             }

@@ -8,7 +8,7 @@ public enum ReceiverSurfaces {
     /// MPRIS on D-Bus and the MQTT surface, as `context.settings` asks.
     @Sendable public static func make(_ context: NowPlayingContext) throws -> [any NowPlayingSurface] {
         var surfaces: [any NowPlayingSurface] = []
-        if let bus = DBusBus(rawValue: context.settings.mpris) {
+        if let bus = DBusBus(rawValue: context.settings.mpris.rawValue) {
             surfaces.append(MPRISService(bus: bus, instance: context.instance, identity: "\(context.name) (AirPlay)",
                                          stateDirectory: context.stateDirectory, nowPlaying: context.nowPlaying, logger: context.logger))
             context.logger.info("MPRIS", metadata: ["dbus.bus": "\(bus.rawValue)"])

@@ -108,7 +108,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         OpenFileLimit.raise(toServe: settings.maxConnections, logger: logger)
         let command = self
         PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
-        let sinks = [settings.videoSink, settings.audioOutput].filter { !$0.hasPrefix("raw:") }
+        let sinks = [settings.videoSink] + (settings.audioOutput.sinkDescription.map { [$0] } ?? [])
         let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger,
                                     makeSurfaces: ReceiverSurfaces.make) {
             try command.resolveConfiguration()
@@ -137,7 +137,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let video { settings.videoEnabled = video == .on }
         if let audio { settings.audioEnabled = audio == .on }
         if let airplay2 { settings.airPlay2 = airplay2 == .on }
-        if let audioOutput { settings.audioOutput = audioOutput }
+        if let audioOutput { settings.audioOutput = try AudioOutput(parsing: audioOutput) }
         if let videoSink { settings.videoSink = videoSink }
         if let stateDir { settings.stateDirectory = stateDir }
         if let instance { settings.instance = instance }

@@ -2,6 +2,7 @@
 import AirPlayReceiver
 import Foundation
 import Logging
+import AirPlayHLS
 import Testing
 
 /// airplayd's TOML configuration: every key, every wrong type and bad value named in the error.
@@ -10,7 +11,7 @@ import Testing
         let configuration = try ReceiverConfiguration.parse(toml: "")
         #expect(configuration.port == 7000)
         #expect(configuration.videoEnabled && configuration.audioEnabled)
-        #expect(configuration.audioOutput == "autoaudiosink")
+        #expect(configuration.audioOutput == .sink("autoaudiosink"))
         #expect(configuration.videoSink == "autovideosink")
         #expect(configuration.stateDirectory == "/var/lib/airplayd")
         #expect(configuration.logLevel == .info)
@@ -31,8 +32,25 @@ import Testing
             """)
         #expect(configuration == ReceiverConfiguration(
             name: "Living Room", port: 7100, interfaces: ["lo"], videoEnabled: false, audioEnabled: true,
-            audioOutput: "raw:/tmp/out.pcm", videoSink: "fakesink sync=true", stateDirectory: "/tmp/airplayd-state",
+            audioOutput: .raw(path: "/tmp/out.pcm"), videoSink: "fakesink sync=true", stateDirectory: "/tmp/airplayd-state",
             logLevel: .debug))
+    }
+
+    /// Values with a rule are read into their types, so the daemon never re-reads text.
+    @Test func ruledValuesAreReadIntoTheirTypes() throws {
+        let configuration = try ReceiverConfiguration.parse(toml: """
+            pin = "0427"
+            access = "paired"
+            audio_takeover = "refuse"
+            video_takeover = "refuse"
+            video_max_resolution = "1920X1080"
+            mpris = "system"
+            audio_output = "alsasink device=hw:0"
+            """)
+        #expect(configuration.pin == .fixed("0427") && configuration.access == .paired)
+        #expect(configuration.audioTakeover == .refuse && configuration.videoTakeover == .refuse)
+        #expect(configuration.videoMaxResolution == Resolution(width: 1920, height: 1080))
+        #expect(configuration.nowPlaying.mpris == .system && configuration.audioOutput == .sink("alsasink device=hw:0"))
     }
 
     private func error(_ toml: String) -> ConfigurationError? {
@@ -64,6 +82,13 @@ import Testing
         ("audio_output = \"\"", "audio_output", "sink"),
         ("audio_output = \"raw:\"", "audio_output", "path"),
         ("video_sink = \" \"", "video_sink", "sink"),
+        ("pin = \"12345\"", "pin", "four digits"),
+        ("access = \"everyone\"", "access", "\"paired\""),
+        ("audio_takeover = \"maybe\"", "audio_takeover", "\"refuse\""),
+        ("video_takeover = true", "video_takeover", "got true"),
+        ("video_max_resolution = \"big\"", "video_max_resolution", "WIDTHxHEIGHT"),
+        ("password = \"\(String(repeating: "p", count: 65))\"", "password", "at most 64 bytes"),
+        ("request_timeout = 0", "request_timeout", "got 0"),
     ])
     func badValuesNameTheKeyAndWhatIsAllowed(toml: String, key: String, hint: String) throws {
         let problem = try #require(error(toml))
@@ -119,7 +144,7 @@ import Testing
     @Test func aReloadChangingTheSurfacesSaysTheyNeedARestart() {
         let old = ReceiverConfiguration.defaults
         var new = old
-        new.nowPlaying.mpris = "session"
+        new.nowPlaying.mpris = .session
         new.nowPlaying.webListen = "127.0.0.1:8080"
         #expect(ReceiverDaemon.keysNeedingRestart(old: old, new: new) == ["mpris", "web_listen"])
     }

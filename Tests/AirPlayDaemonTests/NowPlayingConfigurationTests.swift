@@ -6,7 +6,7 @@ import Testing
 @Suite struct NowPlayingConfigurationTests {
     @Test func everySurfaceIsOffByDefault() throws {
         let settings = try ReceiverConfiguration.parse(toml: "").nowPlaying
-        #expect(settings.mpris == "off" && settings.metadataPipe.isEmpty && settings.webListen.isEmpty && settings.mqtt == nil)
+        #expect(settings.mpris == .off && settings.metadataPipe.isEmpty && settings.webListen.isEmpty && settings.mqtt == nil)
     }
 
     @Test func theSurfacesAreRead() throws {
@@ -19,7 +19,7 @@ import Testing
             port = 8883
             topic = "airplayd/kitchen"
             """)
-        #expect(configuration.nowPlaying.mpris == "session")
+        #expect(configuration.nowPlaying.mpris == .session)
         #expect(NowPlayingSettings.hostAndPort(configuration.nowPlaying.webListen)! == ("::1", 8080))
         #expect(configuration.nowPlaying.mqtt?.host == "broker.lan" && configuration.nowPlaying.mqtt?.port == 8883)
         #expect(configuration.nowPlaying.mqtt?.topic == "airplayd/kitchen" && configuration.nowPlaying.mqtt?.discoveryPrefix == "homeassistant")
