@@ -8,9 +8,9 @@ import AirPlayWire
 /// drifts however late a wake-up is. The first packet of a run carries the marker bit and a sync
 /// flagged as the first goes before it; syncs follow every second of audio, timing requests
 /// every two. What left within the last latency has not been heard yet: a resume sends it again.
-struct RAOPPacer: Sendable {
+package struct RAOPPacer: Sendable {
     /// What to send, in this order.
-    enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         /// A sync packet: RTP time `rtpTimeNowMinusLatency` is heard 11025 frames after `at`
         /// (uptime seconds, the due time of the packet with `rtpTimeNext`).
         case sync(rtpTimeNowMinusLatency: UInt32, rtpTimeNext: UInt32, first: Bool, at: Double)
@@ -44,7 +44,7 @@ struct RAOPPacer: Sendable {
     private var replay: [[Int32]] = []
 
     /// A stream whose first packet has `sequence` and `timestamp`.
-    init(sequence: UInt16, timestamp: UInt32, latencyFrames: UInt32, sampleRate: Double = 44100, framesPerPacket: Int = 352) {
+    package init(sequence: UInt16, timestamp: UInt32, latencyFrames: UInt32, sampleRate: Double = 44100, framesPerPacket: Int = 352) {
         self.sequence = sequence
         self.timestamp = timestamp
         anchorTimestamp = timestamp
@@ -57,21 +57,21 @@ struct RAOPPacer: Sendable {
     var playingTimestamp: UInt32 { timestamp &- latencyFrames }
 
     /// When the next packet is due (uptime seconds).
-    var nextDue: Double { anchorUptime + Double(timestamp &- anchorTimestamp) / sampleRate }
+    package var nextDue: Double { anchorUptime + Double(timestamp &- anchorTimestamp) / sampleRate }
 
     /// The first packet is due `now`.
-    mutating func start(now: Double) {
+    package mutating func start(now: Double) {
         anchorUptime = now
     }
 
     /// The next packet to send again after a resume, if any (sent before anything new is read).
-    mutating func takeReplay() -> [Int32]? {
+    package mutating func takeReplay() -> [Int32]? {
         replay.isEmpty ? nil : replay.removeFirst()
     }
 
     /// Sends `samples` (interleaved stereo) as the next packet: a sync first when a second has
     /// passed or a run starts, a timing request every two seconds, then the packet.
-    mutating func packet(_ samples: [Int32]) -> [Action] {
+    package mutating func packet(_ samples: [Int32]) -> [Action] {
         let due = nextDue, first = startOfRun
         var actions: [Action] = []
         if due - lastSync >= 1 || first {
@@ -100,7 +100,7 @@ struct RAOPPacer: Sendable {
     /// Goes on after a pause (and the FLUSH the receivers got to the current point) on a fresh
     /// schedule from `now`, sending again first what they had not heard, unless the pause was a
     /// skip to another item (`replayUnheard` false: what was not heard belongs to the old one).
-    mutating func resume(now: Double, replayUnheard: Bool) {
+    package mutating func resume(now: Double, replayUnheard: Bool) {
         replay = replayUnheard ? unheard + replay : []
         framesSent -= unheard.reduce(0) { $0 + $1.count / 2 }
         unheard = []

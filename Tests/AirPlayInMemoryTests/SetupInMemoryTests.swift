@@ -57,6 +57,20 @@ import Testing
         #expect(receiver.machine.current?.stream?.codec == .pcm)
     }
 
+    /// pyatv 0.18 announces L16 with an fmtp line that looks like ALAC's: the stream is PCM.
+    @Test func pyatvsL16WithAnALACLookingFmtpIsSetUpAsPCM() throws {
+        let pyatv = "v=0\r\no=iTunes 1894178057 0 IN IP4 127.0.0.1\r\ns=iTunes\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 0 RTP/AVP 96\r\n"
+            + "a=rtpmap:96 L16/44100/2\r\na=fmtp:96 352 0 16 40 10 14 2 255 0 0 44100\r\n"
+        let machine = SenderSetupMachine(route: .raop(traits: RAOPReceiverTraits(), challenge: nil,
+                                                      announcements: [.init(codec: .pcm, clear: pyatv, encrypted: nil)]),
+                                         receiverName: "box", sequence: 1, rtpTime: 0, volumeDecibels: 0)
+        var receiver = InMemoryReceiver()
+        var setup = InMemorySetup()
+        _ = try setup.run(machine, against: &receiver, now: 0).get()
+        let stream = try #require(receiver.machine.current?.stream)
+        #expect(stream.codec == .pcm && stream.framesPerPacket == 352 && stream.sampleRate == 44100)
+    }
+
     @Test func aSpeakerThatRefusesEveryOfferedCodecEndsTheSetupWithItsReason() {
         var receiver = InMemoryReceiver(quirks: .refusesALAC)
         var setup = InMemorySetup()
