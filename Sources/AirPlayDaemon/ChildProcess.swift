@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayReceiver
 import Glibc
 
@@ -48,9 +49,5 @@ package enum ChildProcess {
         return output
     }
 
-    private static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    private static func now() -> Double { SystemClock().now() }
 }

@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayMedia
 import AirPlayWire
 import Foundation
 import NIOConcurrencyHelpers
@@ -250,7 +251,7 @@ public final class RAOPLink: @unchecked Sendable {
             return count
         }
         guard sent <= Self.unansweredTimingRequests || !roundTrips.withLockedValue(\.isEmpty) else { return }
-        send(RAOPTiming(origin: 0, receive: 0, transmit: RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)).bytes(reply: false),
+        send(RAOPTiming(origin: 0, receive: 0, transmit: RAOPClock.ntp(atUptime: RAOPClock.now())).bytes(reply: false),
              to: timingAddress)
     }
 
@@ -272,9 +273,15 @@ public final class RAOPLink: @unchecked Sendable {
 }
 
 /// Our clock as receivers see it: NTP 32.32 (seconds since 1900), the wall clock read once and
-/// then advanced by the monotonic clock, so it never steps while we stream.
+/// then advanced by the monotonic clock (`SystemClock`, the one every part of the project
+/// reads), so it never steps while we stream.
 public enum RAOPClock {
-    private static let base = (uptime: ProcessInfo.processInfo.systemUptime, wall: NTPTime.wallClock())
+    /// The monotonic clock the sender runs on.
+    public static let monotonic: any MonotonicClock = SystemClock()
+    private static let base = (uptime: monotonic.now(), wall: NTPTime.wallClock())
+
+    /// The monotonic time now, in seconds.
+    public static func now() -> Double { monotonic.now() }
 
     /// Our NTP clock at a monotonic time.
     public static func ntp(atUptime uptime: Double) -> UInt64 { NTPTime.timestamp(base.wall + (uptime - base.uptime)) }
@@ -306,10 +313,10 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
         let bytes = Array(envelope.data.readableBytesView)
         switch RAOPPacket.parse(bytes) {
         case .timingRequest(let timing):
-            let reply = RAOPTiming.reply(to: timing) { RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime) }
+            let reply = RAOPTiming.reply(to: timing) { RAOPClock.ntp(atUptime: RAOPClock.now()) }
             write(reply.bytes(reply: true), to: envelope.remoteAddress, context: context)
         case .timingReply(let timing):
-            let arrival = RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime)
+            let arrival = RAOPClock.ntp(atUptime: RAOPClock.now())
             if let exchange = timing.exchange(arrival: arrival), exchange.roundTrip < 5 {
                 roundTrips.withLockedValue { $0 = ($0 + [exchange.roundTrip]).suffix(64) }
             }

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayWire
 import Foundation
 import Synchronization
@@ -34,10 +35,13 @@ public final class RAOPStreamer: @unchecked Sendable {
     private let pausedSignal = DispatchSemaphore(value: 0)
     private let resumeSignal = DispatchSemaphore(value: 0)
     private let alac = ALACEncoder()
+    /// What paces the packets (the sender's one monotonic clock).
+    private let clock: any MonotonicClock
 
     /// A streamer to set-up links, starting at the given RTP point.
-    public init(links: [RAOPLink], firstSequence: UInt16, firstTimestamp: UInt32) {
+    public init(links: [RAOPLink], firstSequence: UInt16, firstTimestamp: UInt32, clock: any MonotonicClock = RAOPClock.monotonic) {
         self.links = links
+        self.clock = clock
         self.firstSequence = firstSequence
         self.firstTimestamp = firstTimestamp
         state = Mutex(State(pacer: RAOPPacer(sequence: firstSequence, timestamp: firstTimestamp, latencyFrames: Self.latencyFrames,
@@ -57,7 +61,7 @@ public final class RAOPStreamer: @unchecked Sendable {
     /// Blocks: run it on its own thread. `sent` is called after every packet. The pacing is
     /// `RAOPPacer`'s; this loop reads the clock, sleeps and sends.
     public func play(read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
-        state.withLock { $0.pacer.start(now: ProcessInfo.processInfo.systemUptime) }
+        state.withLock { $0.pacer.start(now: clock.now()) }
         while true {
             let (stopped, pause) = state.withLock { ($0.stopped, $0.pauseRequested) }
             if stopped { return }
@@ -84,7 +88,7 @@ public final class RAOPStreamer: @unchecked Sendable {
             }
             sent(samples.count / 2)
             // Monotonic pacing: each packet leaves at anchor + frames / 44100, so nothing drifts.
-            let wait = nextDue - ProcessInfo.processInfo.systemUptime
+            let wait = nextDue - clock.now()
             if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
         }
     }
@@ -149,7 +153,7 @@ public final class RAOPStreamer: @unchecked Sendable {
     public func resume(replayUnheard: Bool = true) {
         let wasPaused = state.withLock { state -> Bool in
             guard state.paused else { return false }
-            state.pacer.resume(now: ProcessInfo.processInfo.systemUptime, replayUnheard: replayUnheard)
+            state.pacer.resume(now: clock.now(), replayUnheard: replayUnheard)
             state.paused = false
             state.pauseRequested = false
             return true

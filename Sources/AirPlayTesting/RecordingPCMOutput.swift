@@ -7,7 +7,7 @@ import Synchronization
 public final class RecordingPCMOutput: PCMOutput, Sendable {
     /// One `write`.
     public struct Write: Sendable {
-        /// Monotonic seconds (`ProcessInfo.systemUptime`) when it came.
+        /// Monotonic seconds (`SystemClock`) when it came.
         public var time: Double
         /// The interleaved samples.
         public var samples: [Int32]
@@ -22,7 +22,7 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
 
     /// Records the samples.
     public func write(_ samples: [Int32]) {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = SystemClock().now()
         state.withLock { $0.writes.append(Write(time: now, samples: samples)) }
     }
 

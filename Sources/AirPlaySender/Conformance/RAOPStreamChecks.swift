@@ -67,11 +67,11 @@ struct GapStream {
 
     mutating func run(seconds: Double) -> Outcome {
         let frames = Double(ALACEncoder.framesPerPacket)
-        let started = ProcessInfo.processInfo.systemUptime
+        let started = RAOPClock.now()
         var sent = 0, nextSync = 0.0, gapSentAt: Double?
         let total = Int(3 * 44100 / frames)
         while true {
-            let now = ProcessInfo.processInfo.systemUptime - started
+            let now = RAOPClock.now() - started
             guard now < seconds else { return .notAsked(timingAnswered: timingAnswered) }
             if now >= nextSync {
                 let playing = UInt32(352000 + now * 44100) &- Self.latencyFrames
@@ -104,7 +104,7 @@ struct GapStream {
     private mutating func answerTiming() {
         let (bytes, source) = receive(timing)
         guard case .timingRequest(let request)? = RAOPPacket.parse(bytes), var source else { return }
-        let reply = RAOPTiming.reply(to: request) { RAOPClock.ntp(atUptime: ProcessInfo.processInfo.systemUptime) }.bytes(reply: true)
+        let reply = RAOPTiming.reply(to: request) { RAOPClock.ntp(atUptime: RAOPClock.now()) }.bytes(reply: true)
         Self.send(reply, from: timing, to: &source)
         timingAnswered += 1
     }
