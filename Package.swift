@@ -162,7 +162,7 @@ let package = Package(
         // Test support: real peers and private mDNS, started the way users start them.
         // The in-memory tier: the sender's and the receiver's real machines, talking without sockets.
         .target(name: "AirPlayInMemory", dependencies: [
-            "AirPlaySender", "AirPlayReceiver", "AirPlayWire", "AirPlayPlist",
+            "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire", "AirPlayPlist",
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .target(name: "AirPlayTesting", dependencies: [
@@ -185,7 +185,7 @@ let package = Package(
             "AirPlayPairing", "AirPlayCrypto", "AirPlayTesting", .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "AirPlayReceiverTests", dependencies: [
-            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "GStreamerMedia", "AirPlayTesting",
+            "AirPlayReceiver", "AirPlayNowPlaying", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia", "AirPlayTiming", "GStreamerMedia", "AirPlayTesting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import AirPlayReceiver
 import AirPlaySender
+import AirPlayTiming
 import AirPlayWire
 
 /// A RAOP stream played in memory on a clock the test moves: the sender's real pacer

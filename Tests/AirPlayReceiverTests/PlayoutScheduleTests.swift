@@ -1,5 +1,6 @@
 @testable import AirPlayReceiver
 import AirPlayWire
+import AirPlayTiming
 import Testing
 
 /// When received audio is written, decided with the time in the test's hand: the buffer delay,

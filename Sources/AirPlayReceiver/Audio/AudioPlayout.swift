@@ -1,4 +1,5 @@
 import AirPlayMedia
+import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
 import Dispatch

@@ -1,3 +1,4 @@
+import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
 import Glibc

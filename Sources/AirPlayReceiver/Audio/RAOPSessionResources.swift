@@ -1,4 +1,5 @@
 import AirPlayCrypto
+import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
 import Glibc

@@ -1,5 +1,4 @@
 import AirPlayMedia
-import AirPlayTiming
 import AirPlayWire
 import Synchronization
 
@@ -11,7 +10,7 @@ import Synchronization
 /// A realtime AirPlay 2 stream on PTP (type 96) is anchored by the 0xD7 packets on its control
 /// port (`RAOPPTPAnchor`, about once a second): it waits for its time at most `holdLimit`, then
 /// plays from arrival until its time is known.
-final class AnchoredTimeline: PlayoutTimeline {
+package final class AnchoredTimeline: PlayoutTimeline {
     private struct State {
         var anchor: RateAnchor?
         /// When the playout first asked with no anchor known (the hold's start).
@@ -27,7 +26,7 @@ final class AnchoredTimeline: PlayoutTimeline {
 
     /// A timeline at `sampleRate` on the PTP clock `clock` follows; `holdLimit` as above
     /// (nil for buffered streams, which never play by arrival).
-    init(clock: any PTPClock, sampleRate: Int, holdLimit: Double? = nil, now: @escaping @Sendable () -> Double = { SystemClock().now() }) {
+    package init(clock: any PTPClock, sampleRate: Int, holdLimit: Double? = nil, now: @escaping @Sendable () -> Double = { SystemClock().now() }) {
         self.clock = clock
         self.sampleRate = Double(sampleRate)
         self.holdLimit = holdLimit
@@ -36,7 +35,7 @@ final class AnchoredTimeline: PlayoutTimeline {
 
     /// A buffered stream never plays by arrival; a realtime one holds while its time is unknown
     /// (no anchor yet, or no PTP clock to map it) for at most `holdLimit` from the first ask.
-    var holdsWithoutTime: Bool {
+    package var holdsWithoutTime: Bool {
         guard let holdLimit else { return true }
         let time = now()
         return state.withLock { state in
@@ -47,7 +46,7 @@ final class AnchoredTimeline: PlayoutTimeline {
 
     /// Takes an anchor: a play anchor replaces the schedule (and prefers its timeline's master
     /// when that changes); a pause keeps the last anchor's place but stops the clock.
-    func set(_ new: RateAnchor) {
+    package func set(_ new: RateAnchor) {
         let newMaster = state.withLock { state -> Bool in
             defer {
                 if new.playing { state.anchor = new } else { state.anchor?.playing = false }
@@ -58,7 +57,7 @@ final class AnchoredTimeline: PlayoutTimeline {
     }
 
     /// A realtime stream's anchor packet: the frame it names sounds at its PTP time.
-    func set(_ packet: RAOPPTPAnchor) {
+    package func set(_ packet: RAOPPTPAnchor) {
         // A time beyond Int64 is no clock's: ignored, like the rest of a hostile packet.
         guard let networkTime = Int64(exactly: packet.networkTime) else { return }
         set(RateAnchor(playing: true, rtpTime: packet.heardRTPTime, networkTime: networkTime, timeline: packet.clockIdentity))
@@ -66,7 +65,7 @@ final class AnchoredTimeline: PlayoutTimeline {
 
     /// The sender flushed a realtime stream: its next anchor places what follows, and the
     /// stream waits for it again (at most `holdLimit`).
-    func forget() {
+    package func forget() {
         state.withLock { state in
             state.anchor = nil
             state.waitingSince = nil
@@ -74,9 +73,9 @@ final class AnchoredTimeline: PlayoutTimeline {
     }
 
     /// The anchor in force (nil before the first).
-    var current: RateAnchor? { state.withLock { $0.anchor } }
+    package var current: RateAnchor? { state.withLock { $0.anchor } }
 
-    func localTime(of rtp: UInt32) -> Double? {
+    package func localTime(of rtp: UInt32) -> Double? {
         guard let anchor = state.withLock({ $0.anchor }), anchor.playing, let rtpTime = anchor.rtpTime, let networkTime = anchor.networkTime else {
             return nil
         }

@@ -1,4 +1,4 @@
-@testable import AirPlayReceiver
+@testable import AirPlayTiming
 import AirPlayTiming
 import AirPlayWire
 import Synchronization

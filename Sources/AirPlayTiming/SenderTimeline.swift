@@ -1,7 +1,7 @@
 import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Maps a sender's RTP times to our monotonic clock, so the frame with RTP time T plays when
 /// the sender means it to.
@@ -124,7 +124,7 @@ public final class SenderTimeline: PlayoutTimeline {
     static let maximumDrift = 500e-6
 
     private let sampleRate: Double
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     /// A timeline for a stream at `sampleRate` frames per second.
     /// The least latency a sender's frames are given. PipeWire 0.3.65's sync packets claim none
@@ -142,10 +142,10 @@ public final class SenderTimeline: PlayoutTimeline {
     public static func now() -> Double { SystemClock().now() }
 
     /// NTP 32.32 fixed point as seconds.
-    static func seconds(_ ntp: UInt64) -> Double { NTPTime.seconds(ntp) }
+    package static func seconds(_ ntp: UInt64) -> Double { NTPTime.seconds(ntp) }
 
     /// Seconds as NTP 32.32 fixed point.
-    static func ntp(_ seconds: Double) -> UInt64 { NTPTime.timestamp(seconds) }
+    package static func ntp(_ seconds: Double) -> UInt64 { NTPTime.timestamp(seconds) }
 
     /// A timing request stamped with our clock `at` (the sender copies it back as the origin).
     public static func request(at local: Double = now()) -> [UInt8] {
@@ -158,7 +158,7 @@ public final class SenderTimeline: PlayoutTimeline {
         guard let measured = reply.exchange(arrival: Self.ntp(arrival)) else { return }
         let sent = Self.seconds(reply.origin)
         let exchange = Exchange(local: (sent + arrival) / 2, offset: measured.offset, roundTrip: measured.roundTrip)
-        state.withLockedValue { state in
+        state.withLock { state in
             state.answered += 1
             state.exchanges.append(exchange)
             if state.exchanges.count > Self.window { state.exchanges.removeFirst() }
@@ -201,7 +201,7 @@ public final class SenderTimeline: PlayoutTimeline {
 
     /// A sync packet arrived at our time `arrival`.
     public func addSync(_ sync: RAOPSync, arrival: Double = now()) {
-        state.withLockedValue { take(sync, arrival: arrival, into: &$0) }
+        state.withLock { take(sync, arrival: arrival, into: &$0) }
     }
 
     /// Reads a sync into `state`; before any timing answer, the newest waits for the first.
@@ -271,20 +271,20 @@ public final class SenderTimeline: PlayoutTimeline {
     /// anchor still places what comes before it: pyatv flushes right after RECORD, after its
     /// first sync, and goes on on that sync's timeline.
     public func flush() {
-        state.withLockedValue { $0.restarting = true }
+        state.withLock { $0.restarting = true }
     }
 
     /// Half the quickest exchange's round trip: the most its offset can be skewed by a path
     /// slower one way than the other (a LAN's 1 ms leaves the playout's 2 ms tolerance alone;
     /// a Wi-Fi link with 20 ms of jitter is not corrected within 10 ms).
     public var uncertainty: Double {
-        state.withLockedValue { state in (state.exchanges.map(\.roundTrip).min() ?? 0) / 2 }
+        state.withLock { state in (state.exchanges.map(\.roundTrip).min() ?? 0) / 2 }
     }
 
     /// Our monotonic time at which the frame with RTP time `rtp` is meant to play, or nil while
     /// the sender's clock is unknown or not trusted.
     public func localTime(of rtp: UInt32) -> Double? {
-        state.withLockedValue { localTime(of: rtp, in: $0) }
+        state.withLock { localTime(of: rtp, in: $0) }
     }
 
     private func localTime(of rtp: UInt32, in state: State) -> Double? {
@@ -299,7 +299,7 @@ public final class SenderTimeline: PlayoutTimeline {
     /// its set-up and may start sending seconds later (after its metadata and artwork); its
     /// first syncs, sent before any audio, promised a start it then missed.
     public func audioArrived(rtp: UInt32, arrival: Double = now()) {
-        state.withLockedValue { state in
+        state.withLock { state in
             guard let due = localTime(of: rtp, in: state) else { return }
             let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
             guard due < arrival - (Self.overdueSlack + uncertainty) else { return }
@@ -320,7 +320,7 @@ public final class SenderTimeline: PlayoutTimeline {
 
     /// The figures so far.
     public var figures: Figures {
-        state.withLockedValue { state in
+        state.withLock { state in
             Figures(senderClock: state.trusted, exchanges: state.answered,
                     roundTripMilliseconds: state.exchanges.map(\.roundTrip).min().map { $0 * 1000 },
                     driftPPM: Self.drift(Self.usable(state.exchanges)) * 1e6, implausibleSyncs: state.implausible,
