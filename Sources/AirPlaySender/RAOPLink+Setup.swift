@@ -47,8 +47,13 @@ extension RAOPLink {
         let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
         grandmaster.addFollower(remote)
         let key = try makeStreamKey()
+        // The SSRC names the format, as Apple's senders write it: shairport-sync decodes by it.
+        let compression = codec == .aac ? 4 : 2
+        if let code = BufferedFormatCode.ssrc(compression: compression, sampleRate: format.sampleRate, bitsPerSample: format.bitsPerSample) {
+            streamSSRC = code
+        }
         let stream = AirPlay2SenderSession.bufferedStream(
-            compression: codec == .aac ? 4 : 2, audioFormat: Self.formatBit(format, codec: codec),
+            compression: compression, audioFormat: Self.formatBit(format, codec: codec),
             samplesPerFrame: codec == .aac ? 1024 : Self.framesPerPacket, format: format, key: key, ssrc: streamSSRC)
         let route = SenderSetupMachine.Route.buffered(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: [local]),
                                                       stream: stream, peers: [local, remote])

@@ -84,12 +84,19 @@ public final class PTPGrandmaster: Sendable {
             answerDelayRequests(buffer: &buffer)
             let now = PTPSockets.monotonicNanoseconds()
             let targets = followers.withLock { Array($0.keys) }
-            if now >= nextAnnounce {
-                nextAnnounce += 1_000_000_000
+            // An Announce each second; a new follower also gets one each 1/8 s while it is new:
+            // nqptp, told of us only at SETPEERS, takes no Sync as time before it has an
+            // Announce, and the first frame sounds a second after the anchor.
+            let announceNow = now >= nextAnnounce
+            if announceNow { nextAnnounce += 1_000_000_000 }
+            let newcomers = now >= nextSync && tick % 8 == 7
+                ? followers.withLock { $0.filter { now - $1.added < Self.quickStart }.map(\.key) } : []
+            let announced = announceNow ? targets : newcomers
+            if !announced.isEmpty {
                 announceSequence &+= 1
                 let message = PTPMessage(header: PTPHeader(type: .announce, source: identity, sequence: announceSequence, logInterval: 0),
                                          body: .announce(announce))
-                for target in targets { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
+                for target in announced { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
             }
             if now >= nextSync {
                 // Ticks every 1/64 s; a settled follower gets every eighth.

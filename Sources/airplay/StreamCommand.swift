@@ -97,7 +97,11 @@ struct StreamCommand: AsyncParsableCommand {
     /// through GStreamer, which converts it to CD audio.
     static func open(_ file: String, start: Double, hiRes: Bool) throws(MediaError) -> any PCMSource {
         if file == "-" { return try GStreamerPCMSource.standardInput() }
-        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start, allowHiRes: hiRes) { return flac }
+        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start, allowHiRes: hiRes) {
+            // 48 kHz/16-bit goes out as Apple's 48 kHz/24-bit (no format code names 48/16).
+            if flac.format.sampleRate == 48000, flac.format.bitsPerSample == 16 { return WidenedPCMSource(flac) }
+            return flac
+        }
         return try GStreamerPCMSource(path: file, start: start)
     }
 
@@ -111,12 +115,8 @@ struct StreamCommand: AsyncParsableCommand {
         var links: [RAOPLink] = []
         let buffered = mode == .buffered
         for address in addresses {
-            let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
-            try await secureConnection(connection, to: address, transient: protocolVersion == 2 || buffered)
-            let airPlay2 = buffered || usesAirPlay2(protocolVersion, address: address, connection: connection)
-            let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
-            links.append(RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
-                                  password: password, crypto: crypto, airPlay2: airPlay2))
+            links.append(try await ReceiverLinks.open(address, protocolVersion: protocolVersion, buffered: buffered, identity: identity,
+                                                      password: password, crypto: crypto))
         }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
@@ -147,11 +147,8 @@ struct StreamCommand: AsyncParsableCommand {
         let control = buffered ? StreamControlServer { target in
             do throws(SenderError) {
                 let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
-                let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
-                try await secureConnection(connection, to: address, transient: true)
-                let traits = address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
-                let link = RAOPLink(name: address.name, connection: connection, traits: traits, identity: identity,
-                                    password: password, crypto: crypto, airPlay2: true)
+                let link = try await ReceiverLinks.open(address, protocolVersion: 2, buffered: true, identity: identity,
+                                                        password: password, crypto: crypto)
                 let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
                     continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))
                 }

@@ -41,7 +41,7 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bo
         let address = try ReceiverResolver.resolve(options.to, needVideo: needVideo, choose: askOnTerminal)
         let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         defer { Task { await connection.close() } }
-        if secure { try await secureConnection(connection, to: address, transient: transient) }
+        if secure { try await ReceiverLinks.secure(connection, to: address, transient: transient) }
         try await body(address, connection, store)
     } catch {
         if options.json {
@@ -50,27 +50,6 @@ func withReceiver(_ options: ReceiverOptions, needVideo: Bool = true, secure: Bo
         FileHandle.standardError.write(Data("airplay: \(error.message)\n".utf8))
         throw ExitCode(ExitStatus.code(for: error))
     }
-}
-
-/// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
-/// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp` record).
-/// `transient` pairs transiently even when the record does not offer it (`--protocol 2`).
-func secureConnection(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false) async throws(SenderError) {
-    // A damaged credentials file is an error to report, not a reason to go on in clear.
-    let credentials = try SenderCredentials()
-    let offered = transient || !raopFeatures(address).intersection([.systemPairing, .coreUtilsPairing]).isEmpty
-    try await connection.secure(for: address.key, offersTransientPairing: offered, credentials: credentials)
-}
-
-/// The features a receiver's `_raop._tcp` record states (`ft`); none for a HOST:PORT receiver.
-func raopFeatures(_ address: ReceiverAddress) -> FeatureSet {
-    address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
-}
-
-/// Whether to speak AirPlay 2: as `--protocol` says, or else where the receiver advertises it
-/// and the connection was paired (transiently or with stored credentials).
-func usesAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection) -> Bool {
-    protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(raopFeatures(address)) && connection.pairingSecret != nil)
 }
 
 /// Asks which receiver to use when stdin is a terminal.
@@ -140,7 +119,7 @@ struct PlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await withReceiver(options, transient: protocolVersion == 2) { address, connection, store throws(SenderError) in
-            let airPlay2 = usesAirPlay2(protocolVersion, address: address, connection: connection)
+            let airPlay2 = ReceiverLinks.speaksAirPlay2(protocolVersion, address: address, connection: connection)
             let headers: [String: String]
             do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
             var request = VideoPlaySession.Request(media: media, start: start, headers: headers, caFile: http.caFile,

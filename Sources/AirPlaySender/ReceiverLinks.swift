@@ -1,0 +1,51 @@
+import AirPlayCrypto
+import AirPlayWire
+
+/// How `airplay` reaches a receiver, in one place: which pairing secures the connection, whether
+/// to speak AirPlay 2, what the receiver says it takes, and the link made of all that. The
+/// commands only choose the receivers and the options.
+public enum ReceiverLinks {
+    /// The features a receiver's `_raop._tcp` record states (`ft`); none for a HOST:PORT receiver.
+    public static func features(of address: ReceiverAddress) -> FeatureSet {
+        address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+    }
+
+    /// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
+    /// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp`
+    /// record). `transient` pairs transiently even when the record does not offer it
+    /// (`--protocol 2`, buffered mode). A damaged credentials file is an error, not a reason to
+    /// go on in clear.
+    public static func secure(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false) async throws(SenderError) {
+        let credentials = try SenderCredentials()
+        let offered = transient || !features(of: address).intersection([.systemPairing, .coreUtilsPairing]).isEmpty
+        try await connection.secure(for: address.key, offersTransientPairing: offered, credentials: credentials)
+    }
+
+    /// Whether to speak AirPlay 2: as `protocolVersion` says, or else where the receiver
+    /// advertises it and the connection was paired (transiently or with stored credentials).
+    public static func speaksAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection) -> Bool {
+        protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features(of: address)) && connection.pairingSecret != nil)
+    }
+
+    /// What the receiver's `_raop._tcp` record says it takes (or what every AirPlay 1 speaker
+    /// takes, for a HOST:PORT receiver).
+    public static func traits(of address: ReceiverAddress) -> RAOPReceiverTraits {
+        address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
+    }
+
+    /// A link for streaming audio to `address`: connected, secured as above, AirPlay 2 when
+    /// `buffered` or when `protocolVersion` or the receiver says so. Not yet set up.
+    public static func open(_ address: ReceiverAddress, protocolVersion: Int?, buffered: Bool, identity: RAOPClientIdentity,
+                            password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> RAOPLink {
+        let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+        do {
+            try await secure(connection, to: address, transient: protocolVersion == 2 || buffered)
+        } catch {
+            await connection.close()
+            throw error
+        }
+        let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection)
+        return RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
+                        password: password, crypto: crypto, airPlay2: airPlay2)
+    }
+}

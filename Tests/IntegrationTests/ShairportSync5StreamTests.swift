@@ -1,0 +1,86 @@
+import AirPlayMedia
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// `airplay stream --protocol 2 --mode buffered` into the AirPlay 2 receiver Linux boxes run:
+/// shairport-sync 5.2.1 with nqptp (`../shared/peers`), in a namespace of its own with avahi,
+/// following our PTP grandmaster across a veth link. Its `stdout` backend writes what it
+/// decoded at the rate and depth the test sets, with the volume ignored so nothing is scaled;
+/// those bytes are compared with the file. Before the SSRC named the format, shairport-sync
+/// dropped every packet ("Unrecognised SSRC") and played nothing.
+@Suite(.serialized) struct ShairportSync5StreamTests {
+    /// What one stream left: shairport-sync's output bytes, `airplay`'s result and shairport-sync's log.
+    struct Played {
+        var output: [UInt8]
+        var stream: CommandResult
+        var log: String
+    }
+
+    /// Streams `file` into a fresh shairport-sync 5 whose output is `rate` Hz `format`.
+    static func play(_ file: String, extra: [String] = [], rate: Int, format: String, label: String) throws -> Played {
+        let nqptp = AppleProfileTests.reference + "/bin/nqptp", shairport = AppleProfileTests.reference + "/bin/shairport-sync"
+        guard FileManager.default.isExecutableFile(atPath: shairport), FileManager.default.isExecutableFile(atPath: nqptp) else {
+            throw TestHostError("shairport-sync 5 is not built at \(AppleProfileTests.reference): run tools/setup-deps --test")
+        }
+        let sender = try TestHost(label: label + "-sender")
+        let theirs = try TestHost(label: label + "-sps5")
+        defer { [theirs, sender].forEach { $0.close() } }
+        let theirLink = try theirs.link(to: sender, addresses: ["10.97.1.2"], peerAddress: "10.97.1.1")
+        try theirs.startAvahi(interfaces: [theirLink])
+        let clock = try theirs.spawn(nqptp, [], label: "nqptp")
+        defer { clock.stop() }
+        try """
+            general = { name = "Reference"; port = 7000; output_backend = "stdout"; ignore_volume_control = "yes"; };
+            stdout = { output_rate = \(rate); output_format = "\(format)"; };
+            """.write(toFile: theirs.directory + "/sps.conf", atomically: true, encoding: .utf8)
+        let reference = try theirs.spawn(shairport, ["-c", theirs.directory + "/sps.conf", "-u", "-vv"], label: "shairport-sync-5")
+        defer { reference.stop() }
+        #expect(try theirs.waitForService("_airplay._tcp", timeout: 20) { $0.name == "Reference" } != nil, "\(reference.stderr.suffix(3000))")
+        let stream = try sender.run(try Products.executable("airplay"),
+                                    ["stream", file, "--protocol", "2", "--mode", "buffered", "--json", "--to", "10.97.1.2:7000"] + extra,
+                                    timeout: 90)
+        // The backend writes about a second ahead of playing: by the stream's end it has it all.
+        reference.stop(grace: 3)
+        let output = Array((try? Data(contentsOf: URL(fileURLWithPath: reference.stdoutPath))) ?? Data())
+        return Played(output: output, stream: stream, log: reference.stderr)
+    }
+
+    /// ALAC at 48 kHz/24-bit, SSRC 0x15000000 as Apple's senders write it: every sample of the
+    /// 24-bit FLAC comes out of shairport-sync (S32_LE, the 24 bits on top).
+    @Test func a24Bit48kHzFileArrivesBitExact() throws {
+        let sweep = try HiResSweep()
+        let played = try Self.play(sweep.flac, rate: 48000, format: "S32_LE", label: "sps5-hires")
+        #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
+        #expect(played.stream.stdout.contains("ALAC 48 kHz") && played.stream.stdout.contains("24-bit"), "\(played.stream.stdout)")
+        #expect(!played.log.contains("Unrecognised SSRC"), "\(played.log.suffix(2000))")
+        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int32.self)) }.map { $0 >> 8 }
+        let comparison = alignAndCompare(samples, with: sweep.reference, from: 4800)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
+        print("measure: airplay buffered ALAC 48k/24 into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// ALAC at 44.1 kHz/16-bit goes with shairport-sync's own code, 0x0000FACE: bit-exact.
+    @Test func aCDQualityFileArrivesBitExact() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let played = try Self.play(sweep.directory + "/sweep.flac", rate: 44100, format: "S16_LE", label: "sps5-cd")
+        #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
+        #expect(!played.log.contains("Unrecognised SSRC"), "\(played.log.suffix(2000))")
+        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
+        print("measure: airplay buffered ALAC 44.1k/16 into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// AAC-LC at 44.1 kHz, SSRC 0x16000000: lossy, so compared by its signal-to-noise ratio.
+    @Test func anAACStreamIsPlayed() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let played = try Self.play(sweep.directory + "/sweep.flac", extra: ["--codec", "aac"], rate: 44100, format: "S16_LE", label: "sps5-aac")
+        #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
+        #expect(!played.log.contains("Unrecognised SSRC"), "\(played.log.suffix(2000))")
+        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let (snr, delay) = BufferedAudioTests.signalToNoise(samples, reference: sweep.reference, from: 44100, frames: 3 * 44100)
+        #expect(snr > 40, "SNR \(snr) dB at \(delay) frames in, \(samples.count / 2) frames\n\(played.log.suffix(3000))")
+        print("measure: airplay buffered AAC-LC 44.1k into shairport-sync 5, SNR \(String(format: "%.1f", snr)) dB")
+    }
+}
