@@ -25,7 +25,7 @@ import Testing
     /// the receiver knows the offset but not the drift, so a placement may step by under a
     /// millisecond when a newer answer moves the line (the playout slews such steps out); once
     /// the drift is known, consecutive packets never move against each other.
-    @Test func aDriftingSenderClockIsFollowedWithoutJumps() {
+    @Test func aSenderClock80ppmFastIsFollowedWithoutJumps() {
         var stream = InMemoryRAOPStream(senderOffset: 1_000_000, senderPPM: 80)
         let placements = stream.play(seconds: 60, from: 100)
         let heard = placements.compactMap(\.heardAt)
