@@ -45,7 +45,7 @@ public final class AirPlay2SenderSession: Sendable {
         AirPlay2Setup.Session(
             timingProtocol: ptpPeers?.isEmpty == false ? "PTP" : "NTP", timingPort: timingPort, sessionUUID: UUID().uuidString,
             deviceID: senderDeviceID, name: "airplay", model: "airplay1,1", timingPeers: ptpPeers ?? [], macAddress: senderDeviceID,
-            sourceVersion: "220.68",
+            sourceVersion: sourceVersion,
             traits: ["isMultiSelectAirPlay": true, "groupContainsGroupLeader": false, "senderSupportsRelay": false,
                      "statsCollectionEnabled": false])
     }
@@ -70,12 +70,9 @@ public final class AirPlay2SenderSession: Sendable {
 
     /// A SETUP with `setup`'s body; its answer, read, or an error saying what came back instead.
     static func setUp(_ client: RAOPClient, _ setup: AirPlay2Setup) async throws(SenderError) -> AirPlay2SetupReply {
-        let reply = try await plistRequest(client, "SETUP", setup.plist)
-        do {
-            return try AirPlay2SetupReply(plist: reply)
-        } catch {
-            throw SenderError(.refused(status: 0), "SETUP: \(error.description)")
-        }
+        // Read as the setup machine reads it: an empty 200 (shairport-sync 5 to what it does not
+        // serve) and a reply without the keys wanted are each named, with the keys that came.
+        return try SenderSetupMachine.setupReply(try await client.exchange(.plist("SETUP", setup.plist))).get()
     }
 
     /// A request with a binary plist body; its answer's plist (an empty dictionary for none).
@@ -90,6 +87,9 @@ public final class AirPlay2SenderSession: Sendable {
             throw SenderError(.refused(status: response.status), "\(method) answered something that is not a property list")
         }
     }
+
+    /// The AirPlay version this sender gives (`sourceVersion`, and its `User-Agent`).
+    static let sourceVersion = "220.68"
 
     /// The device id this sender gives AirPlay 2 receivers (locally administered, fixed per
     /// process: receivers only log it).

@@ -86,13 +86,18 @@ public final class RAOPClient: @unchecked Sendable {
                                                     authorization: authorization))
     }
 
+    /// Our `User-Agent`: Apple's form (`AirPlay/VERSION`, the version our SETUP's `sourceVersion`
+    /// gives), which HomePod OS 27 wants before it answers `GET /info` (403 to anything else),
+    /// with this project named after it.
+    package static let userAgent = "AirPlay/\(AirPlay2SenderSession.sourceVersion) (swift-airplay)"
+
     /// The request as it goes on the wire: the target (the session's URI by default), then CSeq,
     /// our User-Agent and identity, the session, the content type and Digest.
     package static func frame(_ request: SenderRequest, uri: String, cseq: Int, identity: RAOPClientIdentity, session: String?,
                               authorization: String? = nil) -> AirPlayRequest {
         var all = request.headers
         all.add(name: "CSeq", value: String(cseq))
-        all.add(name: "User-Agent", value: "airplay/1.0 (swift-airplay)")
+        all.add(name: "User-Agent", value: userAgent)
         all.add(name: "DACP-ID", value: identity.dacpID)
         all.add(name: "Active-Remote", value: identity.activeRemote)
         all.add(name: "Client-Instance", value: identity.dacpID)

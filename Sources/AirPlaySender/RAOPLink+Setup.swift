@@ -15,8 +15,17 @@ extension RAOPLink {
         if airPlay2 {
             guard client.connection.pairingSecret != nil else { throw AirPlay2SenderSession.notEncrypted }
             let key = try makeStreamKey()
-            route = .realtime(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: nil),
-                              alac: traits.codecs.contains(1) || !traits.advertised, streamKey: key, ssrc: streamSSRC)
+            let alac = traits.codecs.contains(1) || !traits.advertised
+            if let ptpClock {
+                // Realtime on PTP: our grandmaster is the timing peer; 0xD7 anchors replace syncs.
+                let (local, remote) = ptpAddresses
+                ptpClock.addFollower(remote)
+                route = .realtime(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: [local]), alac: alac,
+                                  streamKey: key, ssrc: streamSSRC, peers: [local, remote])
+            } else {
+                route = .realtime(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: nil), alac: alac,
+                                  streamKey: key, ssrc: streamSSRC)
+            }
         } else {
             if crypto != nil {
                 do { pendingEncryptor = try RAOPPacketEncryptor() } catch { throw SenderError(.badInput, "cannot make a stream key: \(error)") }
@@ -43,8 +52,7 @@ extension RAOPLink {
     /// `format` with a fresh `shk`, then the TCP data connection and the volume.
     func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, codec: BufferedCodec, volumeDecibels: Double) async throws(SenderError) {
         guard client.connection.pairingSecret != nil else { throw AirPlay2SenderSession.notEncrypted }
-        let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
-        let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
+        let (local, remote) = ptpAddresses
         grandmaster.addFollower(remote)
         let key = try makeStreamKey()
         // The SSRC names the format, as Apple's senders write it: shairport-sync decodes by it.
@@ -60,6 +68,12 @@ extension RAOPLink {
         let outcome = try await carryOut(SenderSetupMachine(route: route, receiverName: name, sequence: 0, rtpTime: 0,
                                                             volumeDecibels: volumeDecibels), warn: { _ in })
         self.codec = outcome.codec
+    }
+
+    /// Our address and the receiver's on the control connection, as PTP peers name them.
+    var ptpAddresses: (local: String, remote: String) {
+        (IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? ""),
+         IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host))
     }
 
     /// Carries the machine's actions out until it finishes (its outcome) or fails (thrown).

@@ -1,5 +1,6 @@
 import AirPlayCrypto
 import AirPlayMedia
+import AirPlayTiming
 import AirPlayWire
 import Foundation
 import NIOConcurrencyHelpers
@@ -87,6 +88,9 @@ public final class RAOPLink: @unchecked Sendable {
     var session: AirPlay2SenderSession?
     /// Buffered AirPlay 2 (type 103): the TCP data connection the audio goes on.
     var dataConnection: BufferedDataConnection?
+    /// Realtime AirPlay 2 on PTP: our grandmaster, set before `setUp`. The session is then
+    /// timed by it, and 0xD7 anchors on it replace sync packets (`sendAnchor(heard:at:first:)`).
+    public var ptpClock: PTPGrandmaster?
     private let backlog = NIOLockedValueBox(ResendBacklog())
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
@@ -104,6 +108,13 @@ public final class RAOPLink: @unchecked Sendable {
         self.crypto = crypto
         self.airPlay2 = airPlay2
         client = RAOPClient(connection: connection, identity: identity, password: password)
+    }
+
+    /// True when the receiver runs on this host: the connection's two ends share an address
+    /// (the kernel answers a local destination from that address itself).
+    public var isOnThisHost: Bool {
+        guard let remote = client.connection.remoteIP else { return false }
+        return remote == client.connection.localAddress?.ipAddress || remote.hasPrefix("127.") || remote == "::1"
     }
 
     /// Whether the receiver wants a kind of metadata (`md`): 0 text, 1 artwork, 2 progress.
@@ -234,6 +245,15 @@ public final class RAOPLink: @unchecked Sendable {
         if let controlAddress { send(sync.bytes, to: controlAddress) }
     }
 
+    /// Realtime on PTP: tells the receiver that frame `heard` sounds at `networkTime`
+    /// (nanoseconds on our grandmaster's clock), with a 0xD7 anchor on the control port.
+    func sendAnchor(heard: UInt32, at networkTime: Int64, first: Bool) {
+        guard let controlAddress, let ptpClock else { return }
+        var anchor = RAOPPTPAnchor(heard: heard, at: UInt64(max(0, networkTime)), clockIdentity: ptpClock.identity.clockIdentity)
+        anchor.isFirst = first
+        send(anchor.bytes, to: controlAddress)
+    }
+
     /// Timing requests sent so far (by the streamer's thread).
     private let timingRequestsSent = NIOLockedValueBox(0)
     /// Timing requests a receiver may leave unanswered before it is asked no more. In RAOP the
@@ -245,7 +265,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// Asks the receiver for its clock (receivers that answer show their round trip); nothing
     /// once it has left the first `unansweredTimingRequests` unanswered.
     public func sendTimingRequest() {
-        guard let timingAddress else { return }
+        guard let timingAddress, ptpClock == nil else { return }
         let sent = timingRequestsSent.withLockedValue { count in
             count += 1
             return count

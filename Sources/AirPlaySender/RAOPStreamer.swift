@@ -1,4 +1,5 @@
 import AirPlayMedia
+import AirPlayTiming
 import AirPlayWire
 import Foundation
 import Synchronization
@@ -79,7 +80,15 @@ public final class RAOPStreamer: @unchecked Sendable {
                 switch action {
                 case .sync(let named, let next, let first, let due):
                     let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
-                    for link in links { link.sendSync(sync) }
+                    // On PTP the same promise as an anchor: `next`, due now, is heard one latency on.
+                    let heardAt = PTPGrandmaster.now() + Int64((due + Self.latencySeconds - clock.now()) * 1e9)
+                    for link in links {
+                        if link.ptpClock != nil {
+                            link.sendAnchor(heard: next, at: heardAt, first: first)
+                        } else {
+                            link.sendSync(sync)
+                        }
+                    }
                 case .timingRequest:
                     for link in links { link.sendTimingRequest() }
                 case .audio(let sequence, let timestamp, let marker, let samples):

@@ -18,6 +18,11 @@ package struct SenderRequest: Hashable, Sendable {
     /// The body's type.
     package var contentType: String?
 
+    /// A request whose body is a binary plist.
+    static func plist(_ method: String, _ body: PropertyList) -> SenderRequest {
+        SenderRequest(method: method, body: body.encoded(as: .binary), contentType: PropertyListFormat.binary.contentType)
+    }
+
     /// A request from its parts.
     package init(method: String, target: String? = nil, headers: MessageHeaders = [:], body: [UInt8] = [], contentType: String? = nil) {
         self.method = method
@@ -37,8 +42,9 @@ package struct SenderRequest: Hashable, Sendable {
 /// - **RAOP**: OPTIONS (with an `Apple-Challenge` when we can check the answer), ANNOUNCE for
 ///   each codec the receiver may take until one is accepted (415, 400 and 501 mean "try the
 ///   next"), SETUP with a `Transport` header, RECORD, the volume.
-/// - **AirPlay 2 realtime** (type 96, NTP): our UDP port, SETUP phase 1, the event channel,
-///   SETUP phase 2 for one stream, RECORD, the volume (or RECORD before phase 2: Apple's order).
+/// - **AirPlay 2 realtime** (type 96, NTP or PTP): our UDP port, SETUP phase 1, the event
+///   channel, RECORD (then SETPEERS on PTP), SETUP phase 2 for one stream, the volume (Apple's
+///   order; `.streamsFirst` swaps RECORD and phase 2).
 /// - **AirPlay 2 buffered** (type 103, PTP): SETUP phase 1, the event channel, RECORD, SETPEERS,
 ///   SETUP phase 2, the TCP data connection, the volume.
 package struct SenderSetupMachine: Sendable {
@@ -63,17 +69,19 @@ package struct SenderSetupMachine: Sendable {
         /// AirPlay 1. `challenge` is the `Apple-Challenge` (nil: a plain OPTIONS);
         /// `announcements` the codecs to offer, in order.
         case raop(traits: RAOPReceiverTraits, challenge: [UInt8]?, announcements: [Announcement])
-        /// AirPlay 2 realtime: ALAC or PCM, sealed with `streamKey`, `ssrc` as the stream's id.
-        case realtime(session: AirPlay2Setup.Session, alac: Bool, streamKey: [UInt8], ssrc: UInt32)
+        /// AirPlay 2 realtime: ALAC or PCM, sealed with `streamKey`, `ssrc` as the stream's id;
+        /// on PTP (`session` names PTP) `peers` goes in SETPEERS after RECORD, as for buffered.
+        case realtime(session: AirPlay2Setup.Session, alac: Bool, streamKey: [UInt8], ssrc: UInt32, peers: [String]? = nil)
         /// AirPlay 2 buffered: the stream as described, our and the receiver's PTP addresses for SETPEERS.
         case buffered(session: AirPlay2Setup.Session, stream: AirPlay2Setup.Stream, peers: [String])
     }
 
     /// The order of RECORD and AirPlay 2's stream SETUP.
     package enum Order: Hashable, Sendable {
-        /// SETUP phase 2, then RECORD (what this sender has always sent in realtime).
+        /// SETUP phase 2, then RECORD (pyatv's order, and ours before Apple's).
         case streamsFirst
-        /// RECORD, then SETUP phase 2: Apple's senders, OwnTone and libraop (some speakers need it).
+        /// RECORD, then SETUP phase 2: Apple's senders, OwnTone and libraop. Samsung's Music
+        /// Frame needs it; every receiver takes it. The default.
         case recordFirst
     }
 
@@ -130,6 +138,7 @@ package struct SenderSetupMachine: Sendable {
     private let volumeDecibels: Double
     private var step = Step.options
     private var recorded = false
+    private var streamsSetUp = false
     private var ourPort = 0
     /// What has been agreed so far.
     package private(set) var outcome = Outcome()
@@ -138,7 +147,7 @@ package struct SenderSetupMachine: Sendable {
     /// `volumeDecibels` (AirPlay dB).
     package init(route: Route, order: Order? = nil, receiverName: String, sequence: UInt16, rtpTime: UInt32, volumeDecibels: Double) {
         self.route = route
-        if case .buffered = route { self.order = .recordFirst } else { self.order = order ?? .streamsFirst }
+        if case .buffered = route { self.order = .recordFirst } else { self.order = order ?? .recordFirst }
         self.receiverName = receiverName
         self.sequence = sequence
         self.rtpTime = rtpTime
@@ -174,7 +183,7 @@ package struct SenderSetupMachine: Sendable {
             return [.send(SenderRequest(method: "SETUP", headers: [
                 "Transport": RTSPTransport.record(controlPort: port, timingPort: port).headerValue,
             ]))]
-        case .realtime(var session, _, _, _):
+        case .realtime(var session, _, _, _, _):
             session.timingPort = port
             step = .sessionSetup
             return [Self.plistRequest("SETUP", AirPlay2Setup.session(session).plist)]
@@ -259,6 +268,7 @@ package struct SenderSetupMachine: Sendable {
                 return [.failed(SenderError(.refused(status: status), "\(receiverName): SETUP phase 2 described no stream"))]
             }
             outcome.audioPort = Int(stream.dataPort)
+            streamsSetUp = true
             if case .buffered = route {
                 outcome.dataPort = Int(stream.dataPort)
                 step = .connectingData
@@ -274,17 +284,16 @@ package struct SenderSetupMachine: Sendable {
         case .record:
             guard accepted else { return [.failed(Self.refusal("RECORD", response))] }
             recorded = true
-            switch route {
-            case .raop: return setVolume()
-            case .realtime: return order == .recordFirst ? setUpStreams() : setVolume()
-            case .buffered(_, _, let peers):
+            // A PTP session names its timing peers right after RECORD (Apple's order).
+            if let peers = timingPeers {
                 step = .setPeers
                 return [.send(SenderRequest(method: "SETPEERS", body: PropertyList.array(peers.map { .string($0) }).encoded(as: .binary),
                                             contentType: "/peer-list-changed"))]
             }
+            return afterRecord()
         case .setPeers:
             guard accepted else { return [.failed(Self.refusal("SETPEERS", response))] }
-            return setUpStreams()
+            return afterRecord()
         case .volume:
             guard accepted else { return [.failed(Self.refusal("SET_PARAMETER", response))] }
             step = .done
@@ -326,11 +335,26 @@ package struct SenderSetupMachine: Sendable {
         return [.send(SenderRequest(method: "ANNOUNCE", body: Array(body.utf8), contentType: "application/sdp"))]
     }
 
+    /// The peers of a PTP session, for SETPEERS.
+    private var timingPeers: [String]? {
+        switch route {
+        case .raop: nil
+        case .realtime(_, _, _, _, let peers): peers
+        case .buffered(_, _, let peers): peers
+        }
+    }
+
+    /// After RECORD (and SETPEERS): the stream's SETUP unless it came first, then the volume.
+    private mutating func afterRecord() -> [Action] {
+        if case .raop = route { return setVolume() }
+        return streamsSetUp ? setVolume() : setUpStreams()
+    }
+
     private mutating func setUpStreams() -> [Action] {
         step = .streamsSetup
         switch route {
         case .raop: return unexpected("SETUP phase 2")
-        case .realtime(_, let alac, let key, let ssrc):
+        case .realtime(_, let alac, let key, let ssrc, _):
             outcome.codec = alac ? .alac : .pcm
             let stream = AirPlay2SenderSession.realtimeStream(alac: alac, key: key, controlPort: ourPort, ssrc: ssrc)
             return [Self.plistRequest("SETUP", AirPlay2Setup.streams([stream]).plist)]
@@ -364,7 +388,7 @@ package struct SenderSetupMachine: Sendable {
 
     /// A request whose body is a binary plist.
     static func plistRequest(_ method: String, _ body: PropertyList) -> Action {
-        .send(SenderRequest(method: method, body: body.encoded(as: .binary), contentType: PropertyListFormat.binary.contentType))
+        .send(.plist(method, body))
     }
 
     /// The error for a request answered outside 2xx, with the receiver's reason.

@@ -51,10 +51,14 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Buffered mode's codec: alac (lossless, at the file's depth and rate; default) or aac (AAC-LC 256 kb/s, 16-bit, as Apple's senders send music).")
     var codec: BufferedCodec = .alac
 
+    @Option(name: .long, help: "Realtime AirPlay 2's clock: auto (default: PTP where the receiver's record advertises it, bit 41, and this command can serve a PTP clock on UDP 319/320; else NTP), ntp, or ptp.")
+    var timing: StreamTiming = .auto
+
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
 
     enum StreamMode: String, ExpressibleByArgument { case realtime, buffered }
+    enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp }
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name an audio file, or - for standard input") }
@@ -65,6 +69,9 @@ struct StreamCommand: AsyncParsableCommand {
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
         guard mode == .realtime || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
         guard codec == .alac || mode == .buffered else { throw ValidationError("--codec aac is for --mode buffered (realtime streams are ALAC or PCM)") }
+        guard timing != .ptp || (mode == .realtime && protocolVersion != 1) else {
+            throw ValidationError("--timing ptp is for AirPlay 2 realtime streams (buffered streams are always on PTP)")
+        }
     }
 
     func run() async throws {
@@ -118,6 +125,8 @@ struct StreamCommand: AsyncParsableCommand {
             links.append(try await ReceiverLinks.open(address, protocolVersion: protocolVersion, buffered: buffered, identity: identity,
                                                       password: password, crypto: crypto))
         }
+        let realtimeClock = buffered ? nil : try realtimePTPClock(for: zip(addresses, links).map { ($0, $1) }, display: display)
+        defer { realtimeClock?.stop() }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
         var item = DMAP.Item()
@@ -174,7 +183,7 @@ struct StreamCommand: AsyncParsableCommand {
         let linked = links
         let receivers: @Sendable () -> [String] = { linked.map { link in
             buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
-                     : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? ", AirPlay 2" : link.encryptor == nil ? "" : ", RSA"))"
+                     : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP") : link.encryptor == nil ? "" : ", RSA"))"
         } }
         let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
             switch report {
@@ -200,6 +209,30 @@ struct StreamCommand: AsyncParsableCommand {
 }
 
 extension StreamCommand {
+    /// Realtime AirPlay 2 on PTP: a grandmaster for the links that take it (`--timing ptp`, or
+    /// by default where the receiver's record advertises a PTP clock), set on each. Without the
+    /// right to serve one (UDP 319/320 taken, or no privilege), `auto` falls back to NTP with a
+    /// warning and `ptp` is an error.
+    func realtimePTPClock(for receivers: [(ReceiverAddress, RAOPLink)], display: StreamDisplay) throws(SenderError) -> PTPGrandmaster? {
+        guard timing != .ntp else { return nil }
+        // `auto` leaves a receiver on this very host on NTP: its PTP follower holds UDP 319/320
+        // here, and a clock served beside it would be heard by it as another master.
+        let wanted = receivers.filter { address, link in
+            link.airPlay2 && (timing == .ptp || (ReceiverLinks.features(of: address).contains(.ptpClock) && !link.isOnThisHost))
+        }.map(\.1)
+        guard !wanted.isEmpty else { return nil }
+        let clock: PTPGrandmaster
+        do {
+            clock = try PTPGrandmaster(clockIdentity: PTPGrandmaster.randomClockIdentity(), logger: Logger(label: "airplay"))
+        } catch {
+            guard timing == .auto else { throw SenderError(.badInput, "PTP timing serves a PTP clock: \(error)") }
+            display.warn("NTP timing: this command cannot serve a PTP clock (\(error))")
+            return nil
+        }
+        for link in wanted { link.ptpClock = clock }
+        return clock
+    }
+
     /// The session event a receiver's DACP command asks for.
     static func event(for command: DACPCommand) -> RAOPStreamSession.Event? {
         switch command {

@@ -129,6 +129,23 @@ import Testing
         _ = try again.run(Self.realtime(order: .recordFirst), against: &fresh, now: 0).get()
     }
 
+    /// Realtime on PTP (OwnTone's and Apple's way to a speaker without buffered audio): our
+    /// grandmaster is the timing peer, named again in SETPEERS right after RECORD.
+    @Test func aRealtimeStreamOnPTPNamesItsPeersAfterRecord() throws {
+        let machine = SenderSetupMachine(route: .realtime(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: ["10.0.0.2"]),
+                                                          alac: true, streamKey: [UInt8](repeating: 7, count: 32), ssrc: 0x1234,
+                                                          peers: ["10.0.0.2", "10.0.0.3"]),
+                                         receiverName: "box", sequence: 1, rtpTime: 0, volumeDecibels: 0)
+        var receiver = InMemoryReceiver()
+        var setup = InMemorySetup()
+        let outcome = try setup.run(machine, against: &receiver, now: 0).get()
+        #expect(setup.exchanges.map(\.method) == ["SETUP", "RECORD", "SETPEERS", "SETUP", "SET_PARAMETER"])
+        #expect(outcome.controlPort == InMemoryReceiver.controlPort && outcome.timingPort == nil)
+        let session = try #require(receiver.machine.current)
+        #expect(session.usesPTP && !session.buffered && session.phase == .recording)
+        #expect(receiver.actions.contains(.timingPeers(["10.0.0.2", "10.0.0.3"])))
+    }
+
     @Test func aBufferedSetupRecordsSetsPeersThenConnectsTheDataPort() throws {
         var receiver = InMemoryReceiver()
         var setup = InMemorySetup()

@@ -120,9 +120,9 @@ final class HiResSweep: @unchecked Sendable {
         }
 
         /// `airplay stream FILE --mode buffered` to every receiver, from the sender's namespace.
-        func stream(_ file: String, extra: [String] = []) throws -> CommandResult {
+        func stream(_ file: String, mode: String = "buffered", extra: [String] = []) throws -> CommandResult {
             let targets = receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
-            return try sender.run(try Products.executable("airplay"), ["stream", file, "--mode", "buffered", "--json"] + targets + extra, timeout: 90)
+            return try sender.run(try Products.executable("airplay"), ["stream", file, "--mode", mode, "--json"] + targets + extra, timeout: 90)
         }
 
         deinit {
@@ -159,6 +159,23 @@ final class HiResSweep: @unchecked Sendable {
         #expect(inStep(report.skews), "\(report.line)")
         #expect(report.sameSamples)
         print("measure: airplay stream --mode buffered to three airplayd (PTP), largest skew per second \(report.skews) ms")
+    }
+
+    /// Realtime (type 96) on our PTP clock to three rooms on three hosts: the 0xD7 anchors put
+    /// every frame at the same moment of the one clock, so the rooms play in step as buffered ones do.
+    @Test func threeRoomsPlayARealtimeStreamOnPTPInStep() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "realtime-ptp-3", fifos: true)
+        let reader = try group.read(with: "fifo_clock", seconds: 60)
+        try group.start()
+        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "realtime", extra: ["--protocol", "2", "--timing", "ptp"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 4, "\(result.stdout)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let report = try FifoClockReport(reader)
+        #expect(inStep(report.skews), "\(report.line)")
+        #expect(report.sameSamples)
+        print("measure: airplay stream realtime on PTP to three airplayd, largest skew per second \(report.skews) ms")
     }
 
     /// Hi-res: a 24-bit 48 kHz FLAC goes out as 24-bit 48 kHz ALAC (`audioFormat` bit 21) and
@@ -443,6 +460,25 @@ final class HiResSweep: @unchecked Sendable {
         let before = sweep.compare(samples), after = sweep.compare(samples, from: 5 * 44100)
         #expect(comparison.exact >= 0.999, "every frame once, in order, across the pause: \(comparison.exact), offsets \(before.offset ?? -1) \(after.offset ?? -1), frames \(samples.count / 2)")
         print("measure: buffered pause/resume, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// Realtime audio (type 96) on our PTP clock: `airplay stream --timing ptp` serves the clock,
+    /// sets up a PTP session and sends 0xD7 anchors instead of sync packets; airplayd places the
+    /// frames on the followed clock, bit-exact.
+    @Test func aRealtimeStreamOnOurPTPClockArrivesBitExact() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "realtime-ptp", count: 1, fifos: false)
+        try group.start()
+        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "realtime", extra: ["--protocol", "2", "--timing", "ptp"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("AirPlay 2 on PTP"), "\(result.stdout)")
+        group.daemons[0].process.stop(grace: 2)
+        let data = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0]))
+        let comparison = sweep.compare(data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
+        let log = group.daemons[0].process.stderr
+        #expect(log.contains("realtime audio anchored on PTP") && log.contains("lost=0"), "\(log.suffix(2000))")
+        print("measure: realtime ALAC on our PTP clock into airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
     @Test func aBufferedStreamArrivesBitExactOnItsPTPTimeline() throws {

@@ -12,19 +12,35 @@ enum AirPlay2Checks {
     static let all = [info, recordKey, setupInClear, session, realtimeStream, bufferedStream]
 
     static let session = ConformanceCheck("airplay2.session", "airplay2.md §3 SETUP, phase 1, and §4 The event channel",
-                                          "after transient pairing, a session SETUP answers an eventPort whose channel opens encrypted") { probe in
-        await pairedSession(probe) { client in
-            let session = try await AirPlay2SenderSession.start(client: client, timingPort: probe.udpPorts().timing)
+                                          "after transient pairing, a session SETUP (PTP where the receiver advertises it, else NTP) answers an eventPort whose channel opens encrypted") { probe in
+        let ptp = await usesPTP(probe)
+        return await pairedSession(probe) { client in
+            let session = try await startSession(client, probe: probe, ptp: ptp)
             await session.close()
-            return .passed("transient pair-setup, encrypted SETUP, event channel open")
+            return .passed("transient pair-setup, encrypted \(ptp ? "PTP" : "NTP") SETUP, event channel open")
         }
+    }
+
+    /// Whether sessions are tried on PTP: receivers that advertise a PTP clock (bit 41) may serve
+    /// nothing else (shairport-sync 5 answers an NTP session with an empty 200).
+    static func usesPTP(_ probe: ConformanceProbe) async -> Bool {
+        await airPlay2Features(probe)?.contains(.ptpClock) == true
+    }
+
+    /// Phase 1 as the checks send it: PTP with our address as the timing peer (no clock is
+    /// served: the receiver only has to answer), or NTP with the probe's timing port.
+    static func startSession(_ client: RAOPClient, probe: ConformanceProbe, ptp: Bool) async throws(SenderError) -> AirPlay2SenderSession {
+        guard ptp else { return try await AirPlay2SenderSession.start(client: client, timingPort: probe.udpPorts().timing) }
+        let local = IPAddressBytes.plain(client.connection.localAddress?.ipAddress ?? "")
+        return try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
     }
 
     static let realtimeStream = ConformanceCheck("airplay2.realtime-stream", "airplay2.md §5 SETUP, phase 2: the stream",
                                                  "after phase 1, a realtime ALAC stream (type 96) SETUP answers its dataPort and controlPort, and RECORD is taken") { probe in
-        await pairedSession(probe) { client in
+        let ptp = await usesPTP(probe)
+        return await pairedSession(probe) { client in
             let ports = probe.udpPorts()
-            let session = try await AirPlay2SenderSession.start(client: client, timingPort: ports.timing)
+            let session = try await startSession(client, probe: probe, ptp: ptp)
             defer { Task { await session.close() } }
             let stream = AirPlay2SenderSession.realtimeStream(alac: true, key: SecureRandom.bytes(32), controlPort: ports.control,
                                                               ssrc: UInt32.random(in: 1...UInt32.max))
@@ -34,7 +50,7 @@ enum AirPlay2Checks {
             }
             let data = described.dataPort
             try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=1;rtptime=0"])
-            return .passed("dataPort \(data), controlPort \(control), RECORD 200")
+            return .passed("\(ptp ? "PTP" : "NTP") session: dataPort \(data), controlPort \(control), RECORD 200")
         }
     }
 
@@ -119,6 +135,14 @@ enum AirPlay2Checks {
             name: "airplay conformance", model: "Conformance1,1")).plist.encoded(as: .binary)
         let answer = await probe.request("SETUP", probe.sessionURI, rtsp: true,
                                          headers: [("Content-Type", "application/x-apple-binary-plist")], body: body)
+        // A 2xx is judged by what it carries: a session set up in clear, or nothing set up
+        // under a success status (shairport-sync 5 answers 200 after every handler).
+        if case .success(let response) = answer, (200..<300).contains(response.status) {
+            if case .success(let reply) = SenderSetupMachine.setupReply(response), let port = reply.session?.eventPort {
+                return .failed("answered \(response.status) and set a session up in clear (eventPort \(port))")
+            }
+            return .failed("answered \(response.status) with no session in it: nothing was set up, but the request was not refused")
+        }
         return ConformanceOutcome.expecting(answer, 400..<500)
     }
 
