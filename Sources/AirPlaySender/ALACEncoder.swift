@@ -62,11 +62,12 @@ public struct ALACEncoder: Sendable {
                 differences[frame] = frame == 0 ? sample : sample - previous
                 previous = sample
             }
-            // Sizes first (counting is a fraction of writing), then only the chosen one is written.
-            var asIs = BitCounter(), differenced = BitCounter()
-            Self.writeResiduals(plain, escapeBits: channelBits, to: &asIs)
-            Self.writeResiduals(differences, escapeBits: channelBits, to: &differenced)
-            return differenced.bitCount + 31 * 16 < asIs.bitCount ? (31, differences) : (0, plain)
+            // The cheaper coding by the residuals' magnitudes: an adaptive Golomb code costs
+            // about log2 of the mean magnitude a value, so the smaller sum codes smaller (the
+            // differences pay 31 coefficients of 16 bits); one pass instead of coding both.
+            let magnitudes = (plain: plain.reduce(0) { $0 + Int($1.magnitude) }, differences: differences.reduce(0) { $0 + Int($1.magnitude) })
+            return Self.codedBits(magnitude: magnitudes.differences, count: frames) + 31 * 16
+                < Self.codedBits(magnitude: magnitudes.plain, count: frames) ? (31, differences) : (0, plain)
         }
         let sampleBytes = bitDepth / 8
         var bits = BitWriter(capacity: 2 * sampleBytes * frames + 16)
@@ -116,7 +117,7 @@ public struct ALACEncoder: Sendable {
 
     /// ALAC's adaptive Golomb code: the parameter k follows a running mean of the coded values,
     /// and after a stretch of small values a run of zeros is coded as one count.
-    static func writeResiduals<Sink: BitSink>(_ residuals: [Int32], escapeBits: Int, to bits: inout Sink) {
+    static func writeResiduals(_ residuals: [Int32], escapeBits: Int, to bits: inout BitWriter) {
         var mean = initialMean
         var afterZeros: UInt32 = 0
         var index = 0
@@ -144,9 +145,18 @@ public struct ALACEncoder: Sendable {
         }
     }
 
+    /// About how many bits `count` values of summed magnitude `magnitude` code to: a zero and
+    /// log2(mean + 1) + 1 bits each (the Golomb parameter follows the mean).
+    static func codedBits(magnitude: Int, count: Int) -> Int {
+        guard count > 0 else { return 0 }
+        let mean = UInt(2 * magnitude / count + 1)
+        return count * (Int(UInt.bitWidth - mean.leadingZeroBitCount) + 1)
+    }
+
     /// One value: q = value / (2^k − 1) ones and a zero, then the remainder r as r + 1 in k bits
-    /// (or k − 1 zero bits when r is 0). Nine ones escape to the value in `escapeBits` bits.
-    static func writeCode<Sink: BitSink>(_ value: UInt32, k: UInt32, escapeBits: Int, to bits: inout Sink) {
+    /// (or k − 1 zero bits when r is 0), all in one write (at most 9 + 14 bits). Nine ones escape
+    /// to the value in `escapeBits` bits.
+    static func writeCode(_ value: UInt32, k: UInt32, escapeBits: Int, to bits: inout BitWriter) {
         let divisor = (UInt32(1) << k) - 1
         let quotient = value / divisor
         guard quotient < UInt32(escapePrefix) else {
@@ -154,33 +164,15 @@ public struct ALACEncoder: Sendable {
             bits.write(value, escapeBits)
             return
         }
-        bits.write((1 << quotient) - 1, Int(quotient))
-        bits.write(0, 1)
         let remainder = value - quotient * divisor
-        if remainder == 0 {
-            bits.write(0, Int(k) - 1)
-        } else {
-            bits.write(remainder + 1, Int(k))
-        }
+        let (tail, tailBits) = remainder == 0 ? (UInt32(0), k - 1) : (remainder + 1, k)
+        // q ones, a zero, then the tail.
+        bits.write(((1 << quotient) - 1) << (tailBits + 1) | tail, Int(quotient + 1 + tailBits))
     }
 }
 
-/// Where the encoder's bits go: written out, or only counted.
-protocol BitSink {
-    /// Takes the low `count` bits of `value` (count ≤ 32).
-    mutating func write(_ value: UInt32, _ count: Int)
-}
-
-/// Counts bits without keeping them: what a coding would cost.
-struct BitCounter: BitSink {
-    /// Bits counted so far.
-    private(set) var bitCount = 0
-
-    mutating func write(_ value: UInt32, _ count: Int) { bitCount += count }
-}
-
 /// Bits written most significant first, as ALAC reads them.
-struct BitWriter: BitSink {
+struct BitWriter {
     private(set) var bytes: [UInt8] = []
     private var pending: UInt64 = 0
     private var pendingCount = 0
