@@ -77,8 +77,7 @@ public final class AirPlay2SenderSession: Sendable {
 
     /// A request with a binary plist body; its answer's plist (an empty dictionary for none).
     static func plistRequest(_ client: RAOPClient, _ method: String, _ body: PropertyList) async throws(SenderError) -> PropertyList {
-        let response = try await client.request(method, body: body.encoded(as: .binary),
-                                                contentType: PropertyListFormat.binary.contentType)
+        let response = try await client.request(.plist(method, body))
         let bytes = Array(response.body.readableBytesView)
         guard !bytes.isEmpty else { return .dictionary([:]) }
         do {

@@ -97,6 +97,14 @@ import Testing
             .map { "\($0.key) \($0.value.result) (\($0.value.detail.prefix(50)))" }.joined(separator: "; "))
     }
 
+    /// shairport-sync's S16_LE output holds the CD-quality sweep bit for bit.
+    static func expectTheSweep(_ played: Played, _ sweep: SweepMedia, what: String) {
+        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples)
+        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
+        print("measure: airplay \(what) into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     /// ALAC at 48 kHz/24-bit, SSRC 0x15000000 as Apple's senders write it: every sample of the
     /// 24-bit FLAC comes out of shairport-sync (S32_LE, the 24 bits on top).
     @Test func a24Bit48kHzFileArrivesBitExact() throws {
@@ -117,10 +125,7 @@ import Testing
         let played = try Self.play(sweep.directory + "/sweep.flac", rate: 44100, format: "S16_LE", label: "sps5-cd")
         #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
         #expect(!played.log.contains("Unrecognised SSRC"), "\(played.log.suffix(2000))")
-        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-        let comparison = sweep.compare(samples)
-        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
-        print("measure: airplay buffered ALAC 44.1k/16 into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+        Self.expectTheSweep(played, sweep, what: "buffered ALAC 44.1k/16")
     }
 
     /// Realtime ALAC (type 96) on our PTP clock, as OwnTone and Music Assistant send to every
@@ -131,10 +136,7 @@ import Testing
                                    format: "S16_LE", label: "sps5-rt")
         #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
         #expect(played.stream.stdout.contains("AirPlay 2 on PTP"), "\(played.stream.stdout)")
-        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-        let comparison = sweep.compare(samples)
-        #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
-        print("measure: airplay realtime ALAC on PTP into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+        Self.expectTheSweep(played, sweep, what: "realtime ALAC on PTP")
     }
 
     /// AAC-LC at 44.1 kHz, SSRC 0x16000000: lossy, so compared by its signal-to-noise ratio.
