@@ -218,7 +218,7 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
-        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video,
+        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, events: audio,
                                                           findDACP: AvahiDACPFinder.find, logger: logger))
         var surfaces: [any NowPlayingSurface] = []
         do {

@@ -27,10 +27,13 @@ public struct NowPlayingSender: Hashable, Sendable {
     public var dacpID: String?
     /// The sender's `Active-Remote` token, sent back on every remote-control request.
     public var activeRemote: String?
+    /// Whether the session is AirPlay 2's, with an event channel the box sends remote
+    /// commands on.
+    public var hasEventChannel: Bool
 
     /// A sender from its parts.
     public init(kind: Kind, name: String, clientName: String? = nil, address: String? = nil, serverAddress: String? = nil, userAgent: String? = nil,
-                dacpID: String? = nil, activeRemote: String? = nil) {
+                dacpID: String? = nil, activeRemote: String? = nil, hasEventChannel: Bool = false) {
         self.kind = kind
         self.name = name
         self.clientName = clientName
@@ -39,11 +42,12 @@ public struct NowPlayingSender: Hashable, Sendable {
         self.userAgent = userAgent
         self.dacpID = dacpID
         self.activeRemote = activeRemote
+        self.hasEventChannel = hasEventChannel
     }
 
-    /// Whether the box can ask the sender to pause, skip or change the volume (DACP for audio,
-    /// the box's own player for video).
-    public var isControllable: Bool { kind == .video || (dacpID != nil && activeRemote != nil) }
+    /// Whether the box can ask the sender to pause, skip or change the volume (the AirPlay 2
+    /// event channel or DACP for audio, the box's own player for video).
+    public var isControllable: Bool { kind == .video || hasEventChannel || (dacpID != nil && activeRemote != nil) }
 }
 
 /// One DMAP field as the sender sent it: its four-character tag and its raw value.

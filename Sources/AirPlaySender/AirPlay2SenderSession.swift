@@ -26,11 +26,11 @@ public final class AirPlay2SenderSession: Sendable {
     }
 
     /// Connects the event channel phase 1 named, keyed by the connection's pairing.
-    static func connect(client: RAOPClient, eventPort: Int) async throws(SenderError) -> AirPlay2SenderSession {
+    static func connect(client: RAOPClient, eventPort: Int, inbox: RemoteCommandInbox = RemoteCommandInbox()) async throws(SenderError) -> AirPlay2SenderSession {
         guard let secret = client.connection.pairingSecret else { throw notEncrypted }
         let keys: EventChannelKeys
         do { keys = try EventChannelKeys(sharedSecret: secret) } catch { throw SenderError(.badInput, "event keys: \(error)") }
-        let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost, port: eventPort, keys: keys)
+        let events = try await AirPlay2EventConnection.connect(host: client.connection.connectableHost, port: eventPort, keys: keys, inbox: inbox)
         return AirPlay2SenderSession(events: events)
     }
 

@@ -96,7 +96,7 @@ extension RAOPLink {
                                                   deviceID: traits.deviceID) ?? false
                     next = machine.identityChecked(verified)
                 case .connectEventChannel(let port):
-                    session = try await AirPlay2SenderSession.connect(client: client, eventPort: port)
+                    session = try await AirPlay2SenderSession.connect(client: client, eventPort: port, inbox: remoteCommands)
                     next = machine.eventChannelConnected()
                 case .connectDataPort(let port):
                     dataConnection = try BufferedDataConnection(host: IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host),

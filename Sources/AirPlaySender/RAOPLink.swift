@@ -86,6 +86,8 @@ public final class RAOPLink: @unchecked Sendable {
     var streamSSRC: UInt32 = 0
     var packetCounter: UInt64 = 0
     var session: AirPlay2SenderSession?
+    /// Where the receiver's remote commands on the AirPlay 2 event channel go.
+    public let remoteCommands = RemoteCommandInbox()
     /// Buffered AirPlay 2 (type 103): the TCP data connection the audio goes on.
     var dataConnection: BufferedDataConnection?
     /// Realtime AirPlay 2 on PTP: our grandmaster, set before `setUp`. The session is then

@@ -121,11 +121,11 @@ public final class ManagedProcess: @unchecked Sendable {
         (inStdout ? stdout : stderr).components(separatedBy: text).count - 1
     }
 
-    /// Waits until `text` has appeared more than `count` times; whether it did.
+    /// Waits until `text` has appeared more than `count` times on stderr (or stdout); whether it did.
     @discardableResult
-    public func waitForOutput(_ text: String, moreThan count: Int, timeout: Double) -> Bool {
-        poll(timeout: timeout) { self.occurrences(of: text) > count || !self.isRunning }
-        return occurrences(of: text) > count
+    public func waitForOutput(_ text: String, moreThan count: Int, timeout: Double, inStdout: Bool = false) -> Bool {
+        poll(timeout: timeout) { self.occurrences(of: text, inStdout: inStdout) > count || !self.isRunning }
+        return occurrences(of: text, inStdout: inStdout) > count
     }
 
     deinit { stop(grace: 1) }

@@ -17,9 +17,9 @@ struct StreamCommand: AsyncParsableCommand {
             Codec and encryption follow each receiver's TXT record: ALAC (compressed) where it is \
             listed, else L16; RSA/AES where `et` lists 1. On a terminal: space pauses and resumes, \
             + and - change the volume, n and p move to the next and previous file, q quits. \
-            Receivers control the stream too: it publishes its DACP remote control \
-            (_dacp._tcp, iTunes_Ctrl_<DACP-ID>), so their pause, play, next, previous and volume \
-            buttons act on it. Exit codes: 69 receiver not found, 77 refused or wrong password, \
+            Receivers control the stream too: their pause, play, next, previous and volume \
+            buttons act on it, over AirPlay 2's event channel (sendMediaRemoteCommand) and over \
+            the DACP remote control it publishes (_dacp._tcp, iTunes_Ctrl_<DACP-ID>). Exit codes: 69 receiver not found, 77 refused or wrong password, \
             74 connection lost, 65 unusable input.
             """)
 
@@ -56,6 +56,9 @@ struct StreamCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
+
+    @Flag(name: .customLong("no-dacp"), help: "Publish no DACP remote control: receivers then reach this stream over AirPlay 2's event channel only.")
+    var noDACP = false
 
     enum StreamMode: String, ExpressibleByArgument { case realtime, buffered }
     enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp }
@@ -158,6 +161,7 @@ struct StreamCommand: AsyncParsableCommand {
                 let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
                 let link = try await ReceiverLinks.open(address, protocolVersion: 2, buffered: true, identity: identity,
                                                         password: password, crypto: crypto)
+                Self.obeyRemoteCommands(link, continuation)
                 let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
                     continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))
                 }
@@ -167,8 +171,10 @@ struct StreamCommand: AsyncParsableCommand {
             }
         } : nil
         defer { control?.close() }
-        // The receivers' remote-control buttons (DACP) come in as the keys do.
-        let remote = try? await DACPServer.start(identity: identity, logger: Logger(label: "airplay")) { command in
+        // The receivers' remote-control buttons (the AirPlay 2 event channel, DACP) come in as
+        // the keys do.
+        for link in links { Self.obeyRemoteCommands(link, continuation) }
+        let remote = noDACP ? nil : try? await DACPServer.start(identity: identity, logger: Logger(label: "airplay")) { command in
             if let event = Self.event(for: command) { continuation.yield(event) }
         }
         defer { if let remote { Task { await remote.close() } } }
@@ -231,6 +237,24 @@ extension StreamCommand {
         }
         for link in wanted { link.ptpClock = clock }
         return clock
+    }
+
+    /// Hands the commands `link`'s receiver sends on its AirPlay 2 event channel to the session.
+    static func obeyRemoteCommands(_ link: RAOPLink, _ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
+        link.remoteCommands.deliver { command in continuation.yield(event(for: command)) }
+    }
+
+    /// The session event a receiver's AirPlay 2 remote command asks for.
+    static func event(for command: MediaRemoteCommand) -> RAOPStreamSession.Event {
+        switch command {
+        case .play: .setPaused(false)
+        case .pause: .setPaused(true)
+        case .playPause: .togglePause
+        case .stop: .quit
+        case .nextItem: .skip(1)
+        case .previousItem: .skip(-1)
+        case .setVolume(let unit): .setVolume(100 * AirPlayVolume.linear(decibels: MediaRemoteCommand.decibels(unitVolume: unit)))
+        }
     }
 
     /// The session event a receiver's DACP command asks for.

@@ -120,6 +120,52 @@ final class SessionBus {
         #expect(poll(timeout: 5) { Self.value(bus.address, ["volume"], in: host).hasPrefix("0.5") }, "the sender set the volume it was asked for")
     }
 
+    /// `playerctl` on an `airplay stream --protocol 2` that publishes no DACP remote and with no
+    /// avahi-daemon to find one: pause, play, next and volume reach the sender on its AirPlay 2
+    /// event channel (`sendMediaRemoteCommand`), and a pause while paused does not start it.
+    @Test func playerctlControlsAnAirplayStreamOnTheAirPlay2EventChannel() throws {
+        try TestHost.require(["playerctl", "dbus-daemon"])
+        let host = try TestHost(label: "mprisevents")
+        defer { host.close() }
+        let bus = try SessionBus(directory: host.directory)
+        let files = try makeTitledTones(in: host.directory, titles: ["Event Song", "Second Event Song"], seconds: 20)
+        try "mpris = \"session\"\nairplay2 = true\n".write(toFile: host.directory + "/airplayd.toml", atomically: true, encoding: .utf8)
+        let daemon = try RunningDaemon.start(in: host, port: 7032, extra: ["--config", host.directory + "/airplayd.toml",
+                                                                           "--audio-output", "fakesink sync=true", "--video", "off"],
+                                             environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let sender = try host.spawn(try Products.executable("airplay"), ["stream"] + files + ["--to", "127.0.0.1:7032", "--protocol", "2", "--no-dacp", "--json"],
+                                    label: "airplay")
+        defer { sender.stop() }
+        #expect(poll(timeout: 20) { Self.value(bus.address, ["metadata", "--format", "{{status}}|{{title}}"], in: host) == "Playing|Event Song" },
+                "\(daemon.process.stderr.suffix(1000))")
+        #expect(Self.value(bus.address, ["metadata", "--format", "{{status}}"], in: host) == "Playing")
+        var latencies: [Double] = []
+        func timed(_ arguments: [String], until output: String) -> Bool {
+            let before = sender.occurrences(of: output, inStdout: true), start = monotonicSeconds()
+            guard (try? Self.playerctl(bus.address, arguments, in: host))?.status == 0 else { return false }
+            let seen = sender.waitForOutput(output, moreThan: before, timeout: 5, inStdout: true)
+            latencies.append(monotonicSeconds() - start)
+            return seen
+        }
+        #expect(timed(["pause"], until: "\"state\":\"paused\""), "\(sender.stdout.suffix(600))\n\(daemon.process.stderr.suffix(2000))")
+        #expect(poll(timeout: 5) { Self.value(bus.address, ["status"], in: host) == "Paused" })
+        // A second pause changes nothing (OwnTone would take a `paus` as play/pause).
+        #expect(try Self.playerctl(bus.address, ["pause"], in: host).status == 0)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(Self.value(bus.address, ["status"], in: host) == "Paused", "a pause while paused left it paused")
+        #expect(timed(["play"], until: "\"state\":\"playing\""), "\(sender.stdout.suffix(600))")
+        #expect(poll(timeout: 5) { Self.value(bus.address, ["status"], in: host) == "Playing" })
+        #expect(timed(["next"], until: "item 2 of 2"), "\(sender.stdout.suffix(600))")
+        #expect(poll(timeout: 5) { Self.value(bus.address, ["metadata", "--format", "{{title}}"], in: host) == "Second Event Song" })
+        #expect(try Self.playerctl(bus.address, ["volume", "0.5"], in: host).status == 0)
+        #expect(poll(timeout: 5) { Self.value(bus.address, ["volume"], in: host).hasPrefix("0.5") }, "the sender set the volume it was asked for")
+        let log = daemon.process.stderr
+        #expect(log.contains("path=\"event channel\"") && !log.contains("path=DACP"), "\(log.suffix(2000))")
+        #expect(latencies.allSatisfy { $0 < 0.5 }, "command to sender state: \(latencies)")
+        print("measure: playerctl → airplay stream over the AirPlay 2 event channel, command to sender state "
+              + latencies.map { String(format: "%.0f", $0 * 1000) }.joined(separator: ", ") + " ms")
+    }
+
     /// On a system bus with the stock policy (which lets nobody own a name), the policy `tools/install` installs lets the
     /// daemon own its name (one per instance); playerctl finds it there.
     @Test func theSystemBusPolicyLetsTheDaemonOwnItsName() throws {

@@ -58,6 +58,7 @@ extension AudioSessions {
             var announced = prepared
             announced.ptpRealtime = !prepared.buffered && machine.withLockedValue { $0.current?.usesPTP == true }
             announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
+            announced.sender?.hasEventChannel = true
             return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
         }
     }

@@ -2,24 +2,36 @@ import AirPlayNowPlaying
 import AirPlayWire
 import Logging
 
+/// The event channel of the AirPlay 2 session that plays, as the remote control reaches it.
+public protocol SenderEventChannel: Sendable {
+    /// Whether the playing session's sender has its event channel connected.
+    var isEventChannelOpen: Bool { get }
+    /// Sends `command` on it; `completion` hears once whether the sender took it.
+    func send(_ command: MediaRemoteCommand, completion: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void)
+}
+
 /// The box's remote control: a command from any surface goes to whatever plays, the video
-/// player or the audio sender (over DACP). Volume steps on audio go to the sender too, so its
-/// slider moves and it sends the new volume back, as with a remote in iTunes.
+/// player or the audio sender (on the AirPlay 2 event channel, or over DACP; see
+/// `AudioRemoteRoute`). Volume steps on audio go to the sender too, so its slider moves and it
+/// sends the new volume back, as with a remote in iTunes.
 public final class ReceiverRemoteControl: RemoteControl {
     private let nowPlaying: NowPlaying
     private let video: VideoSessions?
+    private let events: (any SenderEventChannel)?
     private let dacp: DACPClient
     private let logger: Logger
 
-    /// A remote control for what `nowPlaying` shows, reaching audio senders' DACP services
-    /// through `findDACP`.
-    public convenience init(nowPlaying: NowPlaying, video: VideoSessions?, findDACP: @escaping DACPServiceFinder, logger: Logger) {
-        self.init(nowPlaying: nowPlaying, video: video, dacp: DACPClient(find: findDACP), logger: logger)
+    /// A remote control for what `nowPlaying` shows, reaching AirPlay 2 senders through
+    /// `events` and audio senders' DACP services through `findDACP`.
+    public convenience init(nowPlaying: NowPlaying, video: VideoSessions?, events: (any SenderEventChannel)?,
+                            findDACP: @escaping DACPServiceFinder, logger: Logger) {
+        self.init(nowPlaying: nowPlaying, video: video, events: events, dacp: DACPClient(find: findDACP), logger: logger)
     }
 
-    init(nowPlaying: NowPlaying, video: VideoSessions?, dacp: DACPClient, logger: Logger) {
+    init(nowPlaying: NowPlaying, video: VideoSessions?, events: (any SenderEventChannel)? = nil, dacp: DACPClient, logger: Logger) {
         self.nowPlaying = nowPlaying
         self.video = video
+        self.events = events
         self.dacp = dacp
         self.logger = logger
     }
@@ -44,26 +56,38 @@ public final class ReceiverRemoteControl: RemoteControl {
             // on GStreamer, so never on the caller's thread (a D-Bus or NIO one).
             video.playerQueue.async { done(video.remote(command)) }
         case .audio:
-            guard let dacpCommand = Self.dacpCommand(command, state: state) else {
-                return done(.failure(RemoteControlError("an audio sender cannot seek from here (DACP has no seek)")))
+            let open = events?.isEventChannelOpen ?? false
+            let routes = AudioRemoteRoute.routes(for: command, state: state, eventChannelOpen: open)
+            guard !routes.isEmpty else {
+                return done(.failure(RemoteControlError(AudioRemoteRoute.refusal(for: command, state: state, eventChannelOpen: open))))
             }
-            dacp.send(dacpCommand, to: sender, completion: done)
+            follow(routes[...], sender: sender, failures: [], done: done)
         }
     }
 
-    /// The DACP command for a remote command on audio; nil for seeks.
-    static func dacpCommand(_ command: RemoteCommand, state: NowPlayingState) -> DACPCommand? {
-        switch command {
-        case .play: .play
-        case .pause: .pause
-        case .playPause: .playPause
-        case .stop: .stop
-        case .next: .nextItem
-        case .previous: .previousItem
-        case .volumeUp: .volumeUp
-        case .volumeDown: .volumeDown
-        case .setVolume(let decibels): .setDeviceVolume(decibels)
-        case .seek, .setPosition: nil
+    /// Tries each route in turn until one carries the command; the failure names them all.
+    private func follow(_ routes: ArraySlice<AudioRemoteRoute>, sender: NowPlayingSender, failures: [String],
+                       done: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
+        guard let route = routes.first else {
+            return done(.failure(RemoteControlError(failures.joined(separator: "; then "))))
+        }
+        let next: @Sendable (Result<Void, RemoteControlError>, String) -> Void = { [self] result, path in
+            switch result {
+            case .success:
+                logger.info("remote command delivered", metadata: ["path": "\(path)"])
+                done(.success(()))
+            case .failure(let error): follow(routes.dropFirst(), sender: sender, failures: failures + ["\(path): \(error)"], done: done)
+            }
+        }
+        switch route {
+        case .alreadySo(let reason):
+            logger.debug("remote control: nothing to send", metadata: ["reason": "\(reason)"])
+            done(.success(()))
+        case .eventChannel(let command):
+            guard let events else { return next(.failure(RemoteControlError("no event channel")), "event channel") }
+            events.send(command) { next($0, "event channel") }
+        case .dacp(let command):
+            dacp.send(command, to: sender) { next($0, "DACP") }
         }
     }
 }
