@@ -123,13 +123,26 @@ public final class OwnToneSender: @unchecked Sendable {
 
     /// Plays the track titled `title` to `outputs`, each at `volume` (0–100).
     public func play(title: String, to outputs: [Output], volume: Int = 100) throws {
+        try play(expression: "title is \"\(title)\"", to: outputs, volume: volume)
+    }
+
+    /// Queues the tracks a smart-playlist `expression` finds (`artist is "Test Artist"`) and
+    /// plays them to `outputs`, each at `volume` (0–100).
+    public func play(expression: String, to outputs: [Output], volume: Int = 100) throws {
         let ids = outputs.map { "\"\($0.id)\"" }.joined(separator: ",")
         try request("PUT", "/api/outputs/set", body: "{\"outputs\":[\(ids)]}")
         try request("PUT", "/api/player/volume?volume=\(volume)")
         for output in outputs { try request("PUT", "/api/player/volume?volume=\(volume)&output_id=\(output.id)") }
-        let expression = "title is \"\(title)\"".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-        try request("POST", "/api/queue/items/add?clear=true&expression=\(expression)")
+        let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        try request("POST", "/api/queue/items/add?clear=true&expression=\(encoded)")
         try request("PUT", "/api/player/play")
+    }
+
+    /// The title of the queue item that plays (or is paused), if any.
+    public func currentTitle() throws -> String? {
+        guard let id = try json("GET", "/api/player")["item_id"] as? Int else { return nil }
+        let items = try json("GET", "/api/queue")["items"] as? [[String: Any]] ?? []
+        return items.first { $0["id"] as? Int == id }?["title"] as? String
     }
 
     /// Sets one output's volume (0–100) while it plays.

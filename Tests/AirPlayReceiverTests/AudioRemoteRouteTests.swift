@@ -17,15 +17,20 @@ import Testing
         return state
     }
 
+    /// As the box decides: playing as the state shows it.
+    static func routes(playingFrom command: RemoteCommand, state: NowPlayingState, eventChannelOpen: Bool) -> [Route] {
+        Route.routes(for: command, state: state, playing: state.playback.rate != 0, eventChannelOpen: eventChannelOpen)
+    }
+
     @Test func anAirPlay2SenderIsAskedOnTheEventChannelThenOverDACP() {
-        let routes = Route.routes(for: .next, state: Self.state(dacp: true, playing: true), eventChannelOpen: true)
+        let routes = Self.routes(playingFrom: .next, state: Self.state(dacp: true, playing: true), eventChannelOpen: true)
         #expect(routes == [.eventChannel(.nextItem), .dacp(.nextItem)])
-        #expect(Route.routes(for: .next, state: Self.state(dacp: false, playing: true), eventChannelOpen: true) == [.eventChannel(.nextItem)])
+        #expect(Self.routes(playingFrom: .next, state: Self.state(dacp: false, playing: true), eventChannelOpen: true) == [.eventChannel(.nextItem)])
     }
 
     @Test func anAirPlay1SenderIsAskedOverDACPOnly() {
-        #expect(Route.routes(for: .pause, state: Self.state(dacp: true, playing: true), eventChannelOpen: false) == [.dacp(.pause)])
-        #expect(Route.routes(for: .pause, state: Self.state(dacp: false, playing: true), eventChannelOpen: false) == [])
+        #expect(Self.routes(playingFrom: .pause, state: Self.state(dacp: true, playing: true), eventChannelOpen: false) == [.dacp(.pause)])
+        #expect(Self.routes(playingFrom: .pause, state: Self.state(dacp: false, playing: true), eventChannelOpen: false) == [])
         #expect(Route.refusal(for: .pause, state: Self.state(dacp: false, playing: true), eventChannelOpen: false)
                     .contains("no AirPlay 2 event channel, no DACP-ID"))
     }
@@ -34,27 +39,29 @@ import Testing
     /// it would start the music. Play/pause goes as what it means now.
     @Test func aPauseWhilePausedIsNotSent() {
         let paused = Self.state(dacp: false, playing: false), playing = Self.state(dacp: false, playing: true)
-        #expect(Route.routes(for: .pause, state: paused, eventChannelOpen: true) == [.alreadySo("already paused")])
-        #expect(Route.routes(for: .play, state: playing, eventChannelOpen: true) == [.alreadySo("already playing")])
-        #expect(Route.routes(for: .playPause, state: playing, eventChannelOpen: true) == [.eventChannel(.pause)])
-        #expect(Route.routes(for: .playPause, state: paused, eventChannelOpen: true) == [.eventChannel(.play)])
+        #expect(Self.routes(playingFrom: .pause, state: paused, eventChannelOpen: true) == [.alreadySo("already paused")])
+        #expect(Self.routes(playingFrom: .play, state: playing, eventChannelOpen: true) == [.alreadySo("already playing")])
+        #expect(Self.routes(playingFrom: .playPause, state: playing, eventChannelOpen: true) == [.eventChannel(.pause)])
+        #expect(Self.routes(playingFrom: .playPause, state: paused, eventChannelOpen: true) == [.eventChannel(.play)])
+        // Paused a moment ago, not yet flushed: the box goes by what it asked.
+        #expect(Route.routes(for: .play, state: playing, playing: false, eventChannelOpen: true) == [.eventChannel(.play)])
     }
 
     /// Volume steps move 1.875 dB from the volume the sender last set; with none set yet there is
     /// nothing to step from, so only DACP could carry it.
     @Test func volumeStepsAreNewVolumesFromTheSendersLast() {
         let at15 = Self.state(dacp: false, playing: true, volume: -15)
-        #expect(Route.routes(for: .volumeUp, state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -13.125)))])
-        #expect(Route.routes(for: .setVolume(decibels: -30), state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(0))])
+        #expect(Self.routes(playingFrom: .volumeUp, state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -13.125)))])
+        #expect(Self.routes(playingFrom: .setVolume(decibels: -30), state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(0))])
         let muted = Self.state(dacp: false, playing: true, volume: -144)
-        #expect(Route.routes(for: .volumeUp, state: muted, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -28.125)))])
+        #expect(Self.routes(playingFrom: .volumeUp, state: muted, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -28.125)))])
         let unknown = Self.state(dacp: false, playing: true)
-        #expect(Route.routes(for: .volumeDown, state: unknown, eventChannelOpen: true) == [])
+        #expect(Self.routes(playingFrom: .volumeDown, state: unknown, eventChannelOpen: true) == [])
         #expect(Route.refusal(for: .volumeDown, state: unknown, eventChannelOpen: true).contains("has not said its volume"))
     }
 
     @Test func nothingSeeksAnAudioSender() {
-        #expect(Route.routes(for: .seek(by: 10), state: Self.state(dacp: true, playing: true), eventChannelOpen: true) == [])
+        #expect(Self.routes(playingFrom: .seek(by: 10), state: Self.state(dacp: true, playing: true), eventChannelOpen: true) == [])
         #expect(Route.refusal(for: .setPosition(3), state: Self.state(dacp: true, playing: true), eventChannelOpen: true).contains("cannot seek"))
     }
 }

@@ -19,7 +19,7 @@ import Testing
         var owntone: OwnToneSender?
         static let title = "OwnTone Noise"
 
-        init(label: String, count: Int) throws {
+        init(label: String, count: Int, secondTrack: Bool = false) throws {
             sender = try TestHost(label: label + "-owntone")
             var rooms: [TestHost] = [], links: [String] = []
             for index in 1...count {
@@ -36,17 +36,29 @@ import Testing
             for (room, link) in zip(rooms, links) { try room.startAvahi(interfaces: [String(link.dropLast()) + "p"]) }
             let pcm = try OwnToneSender.makeTrack(in: sender.directory + "/music", title: Self.title, seconds: 30)
             source = Array(try Data(contentsOf: URL(fileURLWithPath: pcm)))
-        }
-
-        /// Starts a room per host (`airplay2` on: AirPlay 2 with PTP; off: AirPlay 1 only), then OwnTone.
-        func start(airplay2: Bool = true) throws {
-            daemons = try rooms.enumerated().map { index, room in
-                try RunningDaemon.start(in: room, name: names[index], extra: [
-                    "--airplay2", airplay2 ? "on" : "off", "--ptp", airplay2 ? "on" : "off", "--video", "off",
-                    "--audio-output", "raw:\(outputs[index])",
-                ])
+            if secondTrack {
+                // Made beside the library (its PCM lands next to the folder), then moved in.
+                _ = try OwnToneSender.makeTrack(in: sender.directory + "/extra/second", title: Self.secondTitle, seconds: 30)
+                try FileManager.default.moveItem(atPath: sender.directory + "/extra/second", toPath: sender.directory + "/music/second")
             }
-            owntone = try OwnToneSender(host: sender, music: sender.directory + "/music", songs: 1)
+            songs = secondTrack ? 2 : 1
+        }
+        let songs: Int
+        static let secondTitle = "OwnTone Second Noise"
+
+        /// Starts a room per host (`airplay2` on: AirPlay 2 with PTP; off: AirPlay 1 only), each
+        /// with `config` and `environment` when given, then OwnTone.
+        func start(airplay2: Bool = true, config: String? = nil, environment: [String: String] = [:]) throws {
+            daemons = try rooms.enumerated().map { index, room in
+                var extra = ["--airplay2", airplay2 ? "on" : "off", "--ptp", airplay2 ? "on" : "off", "--video", "off",
+                             "--audio-output", "raw:\(outputs[index])"]
+                if let config {
+                    try config.write(toFile: room.directory + "/airplayd.toml", atomically: true, encoding: .utf8)
+                    extra += ["--config", room.directory + "/airplayd.toml"]
+                }
+                return try RunningDaemon.start(in: room, name: names[index], extra: extra, environment: environment)
+            }
+            owntone = try OwnToneSender(host: sender, music: sender.directory + "/music", songs: songs)
         }
 
         /// A reader timing every room's output (`fifo_clock.py`), saving room 1's to `path`.
@@ -153,5 +165,86 @@ import Testing
         let ended = try #require(try setup.nowPlaying(0)["stream"] as? [String: Any])
         #expect((ended["clock"] as? [String: Any])?["timedMostlyBy"] as? String == "sender", "\(ended)")
         print("measure: OwnTone AirPlay 1 to airplayd, bit-exact \(exact * 100) %")
+    }
+    /// The box's buttons reach OwnTone on AirPlay 2's event channel (`sendMediaRemoteCommand`),
+    /// with OwnTone's DACP port (3689) closed to the room, so DACP cannot be what acts: `playerctl
+    /// pause`, the page's play and pause buttons and MQTT `next` each change OwnTone's state (its
+    /// JSON API) within 500 ms, and a pause while paused leaves it paused (OwnTone reads `paus`
+    /// as play/pause).
+    @Test func theBoxsButtonsReachOwnToneOnTheEventChannelWithoutDACP() throws {
+        try TestHost.require(["ffmpeg", "curl", "nft", "playerctl", "dbus-daemon", "mosquitto", "mosquitto_pub"])
+        let setup = try Setup(label: "otrc", count: 1, secondTrack: true)
+        let room = setup.rooms[0]
+        let nft = try #require(TestHost.which("nft"))
+        for rule in [["add", "table", "inet", "nodacp"],
+                     ["add", "chain", "inet", "nodacp", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "nodacp", "in", "iifname", "!=", "lo", "tcp", "dport", "3689", "counter", "drop"]] {
+            let result = try setup.sender.run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let bus = try SessionBus(directory: room.directory)
+        try "listener 1883 127.0.0.1\nallow_anonymous true\npersistence false\n".write(toFile: room.directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+        let broker = try room.spawn(try #require(TestHost.which("mosquitto")), ["-c", room.directory + "/mosquitto.conf"], label: "mosquitto")
+        defer { broker.stop() }
+        try setup.start(config: "mpris = \"session\"\nweb_listen = \"127.0.0.1:8080\"\n[mqtt]\nhost = \"127.0.0.1\"\nport = 1883\ntopic = \"airplayd/room\"\n",
+                        environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let owntone = try #require(setup.owntone)
+        let outputs = try owntone.waitForOutputs(setup.names)
+        #expect(outputs.first?.type == "AirPlay 2", "\(outputs)")
+        try owntone.play(expression: "artist is \"Test Artist\"", to: outputs)
+        #expect(poll(timeout: 10, interval: 0.2) { (try? owntone.state()) == "play" }, "\(owntone.log)")
+        #expect(poll(timeout: 10, interval: 0.2) { (try? setup.nowPlaying(0))?["state"] as? String == "playing" })
+        let first = try owntone.currentTitle()
+
+        let daemon = try #require(setup.daemons.first)
+        var latencies: [String: (answered: Double, state: Double)] = [:]
+        /// Presses a button; true when OwnTone answered it (the box logs the delivery) within
+        /// 500 ms and reached the state `done` looks for within `within` seconds.
+        func press(_ name: String, _ button: () throws -> Void, within: Double = 0.5, until done: @escaping () -> Bool) rethrows -> Bool {
+            let delivered = daemon.process.occurrences(of: "remote command delivered"), start = monotonicSeconds()
+            try button()
+            var answered = Double.infinity, reachedAt = Double.infinity
+            poll(timeout: within, interval: 0.01) {
+                if answered.isInfinite, daemon.process.occurrences(of: "remote command delivered") > delivered { answered = monotonicSeconds() - start }
+                if reachedAt.isInfinite, done() { reachedAt = monotonicSeconds() - start }
+                return answered.isFinite && reachedAt.isFinite
+            }
+            latencies[name] = (answered, reachedAt)
+            return reachedAt <= within && answered <= 0.5
+        }
+        func milliseconds(_ seconds: Double) -> String { seconds.isFinite ? String(Int(seconds * 1000)) : "none" }
+        func ownToneIs(_ state: String) -> () -> Bool { { (try? owntone.state()) == state } }
+        let curl = try #require(TestHost.which("curl")), mosquittoPub = try #require(TestHost.which("mosquitto_pub"))
+        func page(_ command: String) throws {
+            let result = try room.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "5", "-X", "POST",
+                                             "-H", "X-AirPlayd-Remote: 1", "http://127.0.0.1:8080/remote?command=\(command)"])
+            guard result.stdout == "204" else { throw TestHostError("the page's \(command): \(result.stdout) \(result.stderr)") }
+        }
+        func playerctl(_ command: String) throws {
+            let result = try MPRISInteropTests.playerctl(bus.address, [command])
+            guard result.status == 0 else { throw TestHostError("playerctl \(command): \(result.stderr)") }
+        }
+        func mqtt(_ command: String) throws {
+            let result = try room.run(mosquittoPub, ["-h", "127.0.0.1", "-p", "1883", "-t", "airplayd/room/remote", "-m", command])
+            guard result.status == 0 else { throw TestHostError("mosquitto_pub: \(result.stderr)") }
+        }
+        #expect(try press("playerctl pause", { try playerctl("pause") }, until: ownToneIs("pause")),
+                "\(daemon.process.stderr.suffix(2000))")
+        #expect(poll(timeout: 5) { (try? setup.nowPlaying(0))?["state"] as? String == "paused" }, "OwnTone flushed: the box shows paused")
+        try playerctl("pause")
+        Thread.sleep(forTimeInterval: 1)
+        #expect((try? owntone.state()) == "pause", "a pause while paused left OwnTone paused")
+        // OwnTone says `play` once it has refilled its buffer and restarted its outputs, 0.5 to
+        // 2.3 s after it took the press (it answers at once, in 20-70 ms).
+        #expect(try press("page play", { try page("play") }, within: 5, until: ownToneIs("play")), "\(owntone.log.suffix(1500))")
+        #expect(poll(timeout: 5) { (try? setup.nowPlaying(0))?["state"] as? String == "playing" })
+        #expect(try press("page pause", { try page("pause") }, until: ownToneIs("pause")))
+        #expect(try press("playerctl play", { try playerctl("play") }, within: 5, until: ownToneIs("play")))
+        #expect(try press("MQTT next", { try mqtt("next") }, until: { (try? owntone.currentTitle()).flatMap { $0 } != first }), "\(owntone.log.suffix(1500))")
+        let log = daemon.process.stderr
+        #expect(log.contains("path=\"event channel\"") && !log.contains("path=DACP"), "\(log.suffix(2000))")
+        print("measure: OwnTone over AirPlay 2 without DACP, press → OwnTone's answer / its new state: "
+              + latencies.sorted { $0.key < $1.key }.map { "\($0.key) \(milliseconds($0.value.answered))/\(milliseconds($0.value.state)) ms" }
+                .joined(separator: ", "))
     }
 }

@@ -16,10 +16,11 @@ enum AudioRemoteRoute: Equatable {
     /// sender that reads `paus` as play/pause, as OwnTone does).
     case alreadySo(String)
 
-    /// The routes to try in order for `command` on the audio session `state` shows; empty
-    /// when no path can carry it (the reason is `refusal`).
-    static func routes(for command: RemoteCommand, state: NowPlayingState, eventChannelOpen: Bool) -> [AudioRemoteRoute] {
-        let playing = state.playback.rate != 0
+    /// The routes to try in order for `command` on the audio session `state` shows, whose
+    /// sender plays or not as `playing` says (what it last showed, or what the box last asked of
+    /// it: a pause is seen only when the sender flushes, a moment later); empty when no path
+    /// can carry it (the reason is `refusal`).
+    static func routes(for command: RemoteCommand, state: NowPlayingState, playing: Bool, eventChannelOpen: Bool) -> [AudioRemoteRoute] {
         let hasDACP = state.sender?.dacpID != nil && state.sender?.activeRemote != nil
         var routes: [AudioRemoteRoute] = []
         if eventChannelOpen {

@@ -1,6 +1,8 @@
 import AirPlayNowPlaying
 import AirPlayWire
+import AirPlayMedia
 import Logging
+import NIOConcurrencyHelpers
 
 /// The event channel of the AirPlay 2 session that plays, as the remote control reaches it.
 public protocol SenderEventChannel: Sendable {
@@ -20,6 +22,11 @@ public final class ReceiverRemoteControl: RemoteControl {
     private let events: (any SenderEventChannel)?
     private let dacp: DACPClient
     private let logger: Logger
+    /// What the box last asked an audio sender (play or pause), of which sender, and when: the
+    /// sender shows a pause only when its FLUSH comes, so a press right after another goes by it.
+    private let asked = NIOLockedValueBox<(playing: Bool, sender: NowPlayingSender, at: Double)?>(nil)
+    /// Seconds the box goes by what it asked rather than by what the sender shows.
+    static let askedHolds = 2.0
 
     /// A remote control for what `nowPlaying` shows, reaching AirPlay 2 senders through
     /// `events` and audio senders' DACP services through `findDACP`.
@@ -57,7 +64,10 @@ public final class ReceiverRemoteControl: RemoteControl {
             video.playerQueue.async { done(video.remote(command)) }
         case .audio:
             let open = events?.isEventChannelOpen ?? false
-            let routes = AudioRemoteRoute.routes(for: command, state: state, eventChannelOpen: open)
+            let now = SystemClock().now()
+            let recent = asked.withLockedValue { $0 }.flatMap { $0.sender == sender && now - $0.at < Self.askedHolds ? $0.playing : nil }
+            let playing = recent ?? (state.playback.rate != 0)
+            let routes = AudioRemoteRoute.routes(for: command, state: state, playing: playing, eventChannelOpen: open)
             guard !routes.isEmpty else {
                 return done(.failure(RemoteControlError(AudioRemoteRoute.refusal(for: command, state: state, eventChannelOpen: open))))
             }
@@ -85,7 +95,12 @@ public final class ReceiverRemoteControl: RemoteControl {
             done(.success(()))
         case .eventChannel(let command):
             guard let events else { return next(.failure(RemoteControlError("no event channel")), "event channel") }
-            events.send(command) { next($0, "event channel") }
+            events.send(command) { [asked] result in
+                if case .success = result, command == .play || command == .pause {
+                    asked.withLockedValue { $0 = (command == .play, sender, SystemClock().now()) }
+                }
+                next(result, "event channel")
+            }
         case .dacp(let command):
             dacp.send(command, to: sender) { next($0, "DACP") }
         }
