@@ -84,9 +84,10 @@ public enum MPRISModel {
     }
 
     /// The player's properties for `state` at `now`; `artURL` is where the cover was written.
-    /// What a session can do is told truthfully: an audio sender is controlled through DACP
-    /// (play, pause, next, previous, volume; never seek), a video through the box's player
-    /// (play, pause, seek; no next or previous).
+    /// What a session can do is told truthfully: an audio sender is controlled through AirPlay
+    /// 2's event channel or DACP (play, pause, next, previous, volume; never seek; only what it
+    /// said it takes, when it said), a video through the box's player (play, pause, seek; no
+    /// next or previous).
     public static func playerProperties(_ state: NowPlayingState, now: Double, artURL: String?) -> [String: DBusValue] {
         let kind = state.sender?.kind
         let controllable = state.sender?.isControllable ?? false
@@ -96,8 +97,10 @@ public enum MPRISModel {
             "Metadata": .dictionary(metadata(state, artURL: artURL)),
             "Volume": .double(linearVolume(decibels: state.volumeDecibels)),
             "Position": .int64(microseconds(state.sender == nil ? 0 : state.playback.position(at: now))),
-            "CanGoNext": .bool(kind == .audio && controllable), "CanGoPrevious": .bool(kind == .audio && controllable),
-            "CanPlay": .bool(controllable), "CanPause": .bool(controllable),
+            "CanGoNext": .bool(kind == .audio && controllable && state.senderTakes(4)),
+            "CanGoPrevious": .bool(kind == .audio && controllable && state.senderTakes(5)),
+            "CanPlay": .bool(controllable && (state.senderTakes(0) || state.senderTakes(2))),
+            "CanPause": .bool(controllable && (state.senderTakes(1) || state.senderTakes(2))),
             "CanSeek": .bool(kind == .video && state.playback.duration != nil),
             "CanControl": .bool(true),
         ]

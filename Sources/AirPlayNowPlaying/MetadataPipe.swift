@@ -131,7 +131,7 @@ public final class MetadataPipe: NowPlayingSurface {
             return [.ssnc("pcst", stamp), Item("ssnc", "PICT", bytes), .ssnc("pcen", stamp)]
         case .ended:
             return [.ssnc("pend"), .ssnc("aend")]
-        case .pairingPIN:
+        case .pairingPIN, .senderCommands:
             return []
         }
     }

@@ -9,7 +9,11 @@ extension NowPlayingState {
         var object: [String: JSONValue] = ["state": .string(status)]
         object["sender"] = .string(sender?.name)
         object["kind"] = .string(sender?.kind.rawValue)
-        object["controllable"] = .bool(sender?.isControllable ?? false)
+        let controllable = sender?.isControllable ?? false
+        object["controllable"] = .bool(controllable)
+        // Next and previous: audio senders only, and only where the sender takes them.
+        object["canGoNext"] = .bool(controllable && sender?.kind == .audio && senderTakes(4))
+        object["canGoPrevious"] = .bool(controllable && sender?.kind == .audio && senderTakes(5))
         object["format"] = .string(format)
         object["title"] = .string(item.title)
         object["artist"] = .string(item.artist)

@@ -103,4 +103,7 @@ public enum NowPlayingEvent: Hashable, Sendable {
     case ended
     /// A sender asks to pair: the PIN to show, or nil when pairing ended.
     case pairingPIN(String?)
+    /// The AirPlay 2 sender said which remote commands it takes now (`updateMRSupportedCommands`),
+    /// as MediaRemote numbers: 0 play, 1 pause, 2 play/pause, 3 stop, 4 next, 5 previous.
+    case senderCommands(Set<Int>)
 }

@@ -66,11 +66,17 @@ public struct NowPlayingState: Hashable, Sendable {
     public var format: String?
     /// The pairing PIN on show.
     public var pairingPIN: String?
+    /// The remote commands the sender said it takes (MediaRemote numbers), if it said.
+    public var senderCommands: Set<Int>?
     private var itemsSeen = 0
     private var artworksSeen = 0
 
     /// Nothing plays.
     public init() {}
+
+    /// Whether the sender takes this MediaRemote command from the box: yes unless it listed
+    /// what it takes and this is not among them.
+    public func senderTakes(_ number: Int) -> Bool { senderCommands.map { $0.contains(number) } ?? true }
 
     /// `playing`, `paused` or `idle`.
     public var status: String { sender == nil ? "idle" : (playback.rate != 0 ? "playing" : "paused") }
@@ -90,6 +96,7 @@ public struct NowPlayingState: Hashable, Sendable {
             newItem(Item())
             playback = Playback(updatedAt: now)
             volumeDecibels = nil
+            // `senderCommands` stays: an AirPlay 2 sender may list them between its two SETUPs.
         case .streamStarted, .resumed:
             setRate(1, now: now)
         case .flushed:
@@ -122,8 +129,11 @@ public struct NowPlayingState: Hashable, Sendable {
             newItem(Item())
             playback = Playback()
             volumeDecibels = nil
+            senderCommands = nil
         case .pairingPIN(let pin):
             pairingPIN = pin
+        case .senderCommands(let commands):
+            senderCommands = commands
         }
     }
 

@@ -31,6 +31,19 @@ import Testing
         #expect(properties["CanControl"] == .bool(true), "CanControl never changes (MPRIS says so)")
     }
 
+    /// An AirPlay 2 sender reached on its event channel is controllable without DACP; what it
+    /// said it takes decides the buttons (here play/pause and previous, no next).
+    @Test func anAirPlay2SendersListDecidesTheButtons() {
+        let sender = NowPlayingSender(kind: .audio, name: "iPhone", hasEventChannel: true)
+        var state = NowPlayingState().applying(.began(sender, format: nil), now: 0)
+        #expect(MPRISModel.playerProperties(state, now: 0, artURL: nil)["CanGoNext"] == .bool(true), "no list yet: everything")
+        state = state.applying(.senderCommands([2, 5]), now: 0)
+        let properties = MPRISModel.playerProperties(state, now: 0, artURL: nil)
+        #expect(properties["CanPause"] == .bool(true) && properties["CanPlay"] == .bool(true))
+        #expect(properties["CanGoNext"] == .bool(false) && properties["CanGoPrevious"] == .bool(true))
+        #expect(state.applying(.ended, now: 1).senderCommands == nil, "the list ends with its session")
+    }
+
     /// MPRIS counts microseconds in an Int64; a position out of any range (a live stream has
     /// no duration to bound one) is held at 285 years rather than trapping.
     @Test func positionsBeyondRangeAreHeldNotTrappedOn() {

@@ -56,6 +56,22 @@ import Testing
         #expect(machine.current?.phase == .sessionSetUp && machine.current?.senderTimingPort == 6002)
     }
 
+    /// `POST /command` with `updateMRSupportedCommands` from the session's sender tells the box
+    /// which buttons to offer; from another connection it is answered and changes nothing.
+    @Test func theSendersSupportedCommandsReachNowPlaying() throws {
+        var machine = Self.machine()
+        _ = try setUp(&machine, on: a)
+        let list = MediaRemoteSupportedCommands(enabled: [0, 1, 5])
+        var body = ByteBuffer()
+        body.writeBytes(list.plist.encoded(as: .binary))
+        let request = AirPlayRequest(method: "POST", target: "/command", version: .rtsp10,
+                                     headers: ["Content-Type": "application/x-apple-binary-plist"], body: body)
+        let actions = machine.receive(request, on: a, now: 1)
+        #expect(actions.contains(.nowPlaying(.senderCommands([0, 1, 5]))) && Self.reply(actions)?.status == 200)
+        let elsewhere = machine.receive(request, on: b, now: 1)
+        #expect(!elsewhere.contains { if case .nowPlaying = $0 { true } else { false } } && Self.reply(elsewhere)?.status == 200)
+    }
+
     /// Apple's senders, OwnTone and libraop send RECORD (and SETPEERS) before the stream's
     /// SETUP; pyatv and `airplay` after it. Either way the stream begins playing: the stream
     /// SETUP after a RECORD says so right after the session's `began`, and the phase is `recording`.

@@ -60,6 +60,18 @@ import Testing
         #expect(Route.refusal(for: .volumeDown, state: unknown, eventChannelOpen: true).contains("has not said its volume"))
     }
 
+    /// A sender that listed what it takes gets only those; with no DACP the press is refused
+    /// and says why.
+    @Test func onlyWhatTheSenderListedGoesOnTheEventChannel() {
+        var state = Self.state(dacp: false, playing: true).applying(.senderCommands([2, 5]), now: 0)
+        #expect(Self.routes(playingFrom: .next, state: state, eventChannelOpen: true) == [])
+        #expect(Route.refusal(for: .next, state: state, eventChannelOpen: true).contains("does not take next"))
+        #expect(Self.routes(playingFrom: .pause, state: state, eventChannelOpen: true) == [.eventChannel(.pause)], "play/pause covers pause")
+        #expect(Self.routes(playingFrom: .previous, state: state, eventChannelOpen: true) == [.eventChannel(.previousItem)])
+        state = Self.state(dacp: true, playing: true).applying(.senderCommands([]), now: 0)
+        #expect(Self.routes(playingFrom: .next, state: state, eventChannelOpen: true) == [.dacp(.nextItem)])
+    }
+
     @Test func nothingSeeksAnAudioSender() {
         #expect(Self.routes(playingFrom: .seek(by: 10), state: Self.state(dacp: true, playing: true), eventChannelOpen: true) == [])
         #expect(Route.refusal(for: .setPosition(3), state: Self.state(dacp: true, playing: true), eventChannelOpen: true).contains("cannot seek"))

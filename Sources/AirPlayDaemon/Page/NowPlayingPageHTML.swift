@@ -105,7 +105,8 @@ enum NowPlayingPageHTML {
       $("playpause").innerHTML = next.state === "playing" ? icons.pause : icons.play;
       const controllable = next.state !== "idle" && next.controllable;
       for (const id of ["playpause", "voldown", "volup"]) $(id).disabled = !controllable;
-      for (const id of ["previous", "next"]) $(id).disabled = !controllable || next.kind !== "audio";
+      $("previous").disabled = !next.canGoPrevious;
+      $("next").disabled = !next.canGoNext;
       if (next.cover !== coverShown) {
         coverShown = next.cover;
         $("art").innerHTML = next.cover ? '<img alt="" src="' + next.cover + '">' : icons.note;

@@ -89,11 +89,18 @@ extension RAOPSessionStateMachine {
     /// Requests AirPlay 2 senders make that change nothing here, answered so they go on:
     /// `/audioMode` picks a playback mode, `/command` carries remote-control state. Each must
     /// carry a plist, or nothing; anything else is a 400 naming what was expected.
-    static func airPlay2Notice(_ request: AirPlayRequest) -> [Action] {
+    func airPlay2Notice(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         let what = request.method == "POST" ? "POST \(request.path)" : request.method
         let body = Array(request.body.readableBytesView)
-        if !body.isEmpty, (try? PropertyList(decoding: body)) == nil {
-            return [.reply(.text(status: 400, "\(what) takes a property list body"))]
+        var plist: PropertyList?
+        if !body.isEmpty {
+            guard let decoded = try? PropertyList(decoding: body) else { return [.reply(.text(status: 400, "\(what) takes a property list body"))] }
+            plist = decoded
+        }
+        // The remote commands the sender takes: what the box's buttons offer while it plays.
+        if request.path == "/command", let plist, let supported = MediaRemoteSupportedCommands(plist: plist), owned(by: connection) != nil {
+            return [.nowPlaying(.senderCommands(supported.enabled)),
+                    .notice("the sender takes remote commands \(supported.enabled.sorted())"), .reply(AirPlayResponse(status: 200))]
         }
         return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
     }

@@ -180,7 +180,7 @@ public struct RAOPSessionStateMachine: Sendable {
         case "POST" where request.path == "/feedback":
             return [.reply(feedback(on: connection))]
         case "POST" where request.path == "/command" || request.path == "/audioMode":
-            return Self.airPlay2Notice(request)
+            return airPlay2Notice(request, on: connection)
         case "SETPEERS", "SETPEERSX":
             return timingPeers(request)
         case "SETRATEANCHORTIME":

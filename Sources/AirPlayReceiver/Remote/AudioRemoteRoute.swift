@@ -29,7 +29,7 @@ enum AudioRemoteRoute: Equatable {
             case .pause where !playing: return [.alreadySo("already paused")]
             default: break
             }
-            if let eventCommand = eventChannelCommand(command, playing: playing, volume: state.volumeDecibels) {
+            if let eventCommand = eventChannelCommand(command, playing: playing, volume: state.volumeDecibels), senderTakes(eventCommand, state) {
                 routes.append(.eventChannel(eventCommand))
             }
         }
@@ -37,9 +37,20 @@ enum AudioRemoteRoute: Equatable {
         return routes
     }
 
+    /// Whether the sender listed `command` among those it takes (play and pause count as taken
+    /// where it takes play/pause); a sender that listed nothing takes everything.
+    static func senderTakes(_ command: MediaRemoteCommand, _ state: NowPlayingState) -> Bool {
+        guard let number = command.modernNumber else { return true }
+        return state.senderTakes(number) || (number <= 1 && state.senderTakes(2))
+    }
+
     /// Why no route carries `command`, in words for the person who pressed it.
     static func refusal(for command: RemoteCommand, state: NowPlayingState, eventChannelOpen: Bool) -> String {
-        switch command {
+        if eventChannelOpen, let eventCommand = eventChannelCommand(command, playing: state.playback.rate != 0, volume: state.volumeDecibels),
+           !senderTakes(eventCommand, state) {
+            return "the sender does not take \(command) now (it said which commands it takes)"
+        }
+        return switch command {
         case .seek, .setPosition:
             "an audio sender cannot seek from here (neither DACP nor the AirPlay 2 event channel has seek)"
         case .volumeUp where eventChannelOpen, .volumeDown where eventChannelOpen:
