@@ -218,8 +218,9 @@ public final class ReceiverDaemon: Service, Sendable {
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
-        nowPlaying.setRemoteControl(ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, events: audio,
-                                                          findDACP: AvahiDACPFinder.find, logger: logger))
+        let remoteControl = ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, events: audio, findDACP: AvahiDACPFinder.find, logger: logger)
+        nowPlaying.setRemoteControl(remoteControl)
+        nowPlaying.attach(remoteControl)
         var surfaces: [any NowPlayingSurface] = []
         do {
             surfaces = try Self.attachSurfaces(

@@ -58,6 +58,16 @@ final class DACPClient: Sendable {
         }
     }
 
+    /// Looks `sender`'s DACP service up ahead of the first press (on the client's queue), as
+    /// shairport-sync does: the first look-up browses avahi-daemon for about a second.
+    func prepare(for sender: NowPlayingSender) {
+        guard let dacpID = sender.dacpID, sender.activeRemote != nil, ports.withLockedValue({ $0[dacpID] }) == nil else { return }
+        worker.async { [self] in
+            guard ports.withLockedValue({ $0[dacpID] }) == nil, let found = find(dacpID) else { return }
+            ports.withLockedValue { $0[dacpID] = found }
+        }
+    }
+
     private func deliver(_ command: DACPCommand, dacpID: String, activeRemote: String, address: String?) -> Result<Void, RemoteControlError> {
         var fresh = false
         var service = ports.withLockedValue { $0[dacpID] }

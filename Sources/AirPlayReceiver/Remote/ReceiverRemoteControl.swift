@@ -16,7 +16,7 @@ public protocol SenderEventChannel: Sendable {
 /// player or the audio sender (on the AirPlay 2 event channel, or over DACP; see
 /// `AudioRemoteRoute`). Volume steps on audio go to the sender too, so its slider moves and it
 /// sends the new volume back, as with a remote in iTunes.
-public final class ReceiverRemoteControl: RemoteControl {
+public final class ReceiverRemoteControl: RemoteControl, NowPlayingSurface {
     private let nowPlaying: NowPlaying
     private let video: VideoSessions?
     private let events: (any SenderEventChannel)?
@@ -73,6 +73,13 @@ public final class ReceiverRemoteControl: RemoteControl {
             }
             follow(routes[...], sender: sender, failures: [], done: done)
         }
+    }
+
+    /// A surface too: when an audio session that will be reached over DACP begins, its sender's
+    /// service is looked up at once rather than at the first press.
+    public func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double) {
+        guard case .began(let sender, _) = event, sender.kind == .audio, !sender.hasEventChannel else { return }
+        dacp.prepare(for: sender)
     }
 
     /// Tries each route in turn until one carries the command; the failure names them all.
