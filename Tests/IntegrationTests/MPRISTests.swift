@@ -94,7 +94,7 @@ final class SessionBus {
         withExtendedLifetime(daemon) {}
     }
 
-    /// `playerctl pause` and `play` on an `airplay stream`, through DACP.
+    /// `playerctl pause` and `play` on an `airplay stream` over AirPlay 1, through DACP.
     @Test func playerctlPausesAnAirplayStreamThroughDACP() throws {
         try TestHost.require(["playerctl", "dbus-daemon"])
         let host = try TestHost(label: "mprisdacp")
@@ -106,7 +106,7 @@ final class SessionBus {
         let daemon = try RunningDaemon.start(in: host, port: 7030, extra: ["--config", host.directory + "/airplayd.toml",
                                                                            "--audio-output", "fakesink sync=true", "--video", "off"],
                                              environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
-        let sender = try host.spawn(try Products.executable("airplay"), ["stream", files[0], "--to", "127.0.0.1:7030", "--json"], label: "airplay")
+        let sender = try host.spawn(try Products.executable("airplay"), ["stream", files[0], "--to", "127.0.0.1:7030", "--json", "--protocol", "1"], label: "airplay")
         defer { sender.stop() }
         #expect(poll(timeout: 20) { Self.value(bus.address, ["metadata", "--format", "{{status}}|{{title}}"], in: host) == "Playing|Remote Song" },
                 "\(daemon.process.stderr.suffix(1000))")

@@ -15,8 +15,8 @@ func makeTitledTones(in directory: String, titles: [String], seconds: Int = 8) t
     }
 }
 
-/// The box's remote control over DACP, both ways: airplayd sending to `airplay stream`'s DACP
-/// server, and shairport-sync (a DACP client nobody here wrote) sending to it.
+/// The box's remote control, both ways: airplayd sending to `airplay stream` over DACP and on
+/// the AirPlay 2 event channel, and shairport-sync (a DACP client nobody here wrote) sending to it.
 @Suite(.serialized) struct RemoteControlInteropTests {
     /// `POST /now-playing/remote` on the box, from inside the host: the status line.
     /// (The connection stays open for writing until the answer comes: the DACP round trip to the
@@ -43,14 +43,17 @@ func makeTitledTones(in directory: String, titles: [String], seconds: Int = 8) t
         return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
     }
 
-    @Test func theBoxPausesResumesAndSkipsAnAirplayStream() throws {
-        let host = try TestHost(label: "dacp")
+    /// The same presses over AirPlay 1 (DACP: the box finds the sender's `_dacp._tcp` service)
+    /// and over AirPlay 2 with no DACP served (the event channel).
+    @Test(arguments: ["1", "2"]) func theBoxPausesResumesAndSkipsAnAirplayStream(protocolVersion: String) throws {
+        let host = try TestHost(label: "dacp\(protocolVersion)")
         defer { host.close() }
         try host.startAvahi()
         let files = try makeTitledTones(in: host.directory, titles: ["First Song", "Second Song"])
         let daemon = try RunningDaemon.start(in: host, port: 7020, extra: ["--audio-output", "fakesink sync=true", "--video", "off"])
         #expect(try remote(host, port: 7020, "pause").hasPrefix("HTTP/1.1 409"), "nothing plays yet")
-        let sender = try host.spawn(try Products.executable("airplay"), ["stream"] + files + ["--to", "127.0.0.1:7020", "--json"], label: "airplay")
+        let sender = try host.spawn(try Products.executable("airplay"), ["stream"] + files + ["--to", "127.0.0.1:7020", "--json", "--protocol", protocolVersion]
+                                    + (protocolVersion == "2" ? ["--no-dacp"] : []), label: "airplay")
         defer { sender.stop() }
         #expect(sender.waitForOutput("\"event\":\"started\"", timeout: 20, inStdout: true), "\(sender.stderr)")
         #expect(poll(timeout: 10) { (try? nowPlaying(host, port: 7020))?["title"] as? String == "First Song" })
@@ -67,7 +70,9 @@ func makeTitledTones(in directory: String, titles: [String], seconds: Int = 8) t
         #expect(try remote(host, port: 7020, "next") == "HTTP/1.1 204 No Content")
         #expect(sender.waitForOutput("item 2 of 2", timeout: 5, inStdout: true), "\(sender.stdout.suffix(600))")
         #expect(poll(timeout: 5) { (try? nowPlaying(host, port: 7020))?["title"] as? String == "Second Song" })
-        #expect(try remote(host, port: 7020, "seek:10").hasPrefix("HTTP/1.1 409"), "DACP cannot seek: said, not pretended")
+        #expect(try remote(host, port: 7020, "seek:10").hasPrefix("HTTP/1.1 409"), "no path seeks an audio sender: said, not pretended")
+        let path = protocolVersion == "1" ? "path=DACP" : "path=\"event channel\""
+        #expect(daemon.process.stderr.contains(path), "\(daemon.process.stderr.suffix(1500))")
 
         #expect(try remote(host, port: 7020, "stop") == "HTTP/1.1 204 No Content")
         #expect(sender.waitForExit(timeout: 10) == 0, "\(sender.stderr)")
