@@ -91,6 +91,16 @@ for plist in (ap2_session_setup, ap2_streams(96), ap2_streams(103), anchor, flus
 playback_info = plistlib.dumps({"duration": 120.5, "position": 10.0, "rate": 1.0, "readyToPlay": True, "playbackBufferEmpty": False,
                                 "loadedTimeRanges": [{"start": 0.0, "duration": 30.0}], "seekableTimeRanges": [{"start": 0.0, "duration": 120.5}]})
 add("airplay2-setup", playback_info)
+# POST /command: a remote command as airplayd writes it, and a sender's supported commands.
+remote_command = plistlib.dumps({"type": "sendMediaRemoteCommand", "value": "nitm", "modernMediaRemoteCommand": "4",
+                                 "params": {"kMRMediaRemoteOptionCommandID": "5A1C3E5F-0000-4000-8000-000000000001",
+                                            "kMRMediaRemoteOptionSendOptionsNumber": 0,
+                                            "kMRMediaRemoteOptionIsRedirectingCommand": True}}, fmt=plistlib.FMT_BINARY)
+supported = plistlib.dumps({"type": "updateMRSupportedCommands", "params": {"mrSupportedCommandsFromSender": [
+    plistlib.dumps({"kCommandInfoCommandKey": number, "kCommandInfoEnabledKey": number != 3}, fmt=plistlib.FMT_BINARY)
+    for number in (0, 1, 2, 3, 4, 5, 25)]}}, fmt=plistlib.FMT_BINARY)
+for plist in (remote_command, supported):
+    add("airplay2-setup", plist)
 add("plist", playback_info)
 add("plist", plistlib.dumps({"a": [1, 2.5, True, b"\x00\x01", "text", {"nested": {"deeper": [0, -1, 1 << 62]}}]}, fmt=plistlib.FMT_BINARY))
 

@@ -41,8 +41,10 @@ enum SessionTargets {
     }
 
     /// The plists of AirPlay 2 control requests: SETUP (session and streams), SETRATEANCHORTIME,
-    /// FLUSHBUFFERED, SETPEERS, and the sender's `/playback-info` reading.
-    static let airPlay2Setup = FuzzTarget("airplay2-setup", "AirPlay 2 SETUP, SETRATEANCHORTIME, FLUSHBUFFERED and SETPEERS plists") { bytes in
+    /// FLUSHBUFFERED, SETPEERS, `POST /command` (the sender's supported commands, the
+    /// receiver's remote commands, which read back as themselves), and the sender's
+    /// `/playback-info` reading.
+    static let airPlay2Setup = FuzzTarget("airplay2-setup", "AirPlay 2 SETUP, SETRATEANCHORTIME, FLUSHBUFFERED, SETPEERS and /command plists") { bytes in
         guard let list = try? PropertyList(decoding: bytes) else { return }
         for ptp in [false, true] {
             if case .streams(let streams)? = try? AirPlay2Setup(plist: list, ptp: ptp) {
@@ -53,6 +55,12 @@ enum SessionTargets {
         _ = try? BufferedFlush(plist: list)
         _ = TimingPeers.addresses(in: list)
         _ = PlaybackInfo(list).state
+        if let supported = MediaRemoteSupportedCommands(plist: list) {
+            precondition(supported.enabled.count <= MediaRemoteSupportedCommands.maximumEntries)
+        }
+        if let command = MediaRemoteCommand(plist: list) {
+            precondition(MediaRemoteCommand(plist: command.plist(commandID: "id")) == command, "a remote command must read back as itself")
+        }
     }
 
     /// Whole RTSP sessions as a sender drives them: requests decoded from the input go to the
