@@ -99,8 +99,7 @@ public enum MPRISModel {
             "Position": .int64(microseconds(state.sender == nil ? 0 : state.playback.position(at: now))),
             "CanGoNext": .bool(kind == .audio && controllable && state.senderTakes(4)),
             "CanGoPrevious": .bool(kind == .audio && controllable && state.senderTakes(5)),
-            "CanPlay": .bool(controllable && (state.senderTakes(0) || state.senderTakes(2))),
-            "CanPause": .bool(controllable && (state.senderTakes(1) || state.senderTakes(2))),
+            "CanPlay": .bool(controllable && state.senderTakes(0)), "CanPause": .bool(controllable && state.senderTakes(1)),
             "CanSeek": .bool(kind == .video && state.playback.duration != nil),
             "CanControl": .bool(true),
         ]

@@ -75,8 +75,11 @@ public struct NowPlayingState: Hashable, Sendable {
     public init() {}
 
     /// Whether the sender takes this MediaRemote command from the box: yes unless it listed
-    /// what it takes and this is not among them.
-    public func senderTakes(_ number: Int) -> Bool { senderCommands.map { $0.contains(number) } ?? true }
+    /// what it takes and this is not among them (play/pause, 2, counts for play, 0, and pause, 1).
+    public func senderTakes(_ number: Int) -> Bool {
+        guard let listed = senderCommands else { return true }
+        return listed.contains(number) || (number <= 1 && listed.contains(2))
+    }
 
     /// `playing`, `paused` or `idle`.
     public var status: String { sender == nil ? "idle" : (playback.rate != 0 ? "playing" : "paused") }
@@ -96,7 +99,7 @@ public struct NowPlayingState: Hashable, Sendable {
             newItem(Item())
             playback = Playback(updatedAt: now)
             volumeDecibels = nil
-            // `senderCommands` stays: an AirPlay 2 sender may list them between its two SETUPs.
+            senderCommands = nil  // the session's own list, if it sent one, follows its `began`
         case .streamStarted, .resumed:
             setRate(1, now: now)
         case .flushed:

@@ -50,9 +50,15 @@ public enum RemoteCommand: Hashable, Sendable {
 public struct RemoteControlError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong.
     public var description: String
+    /// The command went out but no answer came: the sender may still carry it out, so a
+    /// command that is not idempotent (next, previous) must not be sent another way too.
+    public var mayHaveActed: Bool
 
     /// An error with its reason.
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, mayHaveActed: Bool = false) {
+        self.description = description
+        self.mayHaveActed = mayHaveActed
+    }
 }
 
 /// Carries remote-control commands out for the session that plays.

@@ -20,29 +20,24 @@ public struct MediaRemoteSupportedCommands: Equatable, Sendable {
     /// A list from its enabled commands.
     public init(enabled: Set<Int>) { self.enabled = enabled }
 
-    /// Whether the sender takes `command` (the volume is not a command it lists).
-    public func takes(_ command: MediaRemoteCommand) -> Bool {
-        guard let number = command.modernNumber else { return true }
-        return enabled.contains(number) || (number <= 1 && enabled.contains(2))
-    }
-
-    /// The list a `POST /command` plist carries; nil for any other `type`. Entries that are not
-    /// plists of a number and a flag are skipped.
+    /// The list a `POST /command` plist carries; nil for any other `type`, for one with no list,
+    /// and for one none of whose entries reads. Entries that are not plists of a number and a
+    /// flag are skipped.
     public init?(plist: PropertyList) {
         guard plist["type"]?.stringValue == Self.type else { return nil }
-        guard case .array(let entries)? = plist["params"]?["mrSupportedCommandsFromSender"] else {
-            self.init(enabled: [])
-            return
-        }
-        var enabled = Set<Int>()
+        guard case .array(let entries)? = plist["params"]?["mrSupportedCommandsFromSender"] else { return nil }
+        var enabled = Set<Int>(), read = 0
         for entry in entries.prefix(Self.maximumEntries) {
             guard case .data(let bytes) = entry, bytes.count <= 64 * 1024, let info = try? PropertyList(decoding: bytes),
                   let number = info["kCommandInfoCommandKey"]?.integerValue, (0...Int64(Int32.max)).contains(number)
             else { continue }
+            read += 1
             if info["kCommandInfoEnabledKey"]?.boolValue ?? (info["kCommandInfoEnabledKey"]?.integerValue.map { $0 != 0 } ?? true) {
                 enabled.insert(Int(number))
             }
         }
+        // A list none of whose entries reads says nothing (an empty list says "nothing").
+        guard read > 0 || entries.isEmpty else { return nil }
         self.init(enabled: enabled)
     }
 

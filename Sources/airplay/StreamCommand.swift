@@ -149,7 +149,8 @@ struct StreamCommand: AsyncParsableCommand {
         let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume,
                                         grandmaster: grandmaster, bufferedCodec: codec)
 
-        let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self)
+        // Bounded: a receiver flooding remote commands cannot grow the queue without end.
+        let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self, bufferingPolicy: .bufferingNewest(1024))
         let keys = file != "-" && isatty(0) == 1 ? KeyReader(continuation) : nil
         defer { keys?.restore() }
         let interrupts = InterruptWatch(continuation)

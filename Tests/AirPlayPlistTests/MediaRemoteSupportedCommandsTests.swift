@@ -16,15 +16,14 @@ import Testing
     @Test func theEnabledNumbersAreRead() throws {
         let list = try #require(MediaRemoteSupportedCommands(plist: Self.body([Self.entry(0), Self.entry(1), Self.entry(4, enabled: .bool(false)), Self.entry(5)])))
         #expect(list.enabled == [0, 1, 5])
-        #expect(list.takes(.pause) && list.takes(.previousItem) && !list.takes(.nextItem))
-        #expect(list.takes(.setVolume(0.5)), "the volume is not a listed command")
     }
 
-    /// OwnTone sends an empty list first, then its table; a toggle alone covers play and pause.
-    @Test func anEmptyListTakesNothingAndAToggleCoversPlayAndPause() throws {
+    /// OwnTone sends an empty list first, then its table: an empty list says "nothing". A plist
+    /// with no list, or none of whose entries reads, says nothing at all.
+    @Test func anEmptyListIsReadAndAMissingOneIsNot() {
         #expect(MediaRemoteSupportedCommands(plist: Self.body([]))?.enabled == [])
-        let toggle = try #require(MediaRemoteSupportedCommands(plist: Self.body([Self.entry(2)])))
-        #expect(toggle.takes(.play) && toggle.takes(.pause) && !toggle.takes(.stop))
+        #expect(MediaRemoteSupportedCommands(plist: .dictionary(["type": .string("updateMRSupportedCommands")])) == nil)
+        #expect(MediaRemoteSupportedCommands(plist: Self.body([.string("4"), .integer(4)])) == nil)
     }
 
     /// Written and read back: each entry its own binary plist.

@@ -31,7 +31,7 @@ import Testing
     @Test func anAirPlay1SenderIsAskedOverDACPOnly() {
         #expect(Self.routes(playingFrom: .pause, state: Self.state(dacp: true, playing: true), eventChannelOpen: false) == [.dacp(.pause)])
         #expect(Self.routes(playingFrom: .pause, state: Self.state(dacp: false, playing: true), eventChannelOpen: false) == [])
-        #expect(Route.refusal(for: .pause, state: Self.state(dacp: false, playing: true), eventChannelOpen: false)
+        #expect(Route.refusal(for: .pause, state: Self.state(dacp: false, playing: true), playing: true, eventChannelOpen: false)
                     .contains("no AirPlay 2 event channel, no DACP-ID"))
     }
 
@@ -57,7 +57,7 @@ import Testing
         #expect(Self.routes(playingFrom: .volumeUp, state: muted, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -28.125)))])
         let unknown = Self.state(dacp: false, playing: true)
         #expect(Self.routes(playingFrom: .volumeDown, state: unknown, eventChannelOpen: true) == [])
-        #expect(Route.refusal(for: .volumeDown, state: unknown, eventChannelOpen: true).contains("has not said its volume"))
+        #expect(Route.refusal(for: .volumeDown, state: unknown, playing: true, eventChannelOpen: true).contains("has not said its volume"))
     }
 
     /// A sender that listed what it takes gets only those; with no DACP the press is refused
@@ -65,7 +65,7 @@ import Testing
     @Test func onlyWhatTheSenderListedGoesOnTheEventChannel() {
         var state = Self.state(dacp: false, playing: true).applying(.senderCommands([2, 5]), now: 0)
         #expect(Self.routes(playingFrom: .next, state: state, eventChannelOpen: true) == [])
-        #expect(Route.refusal(for: .next, state: state, eventChannelOpen: true).contains("does not take next"))
+        #expect(Route.refusal(for: .next, state: state, playing: true, eventChannelOpen: true).contains("does not take next"))
         #expect(Self.routes(playingFrom: .pause, state: state, eventChannelOpen: true) == [.eventChannel(.pause)], "play/pause covers pause")
         #expect(Self.routes(playingFrom: .previous, state: state, eventChannelOpen: true) == [.eventChannel(.previousItem)])
         state = Self.state(dacp: true, playing: true).applying(.senderCommands([]), now: 0)
@@ -74,6 +74,6 @@ import Testing
 
     @Test func nothingSeeksAnAudioSender() {
         #expect(Self.routes(playingFrom: .seek(by: 10), state: Self.state(dacp: true, playing: true), eventChannelOpen: true) == [])
-        #expect(Route.refusal(for: .setPosition(3), state: Self.state(dacp: true, playing: true), eventChannelOpen: true).contains("cannot seek"))
+        #expect(Route.refusal(for: .setPosition(3), state: Self.state(dacp: true, playing: true), playing: true, eventChannelOpen: true).contains("cannot seek"))
     }
 }

@@ -7,7 +7,7 @@ import Testing
 
 /// A sender reached over DACP has its service looked up when its session begins, not at the
 /// first press (the look-up browses avahi-daemon for about a second; shairport-sync looks
-/// ahead too). One look-up per DACP-ID; AirPlay 2 senders with an event channel need none.
+/// ahead too). One look-up per DACP-ID; a sender with none (an iPhone) needs none.
 @Suite struct DACPLookAheadTests {
     @Test func theServiceIsLookedUpWhenTheSessionBegins() {
         let lookups = NIOLockedValueBox<[String]>([])
@@ -22,11 +22,9 @@ import Testing
         while lookups.withLockedValue({ $0.isEmpty }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         #expect(lookups.withLockedValue { $0 } == ["A1B2C3D4E5F60708"])
         remote.nowPlaying(.began(raop, format: nil), state: NowPlayingState(), at: 1)
-        var airPlay2 = raop
-        airPlay2.dacpID = "0000000000000001"
-        airPlay2.hasEventChannel = true
-        remote.nowPlaying(.began(airPlay2, format: nil), state: NowPlayingState(), at: 2)
+        let iPhone = NowPlayingSender(kind: .audio, name: "iPhone", hasEventChannel: true)
+        remote.nowPlaying(.began(iPhone, format: nil), state: NowPlayingState(), at: 2)
         Thread.sleep(forTimeInterval: 0.2)
-        #expect(lookups.withLockedValue { $0 } == ["A1B2C3D4E5F60708"], "cached; and none for the event channel's sender")
+        #expect(lookups.withLockedValue { $0 } == ["A1B2C3D4E5F60708"], "cached; and none for a sender without DACP")
     }
 }

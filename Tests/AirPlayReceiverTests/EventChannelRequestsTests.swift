@@ -24,6 +24,7 @@ import Testing
         let first = machine.send(Self.command, id: 10, now: 0), second = machine.send(Self.command, id: 11, now: 0.1)
         #expect(Self.written(first).first?.headers["CSeq"] == "1" && Self.written(second).first?.headers["CSeq"] == "2")
         #expect(first.contains(.wakeUp(at: 1)))
+        #expect(!second.contains { if case .wakeUp = $0 { true } else { false } }, "one wake-up armed at a time")
         // Answered out of order, by CSeq.
         #expect(machine.answered(Self.answer(200, cseq: "2"), now: 0.2) == [.finish(id: 11, .answered(status: 200))])
         #expect(machine.answered(Self.answer(500, cseq: "1"), now: 0.3) == [.finish(id: 10, .answered(status: 500))])
@@ -40,14 +41,16 @@ import Testing
         #expect(machine.answered(Self.answer(200), now: 0.1) == [], "an answer nobody waits for is dropped")
     }
 
+    /// A sender that never answers (a held volume key into pyatv): every request times out, and
+    /// one wake-up at a time is armed however many wait.
     @Test func aSenderThatDoesNotAnswerTimesOut() {
         var machine = Machine(answerWithin: 1)
         _ = machine.send(Self.command, id: 1, now: 0)
         _ = machine.send(Self.command, id: 2, now: 0.5)
         #expect(machine.tick(now: 0.9) == [.wakeUp(at: 1)])
-        #expect(machine.tick(now: 1.0) == [.finish(id: 1, .failed("the sender did not answer within 1 s")), .wakeUp(at: 1.5)])
+        #expect(machine.tick(now: 1.0) == [.finish(id: 1, .timedOut("the sender did not answer within 1 s")), .wakeUp(at: 1.5)])
         #expect(machine.answered(Self.answer(200, cseq: "1"), now: 1.2) == [], "too late: already ended")
-        #expect(machine.tick(now: 2) == [.finish(id: 2, .failed("the sender did not answer within 1 s"))])
+        #expect(machine.tick(now: 2) == [.finish(id: 2, .timedOut("the sender did not answer within 1 s"))])
     }
 
     /// A flood of presses on a sender that stopped reading: eight wait, the ninth is refused.

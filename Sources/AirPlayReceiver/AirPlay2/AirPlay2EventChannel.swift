@@ -86,12 +86,15 @@ final class AirPlay2EventChannel: Sendable {
     var isConnected: Bool { state.withLockedValue { $0.accepted?.isActive ?? false } }
 
     /// Sends `request` to the sender; `completion` hears once how it ended (the sender's status,
-    /// or why it did not answer), from the channel's event loop.
+    /// or why it did not answer): at once on the caller's thread when the channel is not open,
+    /// else from the channel's event loop.
     func send(_ request: AirPlayRequest, completion: @escaping @Sendable (EventChannelRequests.Outcome) -> Void) {
         guard let channel = state.withLockedValue({ $0.accepted }), channel.isActive else {
             return completion(.failed("the sender has not connected its event channel"))
         }
-        channel.eventLoop.execute { [self] in
+        // `submit`, not `execute`: an event loop shutting down fails the future rather than
+        // dropping the work, so the caller always hears.
+        channel.eventLoop.submit { [self] in
             let actions = requests.withLockedValue { state -> [EventChannelRequests.Action] in
                 let id = state.nextID
                 state.nextID += 1
@@ -99,7 +102,7 @@ final class AirPlay2EventChannel: Sendable {
                 return state.machine.send(request, id: id, now: Self.now())
             }
             carryOut(actions, on: channel)
-        }
+        }.whenFailure { _ in completion(.failed("the box is shutting down")) }
     }
 
     /// The sender answered (on the channel's event loop).

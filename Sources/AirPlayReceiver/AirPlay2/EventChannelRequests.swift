@@ -1,13 +1,15 @@
 import AirPlayWire
 import NIOCore
 
-/// The receiver's requests on one AirPlay 2 event channel (remote commands, `updateInfo`), as
-/// a pure machine: it numbers each request (CSeq), matches the sender's answers to them, and
-/// ends each one once: answered, timed out, or lost with the channel. The channel handler
-/// only carries its actions out.
+/// The receiver's requests on one AirPlay 2 event channel (remote commands), as a pure
+/// machine: it numbers each request (CSeq), matches the sender's answers to them, and ends
+/// each one once: answered, timed out, or lost with the channel. It keeps one wake-up armed at
+/// a time. The channel handler only carries its actions out.
 ///
-/// Senders answer in order (OwnTone, shairport-sync and ours write `RTSP/1.0 200 OK` with the
-/// CSeq); an answer without a CSeq is taken for the oldest request waiting.
+/// Senders answer in order: `airplay` and Music Assistant's sender echo the CSeq, OwnTone
+/// writes a bare `RTSP/1.0 200 OK`. An answer without a CSeq is taken for the oldest request
+/// waiting (so one that comes after its request timed out is credited to the next: harmless,
+/// since both were sent).
 struct EventChannelRequests {
     /// Something for the channel to do.
     enum Action: Equatable {
@@ -23,8 +25,10 @@ struct EventChannelRequests {
     enum Outcome: Equatable {
         /// The sender answered with this status.
         case answered(status: Int)
-        /// No answer in time, the channel is gone, or too many wait already.
+        /// Not sent, or lost: the channel is gone, or too many wait already.
         case failed(String)
+        /// Sent, but not answered in time: the sender may still act on it.
+        case timedOut(String)
     }
 
     private struct Waiting {
@@ -41,6 +45,8 @@ struct EventChannelRequests {
     private var nextCSeq = 1
     private var waiting: [Waiting] = []
     private var closed = false
+    /// When the one wake-up asked for is due, if one is.
+    private var armed: Double?
 
     /// A machine whose requests wait `answerWithin` seconds for their answer.
     init(answerWithin: Double = 2) { self.answerWithin = answerWithin }
@@ -58,6 +64,9 @@ struct EventChannelRequests {
         numbered.headers.replaceOrAdd(name: "CSeq", value: String(nextCSeq))
         waiting.append(Waiting(id: id, cseq: nextCSeq, deadline: now + answerWithin))
         nextCSeq += 1
+        // A wake-up already armed comes no later than this deadline; its tick arms the next.
+        guard armed == nil else { return [.write(numbered)] }
+        armed = waiting[0].deadline
         return [.write(numbered), .wakeUp(at: waiting[0].deadline)]
     }
 
@@ -71,12 +80,16 @@ struct EventChannelRequests {
         return [.finish(id: done.id, .answered(status: response.status))]
     }
 
-    /// Ends every request whose time is up; asks to be woken for the next deadline.
+    /// The armed wake-up: ends every request whose time is up; arms one for the next deadline.
     mutating func tick(now: Double) -> [Action] {
+        armed = nil
         let (late, onTime) = (waiting.filter { $0.deadline <= now }, waiting.filter { $0.deadline > now })
         waiting = onTime
-        var actions = late.map { Action.finish(id: $0.id, .failed("the sender did not answer within \(Self.seconds(answerWithin))")) }
-        if let next = waiting.first?.deadline { actions.append(.wakeUp(at: next)) }
+        var actions = late.map { Action.finish(id: $0.id, .timedOut("the sender did not answer within \(Self.seconds(answerWithin))")) }
+        if let next = waiting.first?.deadline {
+            armed = next
+            actions.append(.wakeUp(at: next))
+        }
         return actions
     }
 

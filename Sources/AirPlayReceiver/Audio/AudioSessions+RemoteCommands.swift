@@ -28,6 +28,7 @@ extension AudioSessions: SenderEventChannel {
             case .answered(let status) where (200..<300).contains(status): completion(.success(()))
             case .answered(let status): completion(.failure(RemoteControlError("the sender answered \(status)")))
             case .failed(let reason): completion(.failure(RemoteControlError(reason)))
+            case .timedOut(let reason): completion(.failure(RemoteControlError(reason, mayHaveActed: true)))
             }
         }
     }

@@ -60,6 +60,7 @@ extension RAOPSessionStateMachine {
         current = session
         // After RECORD (Apple's order) the stream the session begins is already playing.
         return [.beginSession(number: session.number, connection: connection)]
+            + (session.senderCommands.map { [.nowPlaying(.senderCommands($0))] } ?? [])
             + (session.recorded ? [.nowPlaying(.streamStarted)] : [])
             + [.openPorts(session: session.number, senderControlPort: senderControlPort, senderTimingPort: session.senderTimingPort)]
     }
@@ -89,7 +90,7 @@ extension RAOPSessionStateMachine {
     /// Requests AirPlay 2 senders make that change nothing here, answered so they go on:
     /// `/audioMode` picks a playback mode, `/command` carries remote-control state. Each must
     /// carry a plist, or nothing; anything else is a 400 naming what was expected.
-    func airPlay2Notice(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
+    mutating func airPlay2Notice(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         let what = request.method == "POST" ? "POST \(request.path)" : request.method
         let body = Array(request.body.readableBytesView)
         var plist: PropertyList?
@@ -98,7 +99,9 @@ extension RAOPSessionStateMachine {
             plist = decoded
         }
         // The remote commands the sender takes: what the box's buttons offer while it plays.
-        if request.path == "/command", let plist, let supported = MediaRemoteSupportedCommands(plist: plist), owned(by: connection) != nil {
+        if request.path == "/command", let plist, let supported = MediaRemoteSupportedCommands(plist: plist), var session = owned(by: connection) {
+            session.senderCommands = supported.enabled
+            current = session
             return [.nowPlaying(.senderCommands(supported.enabled)),
                     .notice("the sender takes remote commands \(supported.enabled.sorted())"), .reply(AirPlayResponse(status: 200))]
         }

@@ -100,6 +100,9 @@ public struct RAOPSessionStateMachine: Sendable {
         public var retransmitted = 0
         /// AirPlay 2: the stream is buffered (type 103, over TCP, anchored on PTP).
         public var buffered = false
+        /// The remote commands the sender said it takes (`updateMRSupportedCommands`), if it
+        /// said: an AirPlay 2 sender may say so between its two SETUPs.
+        public var senderCommands: Set<Int>?
         /// AirPlay 2: the session is timed by PTP (phase 1's `timingProtocol`).
         public var usesPTP = false
     }

@@ -37,16 +37,15 @@ enum AudioRemoteRoute: Equatable {
         return routes
     }
 
-    /// Whether the sender listed `command` among those it takes (play and pause count as taken
-    /// where it takes play/pause); a sender that listed nothing takes everything.
+    /// Whether the sender takes `command` (`NowPlayingState.senderTakes`); the volume is not a
+    /// listed command.
     static func senderTakes(_ command: MediaRemoteCommand, _ state: NowPlayingState) -> Bool {
-        guard let number = command.modernNumber else { return true }
-        return state.senderTakes(number) || (number <= 1 && state.senderTakes(2))
+        command.modernNumber.map(state.senderTakes) ?? true
     }
 
     /// Why no route carries `command`, in words for the person who pressed it.
-    static func refusal(for command: RemoteCommand, state: NowPlayingState, eventChannelOpen: Bool) -> String {
-        if eventChannelOpen, let eventCommand = eventChannelCommand(command, playing: state.playback.rate != 0, volume: state.volumeDecibels),
+    static func refusal(for command: RemoteCommand, state: NowPlayingState, playing: Bool, eventChannelOpen: Bool) -> String {
+        if eventChannelOpen, let eventCommand = eventChannelCommand(command, playing: playing, volume: state.volumeDecibels),
            !senderTakes(eventCommand, state) {
             return "the sender does not take \(command) now (it said which commands it takes)"
         }

@@ -69,22 +69,24 @@ public final class ReceiverRemoteControl: RemoteControl, NowPlayingSurface {
             let playing = recent ?? (state.playback.rate != 0)
             let routes = AudioRemoteRoute.routes(for: command, state: state, playing: playing, eventChannelOpen: open)
             guard !routes.isEmpty else {
-                return done(.failure(RemoteControlError(AudioRemoteRoute.refusal(for: command, state: state, eventChannelOpen: open))))
+                return done(.failure(RemoteControlError(AudioRemoteRoute.refusal(for: command, state: state, playing: playing, eventChannelOpen: open))))
             }
-            follow(routes[...], sender: sender, failures: [], done: done)
+            follow(routes[...], command: command, sender: sender, failures: [], done: done)
         }
     }
 
-    /// A surface too: when an audio session that will be reached over DACP begins, its sender's
-    /// service is looked up at once rather than at the first press.
+    /// A surface too: when an audio session whose sender announces DACP begins, its service is
+    /// looked up at once rather than at the first press (or the first fallback to it).
     public func nowPlaying(_ event: NowPlayingEvent, state: NowPlayingState, at time: Double) {
-        guard case .began(let sender, _) = event, sender.kind == .audio, !sender.hasEventChannel else { return }
+        guard case .began(let sender, _) = event, sender.kind == .audio else { return }
         dacp.prepare(for: sender)
     }
 
     /// Tries each route in turn until one carries the command; the failure names them all.
-    private func follow(_ routes: ArraySlice<AudioRemoteRoute>, sender: NowPlayingSender, failures: [String],
-                       done: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
+    /// A next or previous that may have been carried out is not sent again another way (the
+    /// sender would skip twice); play, pause, stop and volumes may be, since twice is once.
+    private func follow(_ routes: ArraySlice<AudioRemoteRoute>, command: RemoteCommand, sender: NowPlayingSender, failures: [String],
+                        done: @escaping @Sendable (Result<Void, RemoteControlError>) -> Void) {
         guard let route = routes.first else {
             return done(.failure(RemoteControlError(failures.joined(separator: "; then "))))
         }
@@ -93,18 +95,27 @@ public final class ReceiverRemoteControl: RemoteControl, NowPlayingSurface {
             case .success:
                 logger.info("remote command delivered", metadata: ["path": "\(path)"])
                 done(.success(()))
-            case .failure(let error): follow(routes.dropFirst(), sender: sender, failures: failures + ["\(path): \(error)"], done: done)
+            case .failure(let error) where error.mayHaveActed && (command == .next || command == .previous):
+                done(.failure(RemoteControlError((failures + ["\(path): \(error)"]).joined(separator: "; then "), mayHaveActed: true)))
+            case .failure(let error):
+                follow(routes.dropFirst(), command: command, sender: sender, failures: failures + ["\(path): \(error)"], done: done)
             }
         }
         switch route {
         case .alreadySo(let reason):
             logger.debug("remote control: nothing to send", metadata: ["reason": "\(reason)"])
             done(.success(()))
-        case .eventChannel(let command):
+        case .eventChannel(let eventCommand):
             guard let events else { return next(.failure(RemoteControlError("no event channel")), "event channel") }
-            events.send(command) { [asked] result in
-                if case .success = result, command == .play || command == .pause {
-                    asked.withLockedValue { $0 = (command == .play, sender, SystemClock().now()) }
+            // Noted before it goes, so a second press while the first is on its way goes by it;
+            // taken back if the sender never got it.
+            let before = asked.withLockedValue { asked in
+                defer { if eventCommand == .play || eventCommand == .pause { asked = (eventCommand == .play, sender, SystemClock().now()) } }
+                return asked
+            }
+            events.send(eventCommand) { [asked] result in
+                if case .failure(let error) = result, !error.mayHaveActed, eventCommand == .play || eventCommand == .pause {
+                    asked.withLockedValue { $0 = before }
                 }
                 next(result, "event channel")
             }
