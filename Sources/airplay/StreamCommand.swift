@@ -242,23 +242,13 @@ extension StreamCommand {
 
     /// Hands the commands `link`'s receiver sends on its AirPlay 2 event channel to the session.
     static func obeyRemoteCommands(_ link: RAOPLink, _ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
-        link.remoteCommands.deliver { command in continuation.yield(event(for: command)) }
-    }
-
-    /// The session event a receiver's AirPlay 2 remote command asks for.
-    static func event(for command: MediaRemoteCommand) -> RAOPStreamSession.Event {
-        switch command {
-        case .play: .setPaused(false)
-        case .pause: .setPaused(true)
-        case .playPause: .togglePause
-        case .stop: .quit
-        case .nextItem: .skip(1)
-        case .previousItem: .skip(-1)
-        case .setVolume(let unit): .setVolume(100 * AirPlayVolume.linear(decibels: MediaRemoteCommand.decibels(unitVolume: unit)))
+        link.remoteCommands.deliver { command in
+            if let event = event(for: command.dacpEquivalent) { continuation.yield(event) }
         }
     }
 
-    /// The session event a receiver's DACP command asks for.
+    /// The session event a receiver's remote command asks for (DACP, or the AirPlay 2 event
+    /// channel's by its DACP equivalent).
     static func event(for command: DACPCommand) -> RAOPStreamSession.Event? {
         switch command {
         case .play: .setPaused(false)

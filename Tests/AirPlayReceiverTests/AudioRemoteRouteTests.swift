@@ -51,10 +51,10 @@ import Testing
     /// nothing to step from, so only DACP could carry it.
     @Test func volumeStepsAreNewVolumesFromTheSendersLast() {
         let at15 = Self.state(dacp: false, playing: true, volume: -15)
-        #expect(Self.routes(playingFrom: .volumeUp, state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -13.125)))])
+        #expect(Self.routes(playingFrom: .volumeUp, state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(AirPlayVolume.linear(decibels: -13.125)))])
         #expect(Self.routes(playingFrom: .setVolume(decibels: -30), state: at15, eventChannelOpen: true) == [.eventChannel(.setVolume(0))])
         let muted = Self.state(dacp: false, playing: true, volume: -144)
-        #expect(Self.routes(playingFrom: .volumeUp, state: muted, eventChannelOpen: true) == [.eventChannel(.setVolume(MediaRemoteCommand.unitVolume(decibels: -28.125)))])
+        #expect(Self.routes(playingFrom: .volumeUp, state: muted, eventChannelOpen: true) == [.eventChannel(.setVolume(AirPlayVolume.linear(decibels: -28.125)))])
         let unknown = Self.state(dacp: false, playing: true)
         #expect(Self.routes(playingFrom: .volumeDown, state: unknown, eventChannelOpen: true) == [])
         #expect(Route.refusal(for: .volumeDown, state: unknown, playing: true, eventChannelOpen: true).contains("has not said its volume"))

@@ -462,36 +462,35 @@ final class HiResSweep: @unchecked Sendable {
         print("measure: buffered pause/resume, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
+    /// The sweep streamed (`mode`, `extra`) to one room that writes raw PCM: the sender's result,
+    /// the output compared with the file, and the room's log once it stopped.
+    static func sweepToOneRoom(label: String, mode: String, extra: [String]) throws -> (CommandResult, (offset: Int?, exact: Double), String) {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: label, count: 1, fifos: false)
+        try group.start()
+        let result = try group.stream(sweep.directory + "/sweep.flac", mode: mode, extra: extra)
+        group.daemons[0].process.stop(grace: 2)
+        let data = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0]))
+        let comparison = sweep.compare(data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
+        return (result, comparison, group.daemons[0].process.stderr)
+    }
+
     /// Realtime audio (type 96) on our PTP clock: `airplay stream --timing ptp` serves the clock,
     /// sets up a PTP session and sends 0xD7 anchors instead of sync packets; airplayd places the
     /// frames on the followed clock, bit-exact.
     @Test func aRealtimeStreamOnOurPTPClockArrivesBitExact() throws {
-        let sweep = try #require(RAOPInteropTests.sweep)
-        let group = try Group(label: "realtime-ptp", count: 1, fifos: false)
-        try group.start()
-        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "realtime", extra: ["--protocol", "2", "--timing", "ptp"])
+        let (result, comparison, log) = try Self.sweepToOneRoom(label: "realtime-ptp", mode: "realtime", extra: ["--protocol", "2", "--timing", "ptp"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("AirPlay 2 on PTP"), "\(result.stdout)")
-        group.daemons[0].process.stop(grace: 2)
-        let data = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0]))
-        let comparison = sweep.compare(data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
-        let log = group.daemons[0].process.stderr
         #expect(log.contains("realtime audio anchored on PTP") && log.contains("lost=0"), "\(log.suffix(2000))")
         print("measure: realtime ALAC on our PTP clock into airplayd, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }
 
     @Test func aBufferedStreamArrivesBitExactOnItsPTPTimeline() throws {
-        let sweep = try #require(RAOPInteropTests.sweep)
-        let group = try Group(label: "buffered-pause", count: 1, fifos: false)
-        try group.start()
-        let result = try group.stream(sweep.directory + "/sweep.flac")
+        let (result, comparison, log) = try Self.sweepToOneRoom(label: "buffered-pause", mode: "buffered", extra: [])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        group.daemons[0].process.stop(grace: 2)
-        let data = try Data(contentsOf: URL(fileURLWithPath: group.outputs[0]))
-        let comparison = sweep.compare(data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)")
-        let log = group.daemons[0].process.stderr
         #expect(log.contains("lost=0") && log.contains("clock=ptp"), "\(log.suffix(2000))")
         print("measure: buffered ALAC over PTP, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
     }

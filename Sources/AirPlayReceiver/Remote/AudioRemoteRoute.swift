@@ -73,12 +73,12 @@ enum AudioRemoteRoute: Equatable {
         case .stop: return .stop
         case .next: return .nextItem
         case .previous: return .previousItem
-        case .setVolume(let decibels): return .setVolume(MediaRemoteCommand.unitVolume(decibels: decibels))
+        case .setVolume(let decibels): return .setVolume(AirPlayVolume.linear(decibels: decibels))
         case .volumeUp, .volumeDown:
             guard let volume else { return nil }
             let from = max(-30, volume)
             let to = min(0, from + (command == .volumeUp ? volumeStep : -volumeStep))
-            return .setVolume(MediaRemoteCommand.unitVolume(decibels: to))
+            return .setVolume(AirPlayVolume.linear(decibels: to))
         case .seek, .setPosition: return nil
         }
     }

@@ -10,8 +10,8 @@
 ///   1 pause, 2 play/pause, 3 stop, 4 next, 5 previous) with a `params` dictionary that names
 ///   the command (`kMRMediaRemoteOptionCommandID`, a UUID): what iOS 17.4+ reads.
 ///
-/// The volume is its own form, `value` `dvlc` with `volume` (0...1, linear in AirPlay dB:
-/// dB / 30 + 1) at the top and in `params`. The sender answers `RTSP/1.0 200 OK`.
+/// The volume is its own form, `value` `dvlc` with `volume` at the top and in `params`: 0...1
+/// on `AirPlayVolume`'s linear scale (dB / 30 + 1). The sender answers `RTSP/1.0 200 OK`.
 public enum MediaRemoteCommand: Hashable, Sendable {
     /// Play. OwnTone takes it as play/pause: send it only while paused.
     case play
@@ -100,13 +100,17 @@ public enum MediaRemoteCommand: Hashable, Sendable {
 
     private static let byNumber: [MediaRemoteCommand] = [.play, .pause, .playPause, .stop, .nextItem, .previousItem]
 
-    /// The unit volume of an AirPlay volume in dB (-30...0; -144 and below -30 are 0).
-    public static func unitVolume(decibels: Double) -> Double {
-        decibels <= -30 ? 0 : min(1, decibels / 30 + 1)
-    }
-
-    /// The AirPlay volume in dB of a unit volume (0 is muted, -144).
-    public static func decibels(unitVolume: Double) -> Double {
-        unitVolume <= 0 ? -144 : (min(1, unitVolume) - 1) * 30
+    /// The same button as DACP names it (the four letters are DACP's own); the volume as the
+    /// AirPlay dB it stands for.
+    public var dacpEquivalent: DACPCommand {
+        switch self {
+        case .play: .play
+        case .pause: .pause
+        case .playPause: .playPause
+        case .stop: .stop
+        case .nextItem: .nextItem
+        case .previousItem: .previousItem
+        case .setVolume(let volume): .setDeviceVolume(AirPlayVolume.decibels(linear: volume))
+        }
     }
 }
