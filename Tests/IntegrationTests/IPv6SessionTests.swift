@@ -104,7 +104,10 @@ import Testing
             let errors = settled.compactMap { ($0["offset_ns"] as? Double).map(abs) }.sorted()
             let p99 = errors.isEmpty ? Double.infinity : errors[min(errors.count - 1, Int(Double(errors.count) * 0.99))]
             #expect(errors.count >= 30 && p99 <= 100_000, "ff\(String(format: "%02x", scope))::181: \(errors.count) samples, p99 \(p99) ns")
-            #expect(settled.contains { ($0["path_delay_ns"] as? Int).map { $0 > 0 && $0 < 1_000_000 } == true }, "ptp4l answered Delay_Req over IPv6")
+            // A measured path delay is a number (null until a Delay_Resp came back). On a veth
+            // link it is a few microseconds, within the measurement's noise, so 0 (the clamp of a
+            // slightly negative estimate) is as good an answer as any: CI once measured exactly 0.
+            #expect(settled.contains { ($0["path_delay_ns"] as? Int).map { $0 >= 0 && $0 < 1_000_000 } == true }, "ptp4l answered Delay_Req over IPv6")
             print("measure: PTP follower vs ptp4l -6 (ff\(String(format: "%02x", scope))::181, from \(followed.first ?? "-")): p50 \(String(format: "%.1f", (errors.isEmpty ? 0 : errors[errors.count / 2]) / 1000)) µs, p99 \(String(format: "%.1f", p99 / 1000)) µs")
             // The next grandmaster is a new clock on a new address: let the follower forget this one.
             Thread.sleep(forTimeInterval: 1)

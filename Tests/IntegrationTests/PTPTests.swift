@@ -69,7 +69,8 @@ import Testing
         let followed = samples.filter { ($0["t"] as? Double ?? 0) > 17 && ($0["t"] as? Double ?? 0) < 24 }.compactMap { $0["followed"] as? String }
         #expect(followed.contains("10.97.2.1"), "the better grandmaster was followed while it ran")
         #expect(samples.last?["followed"] as? String == "10.97.1.1", "and ptp4l again once it left")
-        #expect(samples.contains { ($0["path_delay_ns"] as? Int).map { $0 > 0 && $0 < 1_000_000 } == true }, "ptp4l answered Delay_Req")
+        // A number, not null: answered (on veth the delay is within the noise, so 0 is fair).
+        #expect(samples.contains { ($0["path_delay_ns"] as? Int).map { $0 >= 0 && $0 < 1_000_000 } == true }, "ptp4l answered Delay_Req")
         let summary = phases.map { "\($0.0) p50 \(String(format: "%.1f", ($0.1.isEmpty ? 0 : $0.1[$0.1.count / 2]) / 1000)) µs p99 \(String(format: "%.1f", p99($0.1) / 1000)) µs" }
         print("measure: PTP follower vs ptp4l -S: " + summary.joined(separator: "; "))
     }
