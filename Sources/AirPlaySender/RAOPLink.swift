@@ -68,6 +68,8 @@ public final class RAOPLink: @unchecked Sendable {
     let crypto: RAOPSenderCrypto?
     /// True when the session is set up the AirPlay 2 way (plist SETUPs, ChaCha20-Poly1305 audio).
     public let airPlay2: Bool
+    /// What the receiver says it does: its record's `ft`, or its `GET /info` answer's `features`.
+    public let features: FeatureSet
     /// The codec chosen at ANNOUNCE.
     public internal(set) var codec: Codec = .pcm
     /// Set when the stream is encrypted.
@@ -104,8 +106,9 @@ public final class RAOPLink: @unchecked Sendable {
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
     /// (the connection must be encrypted by a pairing first).
     public init(name: String, connection: ReceiverConnection, traits: RAOPReceiverTraits, identity: RAOPClientIdentity,
-                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false) {
+                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false, features: FeatureSet = []) {
         self.name = name
+        self.features = features
         self.traits = traits
         self.crypto = crypto
         self.airPlay2 = airPlay2

@@ -5,9 +5,10 @@ import AirPlayWire
 /// to speak AirPlay 2, what the receiver says it takes, and the link made of all that. The
 /// commands only choose the receivers and the options.
 public enum ReceiverLinks {
-    /// The features a receiver's `_raop._tcp` record states (`ft`); none for a HOST:PORT receiver.
-    public static func features(of address: ReceiverAddress) -> FeatureSet {
-        address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? []
+    /// The features a receiver's `_raop._tcp` record states (`ft`), else what its `GET /info`
+    /// said (`info`, for a HOST:PORT receiver), else none.
+    public static func features(of address: ReceiverAddress, info: ReceiverInfo? = nil) -> FeatureSet {
+        address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? info?.features ?? []
     }
 
     /// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
@@ -15,16 +16,18 @@ public enum ReceiverLinks {
     /// record). `transient` pairs transiently even when the record does not offer it
     /// (`--protocol 2`, buffered mode). A damaged credentials file is an error, not a reason to
     /// go on in clear.
-    public static func secure(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false) async throws(SenderError) {
+    public static func secure(_ connection: ReceiverConnection, to address: ReceiverAddress, transient: Bool = false,
+                              info: ReceiverInfo? = nil) async throws(SenderError) {
         let credentials = try SenderCredentials()
-        let offered = transient || !features(of: address).intersection([.systemPairing, .coreUtilsPairing]).isEmpty
+        let offered = transient || !features(of: address, info: info).intersection([.systemPairing, .coreUtilsPairing]).isEmpty
         try await connection.secure(for: address.key, offersTransientPairing: offered, credentials: credentials)
     }
 
     /// Whether to speak AirPlay 2: as `protocolVersion` says, or else where the receiver
     /// advertises it and the connection was paired (transiently or with stored credentials).
-    public static func speaksAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection) -> Bool {
-        protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features(of: address)) && connection.pairingSecret != nil)
+    public static func speaksAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection,
+                                      info: ReceiverInfo? = nil) -> Bool {
+        protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features(of: address, info: info)) && connection.pairingSecret != nil)
     }
 
     /// What the receiver's `_raop._tcp` record says it takes (or what every AirPlay 1 speaker
@@ -34,18 +37,32 @@ public enum ReceiverLinks {
     }
 
     /// A link for streaming audio to `address`: connected, secured as above, AirPlay 2 when
-    /// `buffered` or when `protocolVersion` or the receiver says so. Not yet set up.
+    /// `buffered` or when `protocolVersion` or the receiver says so. Not yet set up. A receiver
+    /// given as HOST:PORT is asked `GET /info` first (as Apple's senders ask every receiver), so
+    /// that one without a record is still known for what it is: in a mixed group the AirPlay 2
+    /// rooms take PTP and the AirPlay 1 ones NTP. `--protocol 1` skips the question.
     public static func open(_ address: ReceiverAddress, protocolVersion: Int?, buffered: Bool, identity: RAOPClientIdentity,
                             password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> RAOPLink {
-        let connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+        var connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+        var info: ReceiverInfo?
+        if address.raopTXT == nil, protocolVersion != 1 {
+            switch await connection.info() {
+            case .said(let said): info = said
+            case .nothing: break
+            case .silent:
+                // A late answer would be read as the pairing's: start on a fresh connection.
+                await connection.close()
+                connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
+            }
+        }
         do {
-            try await secure(connection, to: address, transient: protocolVersion == 2 || buffered)
+            try await secure(connection, to: address, transient: protocolVersion == 2 || buffered, info: info)
         } catch {
             await connection.close()
             throw error
         }
-        let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection)
+        let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection, info: info)
         return RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
-                        password: password, crypto: crypto, airPlay2: airPlay2)
+                        password: password, crypto: crypto, airPlay2: airPlay2, features: features(of: address, info: info))
     }
 }

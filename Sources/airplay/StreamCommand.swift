@@ -128,7 +128,7 @@ struct StreamCommand: AsyncParsableCommand {
             links.append(try await ReceiverLinks.open(address, protocolVersion: protocolVersion, buffered: buffered, identity: identity,
                                                       password: password, crypto: crypto))
         }
-        let realtimeClock = buffered ? nil : try realtimePTPClock(for: zip(addresses, links).map { ($0, $1) }, display: display)
+        let realtimeClock = buffered ? nil : try realtimePTPClock(for: links, display: display)
         defer { realtimeClock?.stop() }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
@@ -217,16 +217,16 @@ struct StreamCommand: AsyncParsableCommand {
 
 extension StreamCommand {
     /// Realtime AirPlay 2 on PTP: a grandmaster for the links that take it (`--timing ptp`, or
-    /// by default where the receiver's record advertises a PTP clock), set on each. Without the
+    /// by default where the receiver advertises a PTP clock in its record or `/info`), set on each. Without the
     /// right to serve one (UDP 319/320 taken, or no privilege), `auto` falls back to NTP with a
     /// warning and `ptp` is an error.
-    func realtimePTPClock(for receivers: [(ReceiverAddress, RAOPLink)], display: StreamDisplay) throws(SenderError) -> PTPGrandmaster? {
+    func realtimePTPClock(for receivers: [RAOPLink], display: StreamDisplay) throws(SenderError) -> PTPGrandmaster? {
         guard timing != .ntp else { return nil }
         // `auto` leaves a receiver on this very host on NTP: its PTP follower holds UDP 319/320
         // here, and a clock served beside it would be heard by it as another master.
-        let wanted = receivers.filter { address, link in
-            link.airPlay2 && (timing == .ptp || (ReceiverLinks.features(of: address).contains(.ptpClock) && !link.isOnThisHost))
-        }.map(\.1)
+        let wanted = receivers.filter { link in
+            link.airPlay2 && (timing == .ptp || (link.features.contains(.ptpClock) && !link.isOnThisHost))
+        }
         guard !wanted.isEmpty else { return nil }
         let clock: PTPGrandmaster
         do {

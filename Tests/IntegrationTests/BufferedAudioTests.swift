@@ -62,10 +62,13 @@ final class HiResSweep: @unchecked Sendable {
             if fifos { for output in outputs { guard mkfifo(output, 0o600) == 0 else { throw TestHostError("mkfifo \(output)") } } }
         }
 
-        func start(environment: [String: String] = [:]) throws {
+        /// Starts a room per host; the rooms listed in `airPlay1Only` speak AirPlay 1 alone (no
+        /// PTP follower), as an older speaker does.
+        func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = []) throws {
             daemons = try receivers.enumerated().map { index, receiver in
                 try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
-                    "--airplay2", "on", "--audio-output", "raw:\(outputs[index])", "--video-sink", "fakesink sync=true",
+                    "--airplay2", airPlay1Only.contains(index) ? "off" : "on", "--audio-output", "raw:\(outputs[index])",
+                    "--video-sink", "fakesink sync=true",
                 ], environment: environment)
             }
         }
@@ -176,6 +179,28 @@ final class HiResSweep: @unchecked Sendable {
         #expect(inStep(report.skews), "\(report.line)")
         #expect(report.sameSamples)
         print("measure: airplay stream realtime on PTP to three airplayd, largest skew per second \(report.skews) ms")
+    }
+
+    /// A mixed group, as a house with an older speaker has: two rooms speak AirPlay 2 and take
+    /// the realtime stream on our PTP clock (0xD7 anchors), the third speaks only AirPlay 1 and
+    /// takes it on NTP (flags-7 syncs). The sender stamps both from the same due times, so the
+    /// three play the same samples in step.
+    @Test func aMixedGroupOfAirPlay1AndAirPlay2RoomsPlaysInStep() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try Group(label: "mixed", fifos: true)
+        let reader = try group.read(with: "fifo_clock", seconds: 60)
+        try group.start(airPlay1Only: [2])
+        // Given as HOST:PORT, the rooms have no TXT record: the sender asks each `GET /info`,
+        // and takes PTP (bit 41) where a room offers it and NTP where it does not, by default.
+        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "realtime", extra: [])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 3, "two rooms on PTP: \(result.stdout)")
+        #expect(result.stdout.contains("\"protocol\":1"), "one room on AirPlay 1: \(result.stdout)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let report = try FifoClockReport(reader)
+        #expect(inStep(report.skews), "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+        print("measure: airplay stream realtime to two AirPlay 2 rooms on PTP and one AirPlay 1 room on NTP, largest skew per second \(report.skews) ms")
     }
 
     /// Hi-res: a 24-bit 48 kHz FLAC goes out as 24-bit 48 kHz ALAC (`audioFormat` bit 21) and

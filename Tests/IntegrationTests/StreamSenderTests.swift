@@ -2,7 +2,9 @@ import AirPlayTesting
 import Foundation
 import Testing
 
-/// `airplay stream`: local audio files to AirPlay speakers, as L16 RAOP.
+/// `airplay stream`: local audio files to AirPlay speakers as realtime RAOP. airplayd speaks
+/// AirPlay 2 too and says so in `GET /info`, so the cases about AirPlay 1 itself (RSA, Digest,
+/// DMAP over RTSP, resends on the control port) ask for it with `--protocol 1`.
 @Suite(.serialized) struct StreamSenderTests {
     private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {
         try runCommand(try Products.executable("airplay"), arguments,
@@ -14,7 +16,7 @@ import Testing
         let raw = Products.scratchDirectory("stream") + "/out.pcm"
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
         let started = monotonicSeconds()
-        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json", "--protocol", "1"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(monotonicSeconds() - started > 6, "paced in real time")
         #expect(result.stdout.contains("\"ok\":true"))
@@ -91,7 +93,7 @@ import Testing
             #expect(made.status == 0, "\(made.stderr)")
         }
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
-        let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)"],
+        let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)", "--protocol", "1"],
                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
                                          label: "airplay")
         Thread.sleep(forTimeInterval: 4)
@@ -142,7 +144,7 @@ import Testing
         let config = Products.scratchDirectory("pw") + "/airplayd.toml"
         try "password = \"s3cret\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null", "--config", config])
-        let target = ["--to", "127.0.0.1:\(daemon.port)", sweep.directory + "/cafe.flac"]
+        let target = ["--protocol", "1", "--to", "127.0.0.1:\(daemon.port)", sweep.directory + "/cafe.flac"]
         #expect(try airplay(["stream"] + target).status == 77)
         #expect(try airplay(["stream", "--password", "guess"] + target).status == 77)
         let right = try airplay(["stream", "--password", "s3cret"] + target)
@@ -155,7 +157,7 @@ import Testing
         let sweep = try #require(RAOPInteropTests.sweep)
         let raw = Products.scratchDirectory("lossy") + "/out.pcm"
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"], environment: ["AIRPLAYD_FAULT_DROP_AUDIO_PERCENT": "5"])
-        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json", "--protocol", "1"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let summary = try #require(result.stdout.split(separator: "\n").last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
