@@ -70,6 +70,8 @@ public final class RAOPLink: @unchecked Sendable {
     public let airPlay2: Bool
     /// What the receiver says it does: its record's `ft`, or its `GET /info` answer's `features`.
     public let features: FeatureSet
+    /// Its `GET /info` answer, when it was asked and said something.
+    public let info: ReceiverInfo?
     /// The codec chosen at ANNOUNCE.
     public internal(set) var codec: Codec = .pcm
     /// Set when the stream is encrypted.
@@ -106,9 +108,11 @@ public final class RAOPLink: @unchecked Sendable {
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
     /// (the connection must be encrypted by a pairing first).
     public init(name: String, connection: ReceiverConnection, traits: RAOPReceiverTraits, identity: RAOPClientIdentity,
-                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false, features: FeatureSet = []) {
+                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false, features: FeatureSet = [],
+                info: ReceiverInfo? = nil) {
         self.name = name
         self.features = features
+        self.info = info
         self.traits = traits
         self.crypto = crypto
         self.airPlay2 = airPlay2

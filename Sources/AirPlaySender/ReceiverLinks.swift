@@ -40,12 +40,13 @@ public enum ReceiverLinks {
     /// `buffered` or when `protocolVersion` or the receiver says so. Not yet set up. A receiver
     /// given as HOST:PORT is asked `GET /info` first (as Apple's senders ask every receiver), so
     /// that one without a record is still known for what it is: in a mixed group the AirPlay 2
-    /// rooms take PTP and the AirPlay 1 ones NTP. `--protocol 1` skips the question.
+    /// rooms take PTP and the AirPlay 1 ones NTP. So is every receiver of a buffered stream: its
+    /// answer says which formats it decodes (`BufferedFormatChoice`). `--protocol 1` skips it.
     public static func open(_ address: ReceiverAddress, protocolVersion: Int?, buffered: Bool, identity: RAOPClientIdentity,
                             password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> RAOPLink {
         var connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         var info: ReceiverInfo?
-        if address.raopTXT == nil, protocolVersion != 1 {
+        if address.raopTXT == nil || buffered, protocolVersion != 1 {
             switch await connection.info() {
             case .said(let said): info = said
             case .nothing: break
@@ -63,6 +64,6 @@ public enum ReceiverLinks {
         }
         let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection, info: info)
         return RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
-                        password: password, crypto: crypto, airPlay2: airPlay2, features: features(of: address, info: info))
+                        password: password, crypto: crypto, airPlay2: airPlay2, features: features(of: address, info: info), info: info)
     }
 }

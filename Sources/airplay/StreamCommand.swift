@@ -51,6 +51,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Buffered mode's codec: alac (lossless, at the file's depth and rate; default) or aac (AAC-LC 256 kb/s, 16-bit, as Apple's senders send music).")
     var codec: BufferedCodec = .alac
 
+    @Option(name: .long, help: "Buffered mode's sample rate: 44100 (16-bit) or 48000 (ALAC 24-bit, Apple's lossless format). Default: the file's, when every receiver takes it, else the first of Apple's formats all do, converted.")
+    var rate: Int?
+
     @Option(name: .long, help: "Realtime AirPlay 2's clock: auto (default: PTP where the receiver's record advertises it, bit 41, and this command can serve a PTP clock on UDP 319/320; else NTP), ntp, or ptp.")
     var timing: StreamTiming = .auto
 
@@ -72,6 +75,8 @@ struct StreamCommand: AsyncParsableCommand {
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
         guard mode == .realtime || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
         guard codec == .alac || mode == .buffered else { throw ValidationError("--codec aac is for --mode buffered (realtime streams are ALAC or PCM)") }
+        guard rate == nil || mode == .buffered else { throw ValidationError("--rate is for --mode buffered (realtime streams are 44.1 kHz)") }
+        guard rate == nil || [44100, 48000].contains(rate!) else { throw ValidationError("--rate must be 44100 or 48000") }
         guard timing != .ptp || (mode == .realtime && protocolVersion != 1) else {
             throw ValidationError("--timing ptp is for AirPlay 2 realtime streams (buffered streams are always on PTP)")
         }
@@ -129,6 +134,8 @@ struct StreamCommand: AsyncParsableCommand {
                                                       password: password, crypto: crypto))
         }
         let realtimeClock = buffered ? nil : try realtimePTPClock(for: links, display: display)
+        let fileFormat = source.format
+        let source = buffered ? try convert(source, for: links) : source
         defer { realtimeClock?.stop() }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
@@ -210,12 +217,29 @@ struct StreamCommand: AsyncParsableCommand {
                  "roundTripMs": receiver.bestRoundTrip.map(milliseconds) ?? NSNull()]
             },
         ]
+        if buffered {
+            // What went out, and whether it was converted from the file's format to get there.
+            result["format"] = ["codec": codec == .aac ? "AAC-LC" : "ALAC", "sampleRate": source.format.sampleRate,
+                                "bitsPerSample": source.format.bitsPerSample, "converted": source.format != fileFormat] as [String: Any]
+        }
         if links.count > 1 { result["skewBoundMs"] = summary.skewBound.map(milliseconds) ?? NSNull() }
         return result
     }
 }
 
 extension StreamCommand {
+    /// A buffered stream's source in the format chosen for its receivers (`BufferedFormatChoice`):
+    /// as it is, or converted by GStreamer.
+    func convert(_ source: any PCMSource, for links: [RAOPLink]) throws(SenderError) -> any PCMSource {
+        let chosen = BufferedFormatChoice.format(for: source.format, codec: codec, offers: links.map { $0.info?.bufferedFormats }, rate: rate)
+        guard chosen != source.format else { return source }
+        do {
+            return try ResampledPCMSource(source, to: chosen)
+        } catch {
+            throw SenderError(.badInput, "cannot convert \(source.format) to \(chosen): \(error.message)")
+        }
+    }
+
     /// Realtime AirPlay 2 on PTP: a grandmaster for the links that take it (`--timing ptp`, or
     /// by default where the receiver advertises a PTP clock in its record or `/info`), set on each. Without the
     /// right to serve one (UDP 319/320 taken, or no privilege), `auto` falls back to NTP with a

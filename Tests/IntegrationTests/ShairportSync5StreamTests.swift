@@ -128,6 +128,28 @@ import Testing
         Self.expectTheSweep(played, sweep, what: "buffered ALAC 44.1k/16")
     }
 
+    /// A CD-quality file as Apple's lossless format (`--rate 48000`, what `airplay` sends a
+    /// receiver that takes nothing closer): resampled to 48 kHz/24-bit by the sender, it comes out
+    /// of shairport-sync as sox resamples the same file (`sox -D … -r 48000`), within the two
+    /// filters' difference.
+    @Test func aCDQualityFileResampledTo48kHzIsPlayed() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let sox = try #require(TestHost.which("sox"), "sox (tools/setup-deps --test) makes the reference")
+        let referenceFile = sweep.directory + "/sweep-48k.raw"
+        let made = try runCommand(sox, ["-D", sweep.directory + "/sweep.wav", "-t", "raw", "-e", "signed", "-b", "16", "-r", "48000", referenceFile], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        let reference = try Data(contentsOf: URL(fileURLWithPath: referenceFile)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let played = try Self.play(sweep.directory + "/sweep.flac", extra: ["--rate", "48000"], rate: 48000, format: "S32_LE", label: "sps5-48k")
+        #expect(played.stream.status == 0, "\(played.stream.stdout)\(played.stream.stderr)")
+        #expect(played.stream.stdout.contains("ALAC 48 kHz") && played.stream.stdout.contains("24-bit"), "\(played.stream.stdout)")
+        #expect(played.stream.stdout.contains("\"converted\":true") && played.stream.stdout.contains("\"sampleRate\":48000"), "\(played.stream.stdout)")
+        // The top 16 of shairport-sync's 32 bits, against sox's 16-bit reference.
+        let samples = played.output.withUnsafeBytes { Array($0.bindMemory(to: Int32.self)) }.map { Int16(truncatingIfNeeded: $0 >> 16) }
+        let (snr, delay) = BufferedAudioTests.signalToNoise(samples, reference: reference, from: 48000, frames: 3 * 48000)
+        #expect(snr > 40, "SNR \(snr) dB at \(delay) frames in, \(samples.count / 2) frames\n\(played.log.suffix(3000))")
+        print("measure: airplay buffered ALAC 44.1k/16 resampled to 48k/24 into shairport-sync 5, SNR \(String(format: "%.1f", snr)) dB against sox")
+    }
+
     /// Realtime ALAC (type 96) on our PTP clock, as OwnTone and Music Assistant send to every
     /// AirPlay 2 speaker: shairport-sync 5 serves no NTP session, and plays this bit-exact.
     @Test func aRealtimeStreamOnPTPArrivesBitExact() throws {
