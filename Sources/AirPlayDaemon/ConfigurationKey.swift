@@ -72,7 +72,7 @@ public struct ConfigurationKey: Sendable {
         .init(name: "audio_session_timeout", field: \.audioSessionTimeout, allowed: "an integer from 2 to 3600 (seconds)",
               summary: "An audio sender that sends neither RTSP nor RTP for this long is dropped and the output freed; default 30.", read: .integer(in: 2...3600)),
         .init(name: "max_connections", field: \.maxConnections, allowed: "an integer from 2 to 1024",
-              summary: "Control connections served at once; the next one gets 503 Service Unavailable; default 32.", read: .integer(in: 2...1024)),
+              summary: "Control connections served at once; beyond them a newcomer takes the place of one that has sent nothing whole (a flood's first), else gets 503 Service Unavailable; default 32.", read: .integer(in: 2...1024)),
         .init(name: "request_timeout", field: \.requestTimeout, allowed: "an integer from 1 to 300 (seconds)",
               summary: "A request must arrive whole this long after its first byte, or 408 and the connection closes; default 10.", read: .integer(in: 1...300)),
         .init(name: "idle_timeout", field: \.idleTimeout, allowed: "an integer from 5 to 86400 (seconds)",

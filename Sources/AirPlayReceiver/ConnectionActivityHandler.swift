@@ -3,16 +3,23 @@ import AirPlayWire
 import FoundationEssentials
 import Glibc
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
-/// One connection's `ConnectionTimeouts`, shared by the handlers of its pipeline (all on the
-/// connection's event loop, never elsewhere).
-final class ConnectionClock {
+/// One connection's `ConnectionTimeouts`, shared by the handlers of its pipeline (which change
+/// it on the connection's event loop only) and read by admission (`ConnectionRegistry`).
+final class ConnectionClock: Sendable {
+    /// Changed on the connection's loop only; read by admission from other loops too.
+    private let state: NIOLockedValueBox<ConnectionTimeouts>
+
     /// The time-out state.
-    var timeouts: ConnectionTimeouts
+    var timeouts: ConnectionTimeouts {
+        get { state.withLockedValue { $0 } }
+        set { state.withLockedValue { $0 = newValue } }
+    }
 
     init(limits: ConnectionTimeouts.Limits) {
-        timeouts = ConnectionTimeouts(limits: limits, now: ConnectionClock.now())
+        state = NIOLockedValueBox(ConnectionTimeouts(limits: limits, now: ConnectionClock.now()))
     }
 
     /// The monotonic clock the time-outs run on.

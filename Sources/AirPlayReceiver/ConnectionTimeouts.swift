@@ -58,6 +58,16 @@ public struct ConnectionTimeouts: Sendable {
         return false
     }
 
+    /// What admission sees (`ConnectionAdmission`): idle or half-received since when; nil while
+    /// answering, or once no longer timed.
+    public var waiting: ConnectionAdmission.Waiting? {
+        switch state {
+        case .idle(let since): .idle(since: since)
+        case .receiving(let since): .receiving(since: since)
+        case .answering, .finished: nil
+        }
+    }
+
     /// Bytes came in: a request starts unless one is already being received or answered.
     public mutating func bytesArrived(now: Double) {
         if case .idle = state { state = .receiving(since: now) }

@@ -7,7 +7,8 @@ import NIOPosix
 
 /// How many control connections are served and how long each may wait.
 public struct ControlConnectionPolicy: Hashable, Sendable {
-    /// Connections served at once; the next gets 503 and is closed.
+    /// Connections served at once; beyond them a newcomer takes the place of one doing nothing
+    /// useful (`ConnectionAdmission`), else gets 503 and is closed.
     public var maxConnections: Int
     /// Request and idle time-outs.
     public var timeouts: ConnectionTimeouts.Limits
@@ -62,11 +63,18 @@ public final class ControlServer: Sendable {
             // once they are out) rather than a connection closed at its end of input.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                let overLimit = connections.count >= policy.maxConnections
-                connections.add(channel)
+                let clock = ConnectionClock(limits: policy.timeouts)
+                let id = ObjectIdentifier(channel)
+                let holdsSession: @Sendable () -> Bool = { router.audio?.ownsSession(id) ?? false }
+                let decision = connections.admit(channel, clock: clock, holdsSession: holdsSession, limit: policy.maxConnections)
+                let overLimit = if case .refuse = decision { true } else { false }
                 var connectionLogger = logger
                 connectionLogger[metadataKey: "peer"] = "\(channel.remoteAddress.map(Self.describe) ?? "unknown")"
                 connectionLogger.info("control connection opened")
+                if case .serveInPlaceOf(let evicted) = decision {
+                    connectionLogger.notice("all \(policy.maxConnections) connections taken: closing one that waited, \(evicted.remoteAddress.map(Self.describe) ?? "unknown")")
+                    evicted.close(promise: nil)
+                }
                 let sessionLogger = connectionLogger
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)
@@ -75,15 +83,13 @@ public final class ControlServer: Sendable {
                     router.videoPassword?.connectionClosed(ObjectIdentifier(channel))
                     sessionLogger.info("control connection closed")
                 }
-                let clock = ConnectionClock(limits: policy.timeouts)
-                let id = ObjectIdentifier(channel)
                 return channel.eventLoop.makeCompletedFuture {
                     let cipher = EncryptedChannelHandler(role: .receiver) { reason in
                         sessionLogger.notice("encrypted frame does not authenticate: closing", metadata: ["error": "\(reason)"])
                     }
                     try channel.pipeline.syncOperations.addHandler(cipher)
                     try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
-                        clock: clock, holdsSession: { router.audio?.ownsSession(id) ?? false }, serverHeader: router.serverHeader,
+                        clock: clock, holdsSession: holdsSession, serverHeader: router.serverHeader,
                         logger: sessionLogger))
                     try channel.pipeline.syncOperations.addHandler(
                         ResponseWriter(), name: ControlConnectionHandler.encoderName)
@@ -184,16 +190,65 @@ final class EventChannelReplies: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-/// The open connections, so shutdown can close them all.
+/// The open connections: admission (`ConnectionAdmission`) decides on each newcomer over them,
+/// and shutdown closes them all.
 final class ConnectionRegistry: Sendable {
-    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    /// What admission needs of a connection.
+    private struct Entry {
+        var channel: any Channel
+        var peer: String
+        var clock: ConnectionClock
+        var holdsSession: @Sendable () -> Bool
+    }
 
-    func add(_ channel: any Channel) { channels.withLockedValue { $0[ObjectIdentifier(channel)] = channel } }
+    /// The decision carried out: served, served in another's place (to be closed), or refused.
+    enum Admission {
+        case serve
+        case serveInPlaceOf(any Channel)
+        case refuse
+    }
+
+    private let channels = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
+
+    /// Decides on `channel` and records it (a refused one too, until it closes: it is being told 503).
+    func admit(_ channel: any Channel, clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, limit: Int) -> Admission {
+        let peer = Self.peer(of: channel)
+        let now = ConnectionClock.now()
+        return channels.withLockedValue { table in
+            guard table.count >= limit else {
+                table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, clock: clock, holdsSession: holdsSession)
+                return .serve
+            }
+            var keys: [Int: ObjectIdentifier] = [:]
+            let open = table.enumerated().map { index, item -> ConnectionAdmission.Connection in
+                keys[index] = item.key
+                return ConnectionAdmission.Connection(id: index, peer: item.value.peer, waiting: item.value.clock.timeouts.waiting,
+                                                      holdsSession: item.value.holdsSession())
+            }
+            let decision = ConnectionAdmission.decide(newcomer: peer, open: open, limit: limit, now: now)
+            table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, clock: clock, holdsSession: holdsSession)
+            switch decision {
+            case .serve: return .serve
+            case .refuse: return .refuse
+            case .serveInPlaceOf(let index):
+                guard let key = keys[index], let evicted = table.removeValue(forKey: key) else { return .serve }
+                // No longer waiting: it is not chosen twice before it has closed.
+                return .serveInPlaceOf(evicted.channel)
+            }
+        }
+    }
+
     func remove(_ channel: any Channel) { _ = channels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) } }
     var count: Int { channels.withLockedValue { $0.count } }
 
     func closeAll() async {
-        let open = channels.withLockedValue { Array($0.values) }
+        let open = channels.withLockedValue { table in table.values.map(\.channel) }
         for channel in open { try? await channel.close() }
+    }
+
+    /// The peer's address without its port (an IPv4-mapped IPv6 address as IPv4).
+    static func peer(of channel: any Channel) -> String {
+        let address = channel.remoteAddress?.ipAddress ?? "unknown"
+        return address.hasPrefix("::ffff:") ? String(address.dropFirst(7)) : address
     }
 }

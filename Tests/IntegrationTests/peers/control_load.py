@@ -10,6 +10,11 @@ Usage:
       8 connections pipeline `OPTIONS * RTSP/1.0` as fast as the box answers (100 requests in
       flight each), checking that every reply carries its request's CSeq in order; meanwhile a
       probe asks `GET /info` on a connection of its own ten times a second and times it.
+  control_load.py PORT slowloris SECONDS N
+      from 127.0.0.2, N connections each send a request's first bytes and then one byte every
+      half second, never finishing it (one the box closes is opened again 0.2 s later); meanwhile from
+      127.0.0.1 a client asks `GET /server-info` on a fresh connection 50 times a second and
+      times each answer.
 
 Prints "OK {json}" with what it counted; exits 1 when something was not answered as asked.
 Every loop is bounded in time.
@@ -130,5 +135,98 @@ def flood(seconds):
     return wrong == 0
 
 
-ok = connections(int(sys.argv[3])) if mode == "connections" else flood(float(sys.argv[3]))
+
+def slowloris(seconds, count):
+    import threading
+    stop = time.monotonic() + seconds
+    good = {"statuses": {}, "latencies": []}
+
+    def ask():
+        while time.monotonic() < stop:
+            asked = time.monotonic()
+            status = "closed"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.1", 0)) as s:
+                    s.sendall(b"GET /server-info HTTP/1.1\r\nHost: box\r\n\r\n")
+                    data = b""
+                    while b"\r\n" not in data:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    status = str(status_line(data)) if data else "closed"
+            except OSError as error:
+                status = type(error).__name__
+            good["statuses"][status] = good["statuses"].get(status, 0) + 1
+            good["latencies"].append((time.monotonic() - asked) * 1000)
+            time.sleep(max(0, asked + 0.02 - time.monotonic()))
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    selector = selectors.DefaultSelector()
+    opened, cut = 0, 0
+
+    def open_one():
+        nonlocal opened
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        selector.register(s, selectors.EVENT_READ, {"next": time.monotonic() + 0.05, "sent": 0})
+        opened += 1
+
+    for _ in range(count):
+        open_one()
+    head = b"GET /server-info HTTP/1.1\r\nHost: box\r\nX-Slow: "
+    reopen = []   # when each connection the box let go of is opened again (a slowloris tool's pace)
+    while time.monotonic() < stop:
+        now = time.monotonic()
+        while reopen and reopen[0] <= now:
+            reopen.pop(0)
+            open_one()
+        for key in list(selector.get_map().values()):
+            s, state = key.fileobj, key.data
+            if now >= state["next"]:
+                try:
+                    s.send(head if state["sent"] == 0 else b"a")
+                    state["sent"] += 1
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    selector.unregister(s)
+                    s.close()
+                    cut += 1
+                    reopen.append(now + 0.2)
+                    continue
+                state["next"] = now + 0.5
+        for key, _ in selector.select(timeout=0.05):
+            s = key.fileobj
+            try:
+                chunk = s.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                chunk = b""
+            # An answer (408, 503) or a close: the box let go of it; the flood opens another.
+            selector.unregister(s)
+            s.close()
+            cut += 1
+            reopen.append(time.monotonic() + 0.2)
+    asker.join(timeout=10)
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()
+    latencies = sorted(good["latencies"])
+    p = lambda q: round(latencies[min(len(latencies) - 1, int(len(latencies) * q))], 1) if latencies else None
+    print("OK " + json.dumps({"good": good["statuses"], "asked": len(latencies), "p50_ms": p(0.5), "p99_ms": p(0.99),
+                              "max_ms": round(latencies[-1], 1) if latencies else None,
+                              "flood_opened": opened, "flood_cut": cut}), flush=True)
+    return set(good["statuses"]) == {"200"}
+
+
+if mode == "connections":
+    ok = connections(int(sys.argv[3]))
+elif mode == "slowloris":
+    ok = slowloris(float(sys.argv[3]), int(sys.argv[4]))
+else:
+    ok = flood(float(sys.argv[3]))
 sys.exit(0 if ok else 1)
