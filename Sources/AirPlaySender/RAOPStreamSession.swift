@@ -194,13 +194,11 @@ public final class RAOPStreamSession: Sendable {
                     shownItem = playlist.position.index
                     artwork = Self.artwork(playlist.tags)
                     let resumeAt = streamer.nextPoint
-                    if !wasPaused {
-                        for link in links { try await link.record(sequence: resumeAt.sequence, rtpTime: resumeAt.timestamp) }
-                        streamer.resume(replayUnheard: false)
-                    }
+                    if !wasPaused { for link in links { try await link.record(sequence: resumeAt.sequence, rtpTime: resumeAt.timestamp) } }
                     for link in links {
                         await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(resumeAt.timestamp), rtpTime: resumeAt.timestamp)
                     }
+                    if !wasPaused { streamer.resume(replayUnheard: false) }
                     report(.state("item \(shownItem + 1) of \(playlist.position.count): \(currentItem().title ?? "?")"))
                 case .setVolume(let target):
                     volume = min(100, max(0, target))
@@ -210,10 +208,11 @@ public final class RAOPStreamSession: Sendable {
                     if streamer.isPaused {
                         let point = streamer.nextPoint
                         for link in links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
-                        streamer.resume()
+                        // The item before the audio, as at the start (Sonos emits nothing until it has it).
                         for link in links {
                             await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
                         }
+                        streamer.resume()
                         report(.state("playing"))
                     } else if let point = streamer.pause() {
                         for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }

@@ -10,11 +10,11 @@ Usage:
       8 connections pipeline `OPTIONS * RTSP/1.0` as fast as the box answers (100 requests in
       flight each), checking that every reply carries its request's CSeq in order; meanwhile a
       probe asks `GET /info` on a connection of its own ten times a second and times it.
-  control_load.py PORT slowloris SECONDS N
+  control_load.py PORT slowloris SECONDS N [options]
       from 127.0.0.2, N connections each send a request's first bytes and then one byte every
       half second, never finishing it (one the box closes is opened again 0.2 s later); meanwhile from
-      127.0.0.1 a client asks `GET /server-info` on a fresh connection 50 times a second and
-      times each answer.
+      127.0.0.1 a client asks `GET /server-info` (or with `options`, `OPTIONS *` over RTSP, which
+      every AirPlay receiver answers) on a fresh connection 50 times a second and times each answer.
 
 Prints "OK {json}" with what it counted; exits 1 when something was not answered as asked.
 Every loop is bounded in time.
@@ -136,7 +136,7 @@ def flood(seconds):
 
 
 
-def slowloris(seconds, count):
+def slowloris(seconds, count, request):
     import threading
     stop = time.monotonic() + seconds
     good = {"statuses": {}, "latencies": []}
@@ -147,7 +147,7 @@ def slowloris(seconds, count):
             status = "closed"
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.1", 0)) as s:
-                    s.sendall(b"GET /server-info HTTP/1.1\r\nHost: box\r\n\r\n")
+                    s.sendall(request)
                     data = b""
                     while b"\r\n" not in data:
                         chunk = s.recv(65536)
@@ -226,7 +226,9 @@ def slowloris(seconds, count):
 if mode == "connections":
     ok = connections(int(sys.argv[3]))
 elif mode == "slowloris":
-    ok = slowloris(float(sys.argv[3]), int(sys.argv[4]))
+    options = len(sys.argv) > 5 and sys.argv[5] == "options"
+    ok = slowloris(float(sys.argv[3]), int(sys.argv[4]),
+                   b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n" if options else b"GET /server-info HTTP/1.1\r\nHost: box\r\n\r\n")
 else:
     ok = flood(float(sys.argv[3]))
 sys.exit(0 if ok else 1)
