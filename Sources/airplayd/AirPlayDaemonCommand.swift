@@ -86,9 +86,17 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("probe-sink"), help: .hidden)
     var probeSinks: [String] = []
 
+    /// Prints airplayd.toml(5) for `tools/man-pages` (the date its `.Dd` shows) and exits.
+    @Option(name: .customLong("print-configuration-manual"), help: .hidden)
+    var configurationManualDate: String?
+
     enum Toggle: String, ExpressibleByArgument { case on, off }
 
     func run() async throws {
+        if let date = configurationManualDate {
+            print(ConfigurationManual.page(date: date), terminator: "")
+            return
+        }
         if probeMedia {
             // The child the daemon asks what GStreamer can do (see MediaProbe).
             print(MediaProbe.here(sinks: probeSinks).json)

@@ -109,6 +109,18 @@ import Testing
         #expect(try ReceiverConfiguration.load(path: "/nonexistent/airplayd.toml", required: false).port == 7000)
     }
 
+    /// `man airplayd.toml` is written from the key table: every key, what it takes, its rule.
+    @Test func theManualPageListsEveryKeyFromTheTable() {
+        let page = ConfigurationManual.page(date: "November 28, 2026")
+        #expect(page.contains(".Dt AIRPLAYD.TOML 5") && page.contains(".Dd November 28, 2026"))
+        for key in ConfigurationKey.all {
+            #expect(page.contains(".It Ic \(key.name)\n"), "\(key.name) is not in the page")
+            #expect(page.contains(ConfigurationManual.escaped(key.summary)), "\(key.name)'s summary is not in the page")
+        }
+        // No line of text may start a request by accident.
+        #expect(page.split(separator: "\n").allSatisfy { !$0.hasPrefix("'") })
+    }
+
     @Test func exampleFileDocumentsEveryKeyAndParses() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

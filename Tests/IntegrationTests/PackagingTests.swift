@@ -49,16 +49,54 @@ import Testing
 
     @Test func installPutsBinaryUnitAndConfigInPlace() throws {
         let root = Products.scratchDirectory("install")
+        let pages = try Self.manualPages()
         let result = try runCommand("/bin/bash", [Products.repositoryRoot + "/tools/install", "--destdir", root, "--skip-build",
-                                                  "--bin-dir", Products.buildDirectory], timeout: 120)
+                                                  "--bin-dir", Products.buildDirectory, "--man-pages", pages], timeout: 120)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         for path in ["/usr/local/bin/airplayd", "/usr/local/bin/airplay", "/etc/systemd/system/airplayd.service",
-                     "/etc/systemd/system/airplayd@.service", "/etc/airplayd/airplayd.toml", "/etc/dbus-1/system.d/airplayd.conf"] {
+                     "/etc/systemd/system/airplayd@.service", "/etc/airplayd/airplayd.toml", "/etc/dbus-1/system.d/airplayd.conf",
+                     "/usr/local/share/man/man1/airplay.1", "/usr/local/share/man/man8/airplayd.8", "/usr/local/share/man/man5/airplayd.toml.5",
+                     "/usr/local/share/bash-completion/completions/airplay", "/usr/local/share/zsh/site-functions/_airplayd",
+                     "/usr/local/share/fish/vendor_completions.d/airplay.fish"] {
             #expect(FileManager.default.fileExists(atPath: root + path), "\(path) not installed")
         }
         // The installed example configuration is accepted by the installed daemon... by its parser at least:
         let check = try runCommand(root + "/usr/local/bin/airplayd", ["--config", root + "/etc/airplayd/airplayd.toml",
                                                                       "--port", "99999"], timeout: 20)
         #expect(check.stderr.contains("config key 'port'"), "the file parsed; only the flag was refused")
+    }
+
+    /// The pages and completions as `tools/man-pages` writes them from the built binaries.
+    static func manualPages() throws -> String {
+        let output = Products.scratchDirectory("man-pages")
+        let tool = Products.buildDirectory + "/generate-manual-tool"
+        try #require(FileManager.default.isExecutableFile(atPath: tool), "tools/test builds swift-argument-parser's generate-manual")
+        let result = try runCommand("/bin/bash", [Products.repositoryRoot + "/tools/man-pages", "--bin-dir", Products.buildDirectory,
+                                                  "--output", output], environment: ["GENERATE_MANUAL": tool], timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        return output
+    }
+
+    /// `man airplayd`, `man airplay` and `man airplayd.toml` read what `--help` and the key table
+    /// say, and render without a warning; the bash completions parse, and complete a subcommand.
+    @Test func manualPagesAndCompletionsSayWhatTheBinariesDo() throws {
+        let pages = try Self.manualPages()
+        var rendered: [String: String] = [:]
+        for page in ["airplay.1", "airplayd.8", "airplayd.toml.5"] {
+            let man = try runCommand("/usr/bin/man", ["--warnings", "-l", "-Tascii", pages + "/" + page], environment: ["MANWIDTH": "100"], timeout: 30)
+            #expect(man.status == 0 && man.stderr.isEmpty, "\(page): \(man.stderr)")
+            // Bold and underline are overstruck (a character, a backspace, itself or "_"): the text alone.
+            var plain: [Character] = []
+            for character in man.stdout { if character == "\u{8}" { _ = plain.popLast() } else { plain.append(character) } }
+            rendered[page] = String(plain)
+        }
+        #expect(rendered["airplay.1"]?.contains("stream") == true && rendered["airplay.1"]?.contains("--timing") == true)
+        #expect(rendered["airplayd.8"]?.contains("--audio-output") == true)
+        let keys = ["name", "port", "max_connections", "audio_output", "airplay2", "ptp"]
+        #expect(keys.allSatisfy { rendered["airplayd.toml.5"]?.contains($0) == true }, "\(rendered["airplayd.toml.5"] ?? "")")
+        let bash = pages + "/completions/bash/airplay"
+        #expect(try runCommand("/bin/bash", ["-n", bash], timeout: 10).status == 0)
+        let completed = try runCommand("/bin/bash", ["-c", "source \(bash); COMP_WORDS=(airplay str); COMP_CWORD=1; COMP_LINE='airplay str'; COMP_POINT=11; _airplay; echo \"${COMPREPLY[*]}\""], timeout: 10)
+        #expect(completed.stdout.contains("stream"), "\(completed.stdout)\(completed.stderr)")
     }
 }
