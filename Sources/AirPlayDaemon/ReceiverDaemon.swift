@@ -106,7 +106,8 @@ public final class ReceiverDaemon: Service, Sendable {
             decoders: media.raopDecoders,
             takeover: configuration.audioTakeover,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: nowPlaying,
-            faultDropPercent: Self.faultDropPercent(logger: logger), ptp: ptp, logger: logger)
+            faultDropPercent: Self.faultDropPercent(logger: logger), faultRefuseRealtimeStreams: Self.faultRefuseRealtimeStreams(logger: logger),
+            ptp: ptp, logger: logger)
     }
 
     /// Test-only: `AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS=N` (1 to 30) shortens how long a silent PTP
@@ -126,6 +127,14 @@ public final class ReceiverDaemon: Service, Sendable {
               let percent = Int(text), (1...50).contains(percent) else { return 0 }
         logger.warning("test fault injection: dropping audio packets on arrival", metadata: ["percent": "\(percent)"])
         return percent
+    }
+
+    /// Test-only: `AIRPLAYD_FAULT_REFUSE_REALTIME_STREAMS=1` refuses AirPlay 2 realtime streams
+    /// with 400, as Sonos speakers do, so tests can show a sender falling back to AirPlay 1.
+    static func faultRefuseRealtimeStreams(logger: Logger) -> Bool {
+        guard ProcessInfo.processInfo.environment["AIRPLAYD_FAULT_REFUSE_REALTIME_STREAMS"] == "1" else { return false }
+        logger.warning("test fault injection: refusing AirPlay 2 realtime streams with 400")
+        return true
     }
 
     /// HAP pairing over the instance's identity and pairings, with the configured PIN and access rule.

@@ -30,6 +30,9 @@ public struct InMemorySetup: Sendable {
     /// The event channel and data port the sender connected to.
     public private(set) var connectedEventPort: Int?
     public private(set) var connectedDataPort: Int?
+    /// Whether the sender learnt that the receiver refused AirPlay 2's native stream (then it
+    /// plays AirPlay 1: `SenderSetupMachine.refusedNativeStreams`).
+    public private(set) var refusedNativeStreams = false
     private let identity = RAOPClientIdentity()
     private var cseq = 0
     private var session: String?
@@ -67,7 +70,9 @@ public struct InMemorySetup: Sendable {
                 case .adoptSession(let id): session = id
                 case .warn(let message): warnings.append(message)
                 case .finished(let outcome): return .success(outcome)
-                case .failed(let error): return .failure(error)
+                case .failed(let error):
+                    refusedNativeStreams = machine.refusedNativeStreams
+                    return .failure(error)
                 }
             }
             actions = next

@@ -109,6 +109,7 @@ extension RAOPLink {
                 case .finished(let outcome):
                     return outcome
                 case .failed(let error):
+                    refusedNativeStreams = machine.refusedNativeStreams
                     throw error
                 }
             }

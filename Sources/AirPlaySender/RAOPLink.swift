@@ -72,6 +72,9 @@ public final class RAOPLink: @unchecked Sendable {
     public let features: FeatureSet
     /// Its `GET /info` answer, when it was asked and said something.
     public let info: ReceiverInfo?
+    /// Set when its setup failed because it refused AirPlay 2's native realtime stream
+    /// (`SenderSetupMachine.refusedNativeStreams`): it may play AirPlay 1 instead.
+    public internal(set) var refusedNativeStreams = false
     /// The codec chosen at ANNOUNCE.
     public internal(set) var codec: Codec = .pcm
     /// Set when the stream is encrypted.

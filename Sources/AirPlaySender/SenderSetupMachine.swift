@@ -142,6 +142,9 @@ package struct SenderSetupMachine: Sendable {
     private var ourPort = 0
     /// What has been agreed so far.
     package private(set) var outcome = Outcome()
+    /// True once the receiver refused the realtime stream's SETUP (phase 2) for what it is, after
+    /// taking the session: it may still play AirPlay 1 (its RAOP-compatible path, as Sonos does).
+    package private(set) var refusedNativeStreams = false
 
     /// A setup along `route`; RECORD starts from `sequence`/`rtpTime` and the volume is
     /// `volumeDecibels` (AirPlay dB).
@@ -261,7 +264,10 @@ package struct SenderSetupMachine: Sendable {
         case .streamsSetup:
             let reply: AirPlay2SetupReply
             switch Self.setupReply(response) {
-            case .failure(let error): return [.failed(error)]
+            case .failure(let error):
+                // Sonos refuses AirPlay 2's native realtime stream (400) and plays AirPlay 1.
+                if case .realtime = route, [400, 406, 415, 451, 461].contains(response.status) { refusedNativeStreams = true }
+                return [.failed(error)]
             case .success(let read): reply = read
             }
             guard let stream = reply.streams?.first else {

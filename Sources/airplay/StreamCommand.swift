@@ -98,8 +98,13 @@ struct StreamCommand: AsyncParsableCommand {
             display.fail("\(file == "-" ? "standard input" : file): \(error.message)", kind: "badInput")
             throw ExitCode(ExitStatus.badInput)
         }
-        do {
-            let summary = try await stream(source, display: display)
+        do throws(SenderError) {
+            // A receiver that refuses AirPlay 2's native stream (Sonos) is played over AirPlay 1:
+            // everything is set up again, before any audio went out.
+            var airPlay1: Set<String> = []
+            var result = try await stream(source, display: display, airPlay1: &airPlay1)
+            if result == nil { result = try await stream(source, display: display, airPlay1: &airPlay1) }
+            guard let summary = result else { throw SenderError(.refused(status: 400), "the receivers refused every way of playing") }
             display.finish(summary)
         } catch {
             display.fail(error.message, kind: "\(error.kind)")
@@ -120,7 +125,10 @@ struct StreamCommand: AsyncParsableCommand {
         return try GStreamerPCMSource(path: file, start: start)
     }
 
-    private func stream(_ source: any PCMSource, display: StreamDisplay) async throws(SenderError) -> [String: Any] {
+    /// Streams to the receivers, those in `airPlay1` (by key) over AirPlay 1. Returns nil, with
+    /// `airPlay1` filled, when receivers refused AirPlay 2's native realtime stream and were not
+    /// yet in it: the caller tries again.
+    private func stream(_ source: any PCMSource, display: StreamDisplay, airPlay1: inout Set<String>) async throws(SenderError) -> [String: Any]? {
         var addresses: [ReceiverAddress] = []
         for target in to.isEmpty ? [nil] : to.map(Optional.some) {
             addresses.append(try ReceiverResolver.resolve(target, needVideo: false, choose: askOnTerminal))
@@ -130,7 +138,8 @@ struct StreamCommand: AsyncParsableCommand {
         var links: [RAOPLink] = []
         let buffered = mode == .buffered
         for address in addresses {
-            links.append(try await ReceiverLinks.open(address, protocolVersion: protocolVersion, buffered: buffered, identity: identity,
+            links.append(try await ReceiverLinks.open(address, protocolVersion: airPlay1.contains(address.key) ? 1 : protocolVersion,
+                                                      buffered: buffered, identity: identity,
                                                       password: password, crypto: crypto))
         }
         let realtimeClock = buffered ? nil : try realtimePTPClock(for: links, display: display)
@@ -199,13 +208,24 @@ struct StreamCommand: AsyncParsableCommand {
             buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
                      : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP") : link.encryptor == nil ? "" : ", RSA"))"
         } }
-        let summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
-            switch report {
-            case .started:
-                display.started(title: title, artist: tags.artist, receivers: receivers(), duration: tags.duration.map { max(0, $0 - start) })
-            case .progress(let elapsed, let paused, let volume): display.progress(elapsed: elapsed, paused: paused, volume: volume)
-            case .state(let state): display.state(state)
+        let summary: RAOPStreamSession.Summary
+        do {
+            summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in
+                switch report {
+                case .started:
+                    display.started(title: title, artist: tags.artist, receivers: receivers(), duration: tags.duration.map { max(0, $0 - start) })
+                case .progress(let elapsed, let paused, let volume): display.progress(elapsed: elapsed, paused: paused, volume: volume)
+                case .state(let state): display.state(state)
+                }
             }
+        } catch {
+            let refusing = zip(addresses, links).filter { $1.refusedNativeStreams && !airPlay1.contains($0.key) }.map(\.0)
+            guard !refusing.isEmpty, protocolVersion == nil, !buffered else { throw error }
+            for address in refusing {
+                display.warn("\(address.name) refused AirPlay 2's stream (\(error.message)): playing to it over AirPlay 1, its RAOP-compatible path")
+                airPlay1.insert(address.key)
+            }
+            return nil
         }
         let milliseconds = { (seconds: Double) in (seconds * 100_000).rounded() / 100 }
         var result: [String: Any] = [

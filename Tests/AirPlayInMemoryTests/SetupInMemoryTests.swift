@@ -164,11 +164,26 @@ import Testing
             == .failure(SenderError(.refused(status: 200), "SETUP answered 200 with no body")))
     }
 
-    @Test func aSpeakerThatRefusesNativeStreamsSaysSo() {
+    /// Sonos takes the AirPlay 2 session, refuses its native realtime stream (400), and plays
+    /// the RAOP-compatible path: the sender learns it (and `airplay stream` sets the speaker up
+    /// again over AirPlay 1), which then plays.
+    @Test func aSpeakerThatRefusesNativeStreamsSaysSoAndPlaysAirPlay1() throws {
         var receiver = InMemoryReceiver(quirks: .refusesNativeStreams)
         var setup = InMemorySetup()
         #expect(setup.run(Self.realtime(), against: &receiver, now: 0)
             == .failure(SenderError(.refused(status: 400), "SETUP answered 400: streams are not taken")))
+        #expect(setup.refusedNativeStreams)
+        var again = InMemorySetup()
+        _ = try again.run(Self.raop(), against: &receiver, now: 1).get()
+        #expect(receiver.machine.current?.kind == .raop && receiver.machine.current?.phase == .recording)
+    }
+
+    /// Any other failure says nothing of the sort (no fallback for a refused session).
+    @Test func anEmptyAnswerIsNotARefusedStream() {
+        var receiver = InMemoryReceiver(quirks: .emptyAnswerToNTPSessions)
+        var setup = InMemorySetup()
+        _ = setup.run(Self.realtime(), against: &receiver, now: 0)
+        #expect(!setup.refusedNativeStreams)
     }
 
     @Test func aSessionWithoutRTSPOrAudioForItsTimeoutEnds() throws {

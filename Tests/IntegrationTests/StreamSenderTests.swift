@@ -151,6 +151,21 @@ import Testing
         #expect(right.status == 0, "\(right.stderr)")
     }
 
+    /// A speaker that takes AirPlay 2's session but refuses its native realtime stream with 400,
+    /// as Sonos speakers do (airplayd's test fault): `airplay stream` says so and plays to it
+    /// over AirPlay 1, its RAOP-compatible path, bit-exact.
+    @Test func aSpeakerRefusingAirPlay2StreamsIsPlayedOverAirPlay1() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let raw = Products.scratchDirectory("sonos") + "/out.pcm"
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"], environment: ["AIRPLAYD_FAULT_REFUSE_REALTIME_STREAMS": "1"])
+        let result = try airplay(["stream", sweep.directory + "/sweep.flac", "--to", "127.0.0.1:\(daemon.port)", "--json"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("RAOP-compatible path") && result.stdout.contains("\"protocol\":1"), "\(result.stdout)\(result.stderr)")
+        #expect(daemon.process.stderr.contains("realtime streams are refused"), "the AirPlay 2 stream was tried first")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(sweep.compare(samples).exact >= 0.999)
+    }
+
     /// 5 % of the packets are dropped on their way into airplayd (its test-only knob): the
     /// resend requests are answered from our backlog, and the output is still bit-exact.
     @Test func droppedPacketsAreResentFromTheBacklog() throws {

@@ -42,6 +42,10 @@ extension AudioSessions {
             guard streams.count == 1, let stream = streams.first else {
                 return .text(status: 461, "one audio stream per session is played here, not \(streams.count)")
             }
+            if faultRefuseRealtimeStreams, stream.type == AirPlay2Setup.realtime {
+                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "test fault: realtime streams are refused, as Sonos does"])
+                return .text(status: 400, "realtime streams are refused here (test fault: as Sonos)")
+            }
             let prepared: PreparedStream
             do {
                 prepared = try prepare(stream)

@@ -73,6 +73,9 @@ public final class AudioSessions: Sendable {
     let decoders: any RAOPDecoderFactory
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
+    /// Test-only: a realtime stream's SETUP is refused with 400, as Sonos refuses AirPlay 2's
+    /// native streams (the sender then plays over AirPlay 1).
+    let faultRefuseRealtimeStreams: Bool
     /// The PTP follower: PTP sessions and buffered streams are served only with it.
     let ptp: (any PTPClock)?
     let logger: Logger
@@ -92,10 +95,12 @@ public final class AudioSessions: Sendable {
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
                 decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying,
-                faultDropPercent: Int = 0, clock: any MonotonicClock = SystemClock(), ptp: (any PTPClock)? = nil, logger: Logger) {
+                faultDropPercent: Int = 0, faultRefuseRealtimeStreams: Bool = false, clock: any MonotonicClock = SystemClock(),
+                ptp: (any PTPClock)? = nil, logger: Logger) {
         self.ptp = ptp
         self.clock = clock
         self.faultDropPercent = faultDropPercent
+        self.faultRefuseRealtimeStreams = faultRefuseRealtimeStreams
         self.group = group
         authenticator = password.flatMap { $0.isEmpty ? nil : DigestAuthenticator(password: $0) }
         self.deviceID = deviceID.bytes
