@@ -40,9 +40,10 @@ public final class BufferedStreamer: @unchecked Sendable {
                                        timeline: clock.identity.clockIdentity))
     }
 
-    /// The first anchor: the first frame sounds `startDelay` from now.
-    func startAnchor() -> RateAnchorMessage {
-        let time = PTPGrandmaster.now() + Int64(Self.startDelay * 1e9)
+    /// The first anchor: the first frame sounds at `soundsAt` (PTP nanoseconds), by default
+    /// `startDelay` from now.
+    func startAnchor(soundsAt: Int64? = nil) -> RateAnchorMessage {
+        let time = soundsAt ?? PTPGrandmaster.now() + Int64(Self.startDelay * 1e9)
         return state.withLock { $0.start(soundsAt: time) }
     }
 
@@ -153,10 +154,14 @@ public final class BufferedStreamer: @unchecked Sendable {
         return state.withLock { $0.pause(now: now) }
     }
 
-    /// Plays on from where it paused, shortly from now; returns the anchor to send.
-    func resume() -> RateAnchorMessage? {
-        let time = PTPGrandmaster.now() + Int64(0.3 * 1e9)
-        let anchor = state.withLock { $0.resume(soundsAt: time) }
+    /// Plays on from where it paused, shortly from now; returns the anchor to send. In a mixed
+    /// group: from the frame `frame` frames after the first, at `soundsAt` (the realtime
+    /// receivers' resume).
+    func resume(frame: Int? = nil, soundsAt: Int64? = nil) -> RateAnchorMessage? {
+        let time = soundsAt ?? PTPGrandmaster.now() + Int64(0.3 * 1e9)
+        let anchor = state.withLock { state in
+            state.resume(from: frame.map { state.firstTimestamp &+ UInt32(truncatingIfNeeded: $0) }, soundsAt: time)
+        }
         if anchor != nil { resumeSignal.signal() }
         return anchor
     }

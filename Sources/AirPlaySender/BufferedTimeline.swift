@@ -26,6 +26,8 @@ struct BufferedTimeline: Sendable {
     /// Our grandmaster's clock identity, named in every anchor.
     let timeline: UInt64
 
+    /// The RTP time of the first frame.
+    let firstTimestamp: UInt32
     /// The next packet's sequence number (23 bits, as buffered audio numbers them) and RTP time.
     private(set) var sequence: UInt32 = 0
     private(set) var timestamp: UInt32
@@ -41,6 +43,7 @@ struct BufferedTimeline: Sendable {
 
     /// A stream whose first frame has RTP time `firstTimestamp`.
     init(firstTimestamp: UInt32, sampleRate: Double, ahead: Double, timeline: UInt64) {
+        self.firstTimestamp = firstTimestamp
         timestamp = firstTimestamp
         anchorTimestamp = firstTimestamp
         self.sampleRate = sampleRate
@@ -113,12 +116,12 @@ struct BufferedTimeline: Sendable {
         return RateAnchorMessage(playing: false, rtpTime: pausedAt, networkTime: 0, timeline: timeline)
     }
 
-    /// Plays on from the paused frame, which sounds at `soundsAt`; the anchor to send, or nil
-    /// when not paused.
-    mutating func resume(soundsAt: Int64) -> RateAnchorMessage? {
+    /// Plays on from the paused frame (or `from`, in a mixed group the frame its realtime
+    /// receivers resume from), which sounds at `soundsAt`; the anchor to send, or nil when not paused.
+    mutating func resume(from: UInt32? = nil, soundsAt: Int64) -> RateAnchorMessage? {
         guard paused else { return nil }
         paused = false
-        anchorTimestamp = pausedAt
+        anchorTimestamp = from ?? pausedAt
         anchorTime = soundsAt
         return anchor
     }

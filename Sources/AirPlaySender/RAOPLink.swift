@@ -68,6 +68,8 @@ public final class RAOPLink: @unchecked Sendable {
     let crypto: RAOPSenderCrypto?
     /// True when the session is set up the AirPlay 2 way (plist SETUPs, ChaCha20-Poly1305 audio).
     public let airPlay2: Bool
+    /// True when the receiver gets buffered audio (type 103, on PTP); else realtime.
+    public let buffered: Bool
     /// What the receiver says it does: its record's `ft`, or its `GET /info` answer's `features`.
     public let features: FeatureSet
     /// Its `GET /info` answer, when it was asked and said something.
@@ -111,9 +113,10 @@ public final class RAOPLink: @unchecked Sendable {
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
     /// (the connection must be encrypted by a pairing first).
     public init(name: String, connection: ReceiverConnection, traits: RAOPReceiverTraits, identity: RAOPClientIdentity,
-                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false, features: FeatureSet = [],
-                info: ReceiverInfo? = nil) {
+                password: String?, crypto: RAOPSenderCrypto?, airPlay2: Bool = false, buffered: Bool = false,
+                features: FeatureSet = [], info: ReceiverInfo? = nil) {
         self.name = name
+        self.buffered = buffered
         self.features = features
         self.info = info
         self.traits = traits

@@ -83,8 +83,8 @@ public final class RAOPStreamSession: Sendable {
 
     /// A session over connected links; `item` is the metadata sent, `startOffset` how many
     /// seconds into the track the source starts, `volume` 0-100. With `grandmaster` the
-    /// receivers get buffered audio anchored on its clock, in `bufferedCodec`; without,
-    /// realtime audio.
+    /// buffered links get buffered audio anchored on its clock, in `bufferedCodec`, and the
+    /// others realtime audio in step with them (`runMixed`); without, all get realtime audio.
     public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double,
                 grandmaster: PTPGrandmaster? = nil, bufferedCodec: BufferedCodec = .alac) {
         self.grandmaster = grandmaster
@@ -116,7 +116,10 @@ public final class RAOPStreamSession: Sendable {
                     warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError)
         -> Summary {
         if let grandmaster {
-            return try await runBuffered(grandmaster: grandmaster, events: events, continuation: continuation, report: report)
+            if links.allSatisfy(\.buffered) {
+                return try await runBuffered(grandmaster: grandmaster, events: events, continuation: continuation, report: report)
+            }
+            return try await runMixed(grandmaster: grandmaster, events: events, continuation: continuation, warn: warn, report: report)
         }
         let start = Self.rtpStart()
         var volume = initialVolume

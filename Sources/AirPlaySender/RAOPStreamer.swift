@@ -60,9 +60,14 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// Sends everything `read` returns, in real time, until it returns nothing or `stop()`.
     /// Blocks: run it on its own thread. `sent` is called after every packet. The pacing is
-    /// `RAOPPacer`'s; this loop reads the clock, sleeps and sends.
-    public func play(read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
-        state.withLock { $0.pacer.start(now: clock.now()) }
+    /// `RAOPPacer`'s; this loop reads the clock, sleeps and sends. With `startingAt` (uptime
+    /// seconds) the first packet is due then, not now: a mixed group's buffered receivers were
+    /// told when it is heard.
+    public func play(startingAt: Double? = nil, read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
+        let start = startingAt ?? clock.now()
+        state.withLock { $0.pacer.start(now: start) }
+        let early = start - clock.now()
+        if early > 0 { usleep(UInt32(min(early, 5) * 1_000_000)) }
         while true {
             let (stopped, pause) = state.withLock { ($0.stopped, $0.pauseRequested) }
             if stopped { return }
@@ -81,7 +86,7 @@ public final class RAOPStreamer: @unchecked Sendable {
                 case .sync(let named, let next, let first, let due):
                     let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
                     // On PTP the same promise as an anchor: `next`, due now, is heard one latency on.
-                    let heardAt = PTPGrandmaster.now() + Int64((due + Self.latencySeconds - clock.now()) * 1e9)
+                    let heardAt = ptpTime(atUptime: due + Self.latencySeconds)
                     for link in links {
                         if link.ptpClock != nil {
                             link.sendAnchor(heard: next, at: heardAt, first: first)
@@ -159,15 +164,25 @@ public final class RAOPStreamer: @unchecked Sendable {
     /// now, with the audio that was sent but not yet heard when the pause came (the FLUSH threw
     /// it away at the receivers): the listener resumes where they paused. After a skip to
     /// another item `replayUnheard` is false: what was not heard belongs to the old one.
-    public func resume(replayUnheard: Bool = true) {
+    /// Returns when the new schedule starts (uptime seconds; the first frame sent again is due
+    /// then and heard one latency on), or nil when it was not paused.
+    @discardableResult
+    public func resume(replayUnheard: Bool = true) -> Double? {
+        let now = clock.now()
         let wasPaused = state.withLock { state -> Bool in
             guard state.paused else { return false }
-            state.pacer.resume(now: clock.now(), replayUnheard: replayUnheard)
+            state.pacer.resume(now: now, replayUnheard: replayUnheard)
             state.paused = false
             state.pauseRequested = false
             return true
         }
         if wasPaused { resumeSignal.signal() }
+        return wasPaused ? now : nil
+    }
+
+    /// Our PTP grandmaster's time (nanoseconds) at uptime `uptime` (seconds) on this clock.
+    func ptpTime(atUptime uptime: Double) -> Int64 {
+        PTPGrandmaster.now() + Int64((uptime - clock.now()) * 1e9)
     }
 
     /// True while paused.

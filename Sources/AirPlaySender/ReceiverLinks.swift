@@ -36,17 +36,24 @@ public enum ReceiverLinks {
         address.raopTXT.map { RAOPReceiverTraits(txt: $0, deviceID: address.deviceID?.bytes) } ?? RAOPReceiverTraits()
     }
 
+    /// How a link is to stream: realtime (type 96), buffered (type 103, AirPlay 2 on PTP), or
+    /// `auto`: buffered where the receiver takes it (bit 40), else realtime, as Apple's senders
+    /// play to a group of AirPlay 2 and older speakers.
+    public enum Mode: Sendable {
+        case realtime, buffered, auto
+    }
+
     /// A link for streaming audio to `address`: connected, secured as above, AirPlay 2 when
-    /// `buffered` or when `protocolVersion` or the receiver says so. Not yet set up. A receiver
+    /// buffered or when `protocolVersion` or the receiver says so. Not yet set up. A receiver
     /// given as HOST:PORT is asked `GET /info` first (as Apple's senders ask every receiver), so
     /// that one without a record is still known for what it is: in a mixed group the AirPlay 2
     /// rooms take PTP and the AirPlay 1 ones NTP. So is every receiver of a buffered stream: its
     /// answer says which formats it decodes (`BufferedFormatChoice`). `--protocol 1` skips it.
-    public static func open(_ address: ReceiverAddress, protocolVersion: Int?, buffered: Bool, identity: RAOPClientIdentity,
+    public static func open(_ address: ReceiverAddress, protocolVersion: Int?, mode: Mode, identity: RAOPClientIdentity,
                             password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> RAOPLink {
         var connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         var info: ReceiverInfo?
-        if address.raopTXT == nil || buffered, protocolVersion != 1 {
+        if address.raopTXT == nil || mode != .realtime, protocolVersion != 1 {
             switch await connection.info() {
             case .said(let said): info = said
             case .nothing: break
@@ -56,14 +63,18 @@ public enum ReceiverLinks {
                 connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
             }
         }
+        let features = features(of: address, info: info)
+        let wantsBuffered = mode == .buffered || (mode == .auto && protocolVersion != 1 && features.contains(.bufferedAudio))
         do {
-            try await secure(connection, to: address, transient: protocolVersion == 2 || buffered, info: info)
+            try await secure(connection, to: address, transient: protocolVersion == 2 || wantsBuffered, info: info)
         } catch {
             await connection.close()
             throw error
         }
+        // `auto` plays buffered only over a paired (encrypted) connection, as buffered audio needs.
+        let buffered = mode == .buffered || (wantsBuffered && connection.pairingSecret != nil)
         let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection, info: info)
         return RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
-                        password: password, crypto: crypto, airPlay2: airPlay2, features: features(of: address, info: info), info: info)
+                        password: password, crypto: crypto, airPlay2: airPlay2, buffered: buffered, features: features, info: info)
     }
 }

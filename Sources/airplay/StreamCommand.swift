@@ -45,7 +45,7 @@ struct StreamCommand: AsyncParsableCommand {
             help: "1 (RAOP) or 2 (AirPlay 2: pairing, plist SETUPs, ChaCha20 audio). Default: 2 where the receiver advertises it.")
     var protocolVersion: Int?
 
-    @Option(name: .long, help: "realtime (default) or buffered: AirPlay 2 buffered audio anchored on a PTP clock this command serves (UDP 319/320: root or CAP_NET_BIND_SERVICE), as senders play to a group.")
+    @Option(name: .long, help: "realtime (default), buffered: AirPlay 2 buffered audio anchored on a PTP clock this command serves (UDP 319/320: root or CAP_NET_BIND_SERVICE), as senders play to a group, or auto: buffered to the receivers that take it (bit 40) and realtime to the others, in step, as Apple's senders play to a mixed group.")
     var mode: StreamMode = .realtime
 
     @Option(name: .long, help: "Buffered mode's codec: alac (lossless, at the file's depth and rate; default) or aac (AAC-LC 256 kb/s, 16-bit, as Apple's senders send music).")
@@ -63,7 +63,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-dacp"), help: "Publish no DACP remote control: receivers then reach this stream over AirPlay 2's event channel only.")
     var noDACP = false
 
-    enum StreamMode: String, ExpressibleByArgument { case realtime, buffered }
+    enum StreamMode: String, ExpressibleByArgument { case realtime, buffered, auto }
     enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp }
 
     func validate() throws {
@@ -73,11 +73,11 @@ struct StreamCommand: AsyncParsableCommand {
         guard start >= 0, start.isFinite else { throw ValidationError("--start must be 0 or more seconds") }
         guard file != "-" || start == 0 else { throw ValidationError("--start needs a file, not standard input") }
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
-        guard mode == .realtime || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
-        guard codec == .alac || mode == .buffered else { throw ValidationError("--codec aac is for --mode buffered (realtime streams are ALAC or PCM)") }
-        guard rate == nil || mode == .buffered else { throw ValidationError("--rate is for --mode buffered (realtime streams are 44.1 kHz)") }
+        guard mode != .buffered || protocolVersion != 1 else { throw ValidationError("--mode buffered is AirPlay 2: it cannot go with --protocol 1") }
+        guard codec == .alac || mode != .realtime else { throw ValidationError("--codec aac is for --mode buffered or auto (realtime streams are ALAC or PCM)") }
+        guard rate == nil || mode != .realtime else { throw ValidationError("--rate is for --mode buffered or auto (realtime streams are 44.1 kHz)") }
         guard rate == nil || [44100, 48000].contains(rate!) else { throw ValidationError("--rate must be 44100 or 48000") }
-        guard timing != .ptp || (mode == .realtime && protocolVersion != 1) else {
+        guard timing != .ptp || (mode != .buffered && protocolVersion != 1) else {
             throw ValidationError("--timing ptp is for AirPlay 2 realtime streams (buffered streams are always on PTP)")
         }
     }
@@ -89,7 +89,7 @@ struct StreamCommand: AsyncParsableCommand {
         let display = StreamDisplay(json: json)
         let source: any PCMSource
         do {
-            let hiRes = mode == .buffered && codec == .alac
+            let hiRes = mode != .realtime && codec == .alac
             let first = try Self.open(file, start: start, hiRes: hiRes)
             source = files.count == 1 ? first : PlaylistSource(paths: files, first: first, open: { path throws in
                 try Self.open(path, start: 0, hiRes: hiRes)
@@ -136,24 +136,18 @@ struct StreamCommand: AsyncParsableCommand {
         let crypto = try? RAOPSenderCrypto()
         let identity = RAOPClientIdentity()
         var links: [RAOPLink] = []
-        let buffered = mode == .buffered
+        let linkMode: ReceiverLinks.Mode = switch mode {
+        case .realtime: .realtime
+        case .buffered: .buffered
+        case .auto: .auto
+        }
         for address in addresses {
             links.append(try await ReceiverLinks.open(address, protocolVersion: airPlay1.contains(address.key) ? 1 : protocolVersion,
-                                                      buffered: buffered, identity: identity,
-                                                      password: password, crypto: crypto))
+                                                      mode: linkMode, identity: identity, password: password, crypto: crypto))
         }
-        let realtimeClock = buffered ? nil : try realtimePTPClock(for: links, display: display)
-        let fileFormat = source.format
-        let source = buffered ? try convert(source, for: links) : source
-        defer { realtimeClock?.stop() }
-        let tags = source.tags
-        let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
-        var item = DMAP.Item()
-        item.title = title
-        item.artist = tags.artist
-        item.album = tags.album
-        item.genre = tags.genre
-        item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
+        // Buffered where a link is (all of them with --mode buffered; those that take it with
+        // --mode auto): one PTP grandmaster, which the realtime links on PTP share.
+        let buffered = links.contains(where: \.buffered)
         var grandmaster: PTPGrandmaster?
         if buffered {
             do {
@@ -162,6 +156,18 @@ struct StreamCommand: AsyncParsableCommand {
                 throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
             }
         }
+        let realtimeClock = try realtimePTPClock(for: links.filter { !$0.buffered }, display: display, sharing: grandmaster)
+        let fileFormat = source.format
+        let source = try convert(source, for: links)
+        defer { if realtimeClock !== grandmaster { realtimeClock?.stop() } }
+        let tags = source.tags
+        let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
+        var item = DMAP.Item()
+        item.title = title
+        item.artist = tags.artist
+        item.album = tags.album
+        item.genre = tags.genre
+        item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
         let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume,
                                         grandmaster: grandmaster, bufferedCodec: codec)
 
@@ -173,10 +179,10 @@ struct StreamCommand: AsyncParsableCommand {
         defer { interrupts.cancel() }
         // A buffered stream takes receivers that join on the way (`airplay group add`).
         let password = self.password
-        let control = buffered ? StreamControlServer { target in
+        let control = mode == .buffered ? StreamControlServer { target in
             do throws(SenderError) {
                 let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
-                let link = try await ReceiverLinks.open(address, protocolVersion: 2, buffered: true, identity: identity,
+                let link = try await ReceiverLinks.open(address, protocolVersion: 2, mode: .buffered, identity: identity,
                                                         password: password, crypto: crypto)
                 Self.obeyRemoteCommands(link, continuation)
                 let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
@@ -205,7 +211,7 @@ struct StreamCommand: AsyncParsableCommand {
         // Read once the session has set the links up: an AirPlay 2 setup chooses the codec.
         let linked = links
         let receivers: @Sendable () -> [String] = { linked.map { link in
-            buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
+            link.buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
                      : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP") : link.encryptor == nil ? "" : ", RSA"))"
         } }
         let summary: RAOPStreamSession.Summary
@@ -220,7 +226,11 @@ struct StreamCommand: AsyncParsableCommand {
             }
         } catch {
             let refusing = zip(addresses, links).filter { $1.refusedNativeStreams && !airPlay1.contains($0.key) }.map(\.0)
-            guard !refusing.isEmpty, protocolVersion == nil, !buffered else { throw error }
+            guard !refusing.isEmpty, protocolVersion == nil else { throw error }
+            // The retry serves its own PTP clock: this one lets go of UDP 319/320 first (20 ms).
+            grandmaster?.stop()
+            realtimeClock?.stop()
+            try? await Task.sleep(for: .milliseconds(100))
             for address in refusing {
                 display.warn("\(address.name) refused AirPlay 2's stream (\(error.message)): playing to it over AirPlay 1, its RAOP-compatible path")
                 airPlay1.insert(address.key)
@@ -251,7 +261,10 @@ extension StreamCommand {
     /// A buffered stream's source in the format chosen for its receivers (`BufferedFormatChoice`):
     /// as it is, or converted by GStreamer.
     func convert(_ source: any PCMSource, for links: [RAOPLink]) throws(SenderError) -> any PCMSource {
-        let chosen = BufferedFormatChoice.format(for: source.format, codec: codec, offers: links.map { $0.info?.bufferedFormats }, rate: rate)
+        // Realtime streams are CD audio; a mixed group's buffered receivers take the same samples.
+        let chosen = links.allSatisfy(\.buffered)
+            ? BufferedFormatChoice.format(for: source.format, codec: codec, offers: links.map { $0.info?.bufferedFormats }, rate: rate)
+            : PCMFormat.cd
         guard chosen != source.format else { return source }
         do {
             return try ResampledPCMSource(source, to: chosen)
@@ -264,7 +277,8 @@ extension StreamCommand {
     /// by default where the receiver advertises a PTP clock in its record or `/info`), set on each. Without the
     /// right to serve one (UDP 319/320 taken, or no privilege), `auto` falls back to NTP with a
     /// warning and `ptp` is an error.
-    func realtimePTPClock(for receivers: [RAOPLink], display: StreamDisplay) throws(SenderError) -> PTPGrandmaster? {
+    func realtimePTPClock(for receivers: [RAOPLink], display: StreamDisplay, sharing shared: PTPGrandmaster? = nil)
+        throws(SenderError) -> PTPGrandmaster? {
         guard timing != .ntp else { return nil }
         // `auto` leaves a receiver on this very host on NTP: its PTP follower holds UDP 319/320
         // here, and a clock served beside it would be heard by it as another master.
@@ -272,6 +286,10 @@ extension StreamCommand {
             link.airPlay2 && (timing == .ptp || (link.features.contains(.ptpClock) && !link.isOnThisHost))
         }
         guard !wanted.isEmpty else { return nil }
+        if let shared {
+            for link in wanted { link.ptpClock = shared }
+            return shared
+        }
         let clock: PTPGrandmaster
         do {
             clock = try PTPGrandmaster(clockIdentity: PTPGrandmaster.randomClockIdentity(), logger: Logger(label: "airplay"))

@@ -69,7 +69,8 @@ import Testing
     /// The pages and completions as `tools/man-pages` writes them from the built binaries.
     static func manualPages() throws -> String {
         let output = Products.scratchDirectory("man-pages")
-        let tool = Products.buildDirectory + "/generate-manual-tool"
+        // `swift build --product generate-manual` names it so (the package plugin adds "-tool").
+        let tool = Products.buildDirectory + "/generate-manual"
         try #require(FileManager.default.isExecutableFile(atPath: tool), "tools/test builds swift-argument-parser's generate-manual")
         let result = try runCommand("/bin/bash", [Products.repositoryRoot + "/tools/man-pages", "--bin-dir", Products.buildDirectory,
                                                   "--output", output], environment: ["GENERATE_MANUAL": tool], timeout: 120)

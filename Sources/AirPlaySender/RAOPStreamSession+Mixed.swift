@@ -1,0 +1,149 @@
+import AirPlayMedia
+import AirPlayTiming
+import Foundation
+
+/// `airplay stream --mode auto` to a group of AirPlay 2 speakers and older ones, as Apple's
+/// senders play it: buffered audio (type 103, anchored on our PTP grandmaster) to the receivers
+/// that take it, realtime audio (type 96, NTP syncs or 0xD7 anchors) to the others, one source
+/// read by both (`PCMTee`), on one timeline. The realtime streamer's first frame is due at a set
+/// moment, heard one latency later; the buffered anchor says that same frame sounds at that
+/// same moment on our PTP clock (this host's realtime clock, read beside the monotonic one the
+/// realtime streamer paces by). A pause stops both; a resume
+/// anchors the buffered receivers on the frame the realtime ones hear first again, when they
+/// hear it.
+extension RAOPStreamSession {
+    /// How long after its set-up the group's first frame is due: time to send the anchor.
+    static let mixedStartDelay = 0.5
+
+    func runMixed(grandmaster: PTPGrandmaster, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
+                  warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
+        let realtimeLinks = links.filter { !$0.buffered }, bufferedLinks = links.filter(\.buffered)
+        let start = Self.rtpStart()
+        var volume = initialVolume
+        let encoder: any BufferedEncoder
+        do {
+            encoder = try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
+        } catch {
+            throw SenderError(.badInput, error.message)
+        }
+        do {
+            for link in realtimeLinks {
+                try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
+            }
+            for link in bufferedLinks {
+                try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: Self.decibels(volume))
+            }
+        } catch {
+            for link in links { await link.tearDown() }
+            throw error
+        }
+        let realtime = RAOPStreamer(links: realtimeLinks, firstSequence: start.sequence, firstTimestamp: start.timestamp)
+        let buffered = BufferedStreamer(links: bufferedLinks, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format,
+                                        encoder: encoder)
+        let tags = source.tags
+        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
+        let rate = Double(source.format.sampleRate)
+        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
+        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
+        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: start.timestamp) }
+        // The first frame is due at `due` and heard one latency later, everywhere.
+        let due = RAOPClock.monotonic.now() + Self.mixedStartDelay
+        let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds))
+        var failure: SenderError?
+        do {
+            for link in bufferedLinks { try await link.sendAnchor(anchor) }
+        } catch {
+            failure = error
+        }
+        report(.started)
+        let tee = PCMTee(source)
+        let (realtimeSource, bufferedSource) = (tee.branch(0), tee.branch(1))
+        let realtimePlayer = Thread {
+            realtime.play(startingAt: due, read: { realtimeSource.read(frames: RAOPStreamer.framesPerPacket) })
+            continuation.yield(.ended)
+        }
+        let bufferedPlayer = Thread {
+            buffered.play(read: { bufferedSource.read(frames: buffered.framesPerPacket) })
+            continuation.yield(.ended)
+        }
+        if failure == nil {
+            realtimePlayer.start()
+            bufferedPlayer.start()
+        }
+        var ticks = 0, ended = 0, quitEarly = false
+        loop: for await event in events {
+            if failure != nil { break }
+            do throws(SenderError) {
+                switch event {
+                case .tick:
+                    ticks += 1
+                    for link in buffered.takeDropped() {
+                        report(.state("left \(link.name): its data connection broke"))
+                        await link.tearDown()
+                    }
+                    report(.progress(elapsed: Double(realtime.framesSent) / rate - RAOPStreamer.latencySeconds,
+                                     paused: realtime.isPaused, volume: volume))
+                    if ticks % 2 == 0 {
+                        for link in realtime.links + buffered.links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) }
+                    }
+                case .setPaused(let paused) where paused == realtime.isPaused:
+                    continue loop
+                case .togglePause, .setPaused:
+                    if realtime.isPaused {
+                        let point = realtime.nextPoint
+                        for link in realtimeLinks { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
+                        for link in realtimeLinks { await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp) }
+                        // The realtime receivers hear again from the frame they had not heard,
+                        // one latency after the new schedule starts: the buffered ones too.
+                        guard let resumed = realtime.resume() else { continue loop }
+                        let heard = realtime.ptpTime(atUptime: resumed + RAOPStreamer.latencySeconds)
+                        if let anchor = buffered.resume(frame: realtime.framesSent, soundsAt: heard) {
+                            for link in buffered.links { try await link.sendAnchor(anchor) }
+                        }
+                        report(.state("playing"))
+                    } else if let point = realtime.pause() {
+                        for link in realtimeLinks { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
+                        if let anchor = buffered.pause() {
+                            for link in buffered.links { try await link.sendAnchor(anchor) }
+                        }
+                        report(.state("paused"))
+                    }
+                case .setVolume(let target):
+                    volume = min(100, max(0, target))
+                    for link in realtime.links + buffered.links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .volume(let change):
+                    volume = min(100, max(0, volume + change))
+                    for link in realtime.links + buffered.links { try await link.setVolume(decibels: Self.decibels(volume)) }
+                    report(.state("volume \(Int(volume))"))
+                case .skip:
+                    report(.state("next and previous move through files in realtime mode only"))
+                case .join(let link, let done):
+                    done(SenderError(.badInput, "receivers join a buffered stream of buffered receivers only"))
+                    await link.tearDown()
+                case .quit:
+                    quitEarly = true
+                    realtime.stop()
+                    buffered.stop()
+                    break loop
+                case .ended:
+                    // Both players end (the buffered one first: it reads ahead); then the
+                    // realtime receivers play out their latency.
+                    ended += 1
+                    guard ended == 2 else { continue loop }
+                    try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
+                    break loop
+                }
+            } catch {
+                failure = error
+                realtime.stop()
+                buffered.stop()
+                break loop
+            }
+        }
+        for link in links { await link.tearDown() }
+        grandmaster.stop()
+        if let failure { throw failure }
+        return summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly)
+    }
+}
