@@ -8,12 +8,7 @@ extension RAOPStreamSession {
                      report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
         let start = Self.rtpStart()
         var volume = initialVolume
-        let encoder: any BufferedEncoder
-        do {
-            encoder = try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
-        } catch {
-            throw SenderError(.badInput, error.message)
-        }
+        let encoder = try bufferedEncoder()
         let codec = bufferedCodec
         do {
             for link in links {
@@ -24,20 +19,11 @@ extension RAOPStreamSession {
             throw error
         }
         let streamer = BufferedStreamer(links: links, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format, encoder: encoder)
-        let tags = source.tags
-        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
         let rate = Double(source.format.sampleRate)
-        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
-        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
-        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: start.timestamp) }
+        await sendStartMetadata(rtpTime: start.timestamp)
         // One anchor for all: every receiver plays the first frame at the same PTP time.
         let anchor = streamer.startAnchor()
-        var failure: SenderError?
-        do {
-            for link in links { try await link.sendAnchor(anchor) }
-        } catch {
-            failure = error
-        }
+        var failure = await Self.send(anchor, to: links)
         report(.started)
         let source = self.source
         let player = Thread {
@@ -53,11 +39,7 @@ extension RAOPStreamSession {
                 switch event {
                 case .tick:
                     ticks += 1
-                    // Receivers whose data connection broke were dropped by the streamer: say so.
-                    for link in streamer.takeDropped() {
-                        report(.state("left \(link.name): its data connection broke"))
-                        await link.tearDown()
-                    }
+                    await Self.letGoOfDropped(streamer, report: report)
                     report(.progress(elapsed: streamer.secondsPlayed, paused: streamer.isPaused, volume: volume))
                     if ticks % 2 == 0 {
                         // A receiver that stopped answering leaves the group; the others play on.
@@ -124,5 +106,45 @@ extension RAOPStreamSession {
         grandmaster.stop()
         if let failure { throw failure }
         return summary(seconds: Double(streamer.framesSent) / rate, quit: quitEarly, joined: joined)
+    }
+
+    /// The buffered stream's encoder in the session's codec, for the source's format.
+    func bufferedEncoder() throws(SenderError) -> any BufferedEncoder {
+        do {
+            return try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
+        } catch {
+            throw SenderError(.badInput, error.message)
+        }
+    }
+
+    /// The item, its artwork and its progress to every link, for a stream starting at `rtpTime`;
+    /// returns the artwork (sent again on a resume).
+    @discardableResult
+    func sendStartMetadata(rtpTime: UInt32) async -> (type: String, bytes: [UInt8])? {
+        let tags = source.tags
+        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
+        let rate = Double(source.format.sampleRate)
+        let trackStart = rtpTime &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
+        let progress = tags.duration.map { (trackStart, rtpTime, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
+        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: rtpTime) }
+        return artwork
+    }
+
+    /// Receivers whose data connection broke were dropped by the streamer: say so, and let go.
+    static func letGoOfDropped(_ streamer: BufferedStreamer, report: @Sendable (Report) -> Void) async {
+        for link in streamer.takeDropped() {
+            report(.state("left \(link.name): its data connection broke"))
+            await link.tearDown()
+        }
+    }
+
+    /// The first anchor to every buffered link; the error of the first that failed.
+    static func send(_ anchor: RateAnchorMessage, to links: [RAOPLink]) async -> SenderError? {
+        do throws(SenderError) {
+            for link in links { try await link.sendAnchor(anchor) }
+            return nil
+        } catch {
+            return error
+        }
     }
 }

@@ -20,12 +20,7 @@ extension RAOPStreamSession {
         let realtimeLinks = links.filter { !$0.buffered }, bufferedLinks = links.filter(\.buffered)
         let start = Self.rtpStart()
         var volume = initialVolume
-        let encoder: any BufferedEncoder
-        do {
-            encoder = try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
-        } catch {
-            throw SenderError(.badInput, error.message)
-        }
+        let encoder = try bufferedEncoder()
         do {
             for link in realtimeLinks {
                 try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
@@ -40,21 +35,12 @@ extension RAOPStreamSession {
         let realtime = RAOPStreamer(links: realtimeLinks, firstSequence: start.sequence, firstTimestamp: start.timestamp)
         let buffered = BufferedStreamer(links: bufferedLinks, clock: grandmaster, firstTimestamp: start.timestamp, format: source.format,
                                         encoder: encoder)
-        let tags = source.tags
-        let artwork = tags.artwork.flatMap { bytes in tags.artworkType.map { (type: $0, bytes: bytes) } }
         let rate = Double(source.format.sampleRate)
-        let trackStart = start.timestamp &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
-        let progress = tags.duration.map { (trackStart, start.timestamp, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
-        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: start.timestamp) }
+        let artwork = await sendStartMetadata(rtpTime: start.timestamp)
         // The first frame is due at `due` and heard one latency later, everywhere.
         let due = RAOPClock.monotonic.now() + Self.mixedStartDelay
         let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds))
-        var failure: SenderError?
-        do {
-            for link in bufferedLinks { try await link.sendAnchor(anchor) }
-        } catch {
-            failure = error
-        }
+        var failure = await Self.send(anchor, to: bufferedLinks)
         report(.started)
         let tee = PCMTee(source)
         let (realtimeSource, bufferedSource) = (tee.branch(0), tee.branch(1))
@@ -77,10 +63,7 @@ extension RAOPStreamSession {
                 switch event {
                 case .tick:
                     ticks += 1
-                    for link in buffered.takeDropped() {
-                        report(.state("left \(link.name): its data connection broke"))
-                        await link.tearDown()
-                    }
+                    await Self.letGoOfDropped(buffered, report: report)
                     report(.progress(elapsed: Double(realtime.framesSent) / rate - RAOPStreamer.latencySeconds,
                                      paused: realtime.isPaused, volume: volume))
                     if ticks % 2 == 0 {
