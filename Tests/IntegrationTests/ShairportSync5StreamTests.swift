@@ -150,6 +150,36 @@ import Testing
         print("measure: airplay buffered ALAC 44.1k/16 resampled to 48k/24 into shairport-sync 5, SNR \(String(format: "%.1f", snr)) dB against sox")
     }
 
+    /// A mixed group of the receivers Linux boxes run (`--mode auto`): shairport-sync 5 takes
+    /// buffered audio on our PTP clock, Debian's shairport-sync 3.3.8 (AirPlay 1) realtime audio
+    /// on NTP, both from one `airplay stream`. Each plays the file: shairport-sync 5 bit for bit,
+    /// 3.3.8 bit for bit after the first second it drops while its clocks settle. (Their stdout
+    /// backends give no timing: the group's step is measured between airplayd rooms.)
+    @Test func aMixedGroupOfShairportSync5And338IsPlayed() throws {
+        try TestHost.require(["shairport-sync"])
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let reference = try Reference(label: "sps-mixed")
+        let config = reference.theirs.directory + "/sps3.conf"
+        try "general = {\n  ignore_volume_control = \"yes\";\n};\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let old = try reference.theirs.spawn(try #require(TestHost.which("shairport-sync")),
+                                             ["-c", config, "-a", "Old Room", "-p", "5055", "-o", "stdout"], label: "shairport-sync-3")
+        defer { old.stop() }
+        #expect(try reference.theirs.waitForService("_raop._tcp") { $0.name.hasSuffix("@Old Room") } != nil, "\(old.stderr)")
+        let stream = try reference.airplay(["stream", sweep.directory + "/sweep.flac", "--mode", "auto", "--json",
+                                            "--to", Reference.target, "--to", "10.97.1.2:5055"])
+        #expect(stream.status == 0, "\(stream.stdout)\(stream.stderr)")
+        #expect(stream.stdout.components(separatedBy: "AirPlay 2 buffered").count == 2 && stream.stdout.contains("\"protocol\":1"),
+                "shairport-sync 5 buffered, 3.3.8 on AirPlay 1: \(stream.stdout)")
+        reference.process.stop(grace: 3)
+        old.stop(grace: 3)
+        let output = Array((try? Data(contentsOf: URL(fileURLWithPath: reference.process.stdoutPath))) ?? Data())
+        Self.expectTheSweep(Played(output: output, stream: stream, log: reference.process.stderr), sweep, what: "--mode auto, buffered beside 3.3.8,")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: old.stdoutPath)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let comparison = sweep.compare(samples, from: 44100)
+        #expect(comparison.exact >= 0.99, "3.3.8: bit-exact share \(comparison.exact) of \(samples.count / 2) frames; \(old.stderr.suffix(1500))")
+        print("measure: airplay --mode auto into shairport-sync 3.3.8 (AirPlay 1 beside shairport-sync 5 buffered), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
     /// Realtime ALAC (type 96) on our PTP clock, as OwnTone and Music Assistant send to every
     /// AirPlay 2 speaker: shairport-sync 5 serves no NTP session, and plays this bit-exact.
     @Test func aRealtimeStreamOnPTPArrivesBitExact() throws {
