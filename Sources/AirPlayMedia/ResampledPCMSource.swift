@@ -11,8 +11,7 @@ public final class ResampledPCMSource: PCMSource, @unchecked Sendable {
     private var resampler: RationalResampler?
     /// The format of what `read` returns.
     public let format: PCMFormat
-    private var pending: [Int32] = []
-    private var readIndex = 0
+    private var pending = PendingSamples()
     private var ended = false
 
     /// `inner`'s audio at `format`'s rate and depth (both stereo).
@@ -32,15 +31,8 @@ public final class ResampledPCMSource: PCMSource, @unchecked Sendable {
 
     /// The next `frames` frames in `format`; fewer at the end, empty after it.
     public func read(frames: Int) -> [Int32] {
-        while pending.count - readIndex < frames * 2 && !ended { pump() }
-        let count = min(frames * 2, pending.count - readIndex)
-        let taken = Array(pending[readIndex..<readIndex + count])
-        readIndex += count
-        if readIndex > 65536 {
-            pending.removeFirst(readIndex)
-            readIndex = 0
-        }
-        return taken
+        while pending.count < frames * 2 && !ended { pump() }
+        return pending.take(frames * 2)
     }
 
     /// One chunk of the source through the resampler (or the shift), or its end.
@@ -49,14 +41,14 @@ public final class ResampledPCMSource: PCMSource, @unchecked Sendable {
         if samples.isEmpty { ended = true }
         let shift = format.bitsPerSample - inner.format.bitsPerSample
         guard resampler != nil else {
-            pending += samples.map { shift >= 0 ? $0 << shift : $0 >> -shift }
+            pending.append(contentsOf: samples.map { shift >= 0 ? $0 << shift : $0 >> -shift })
             return
         }
         // In place: a copy of the resampler would copy its history on every chunk.
         let out = ended ? resampler!.finish() : resampler!.process(samples)
         let scale = Double(1 << max(0, shift)) / Double(1 << max(0, -shift))
         let largest = Double(format.maximumSample), smallest = -largest - 1
-        pending.reserveCapacity(pending.count + out.count)
+        pending.reserve(out.count)
         for value in out { pending.append(Int32(min(largest, max(smallest, (value * scale).rounded())))) }
     }
 }

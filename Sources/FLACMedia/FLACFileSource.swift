@@ -19,8 +19,7 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
     /// The file's format, as stereo (20-bit files are carried in 24 bits).
     public private(set) var format = PCMFormat.cd
     /// Decoded interleaved stereo samples not read yet.
-    private var pending: [Int32] = []
-    private var readIndex = 0
+    private var pending = PendingSamples()
     private var streamInfo: (rate: UInt32, channels: UInt32, bits: UInt32, total: UInt64)?
     /// Set by the write callback when a frame is not what the stream info promised.
     private var failure: String?
@@ -74,20 +73,12 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
     /// Up to `frames` stereo frames; fewer only at the end of the file, empty after it.
     public func read(frames: Int) -> [Int32] {
         let wanted = frames * 2
-        while pending.count - readIndex < wanted, failure == nil {
+        while pending.count < wanted, failure == nil {
             let state = FLAC__stream_decoder_get_state(decoder)
             if state == FLAC__STREAM_DECODER_END_OF_STREAM || state.rawValue >= FLAC__STREAM_DECODER_OGG_ERROR.rawValue { break }
             if FLAC__stream_decoder_process_single(decoder) == 0 { break }
         }
-        let count = min(wanted, pending.count - readIndex)
-        let out = Array(pending[readIndex..<readIndex + count])
-        readIndex += count
-        // Keep the buffer small: drop what was read once it is most of it.
-        if readIndex > 65536 {
-            pending.removeFirst(readIndex)
-            readIndex = 0
-        }
-        return out
+        return pending.take(wanted)
     }
 
     // MARK: libFLAC's callbacks
@@ -103,7 +94,7 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
         // 20-bit samples are carried in 24 bits, as ALAC decoders write them.
         let widen = Int32(header.bits_per_sample == 20 ? 4 : 0)
         let count = Int(header.blocksize)
-        pending.reserveCapacity(pending.count + 2 * count)
+        pending.reserve(2 * count)
         for index in 0..<count {
             pending.append(left[index] << widen)
             pending.append(right[index] << widen)

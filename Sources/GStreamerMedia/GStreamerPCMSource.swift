@@ -9,9 +9,7 @@ import Glibc
 public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let sink: UnsafeMutablePointer<GstElement>
-    private var pending: [Int32] = []
-    /// Samples of `pending` already handed out.
-    private var readIndex = 0
+    private var pending = PendingSamples()
     private var finished = false
     /// The read end of standard input's pipe, which `fdsrc` does not close.
     private var ownedDescriptor: Int32 = -1
@@ -137,7 +135,7 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
 
     /// The next `frames` stereo frames; fewer at the end of the file, empty after it.
     public func read(frames: Int) -> [Int32] {
-        while pending.count - readIndex < frames * 2 && !finished {
+        while pending.count < frames * 2 && !finished {
             var chunk = [Int16](repeating: 0, count: 131_072)
             let count = chunk.withUnsafeMutableBytes { raw in
                 cairplay_pull_bytes(sink, raw.baseAddress, gsize(raw.count), 5_000_000_000)
@@ -145,17 +143,9 @@ public final class GStreamerPCMSource: PCMSource, @unchecked Sendable {
             if count <= 0 {
                 finished = true
             } else {
-                pending += chunk.prefix(Int(count) / 2).map(Int32.init)
+                pending.append(contentsOf: chunk.prefix(Int(count) / 2).map(Int32.init))
             }
         }
-        let count = min(frames * 2, pending.count - readIndex)
-        let taken = Array(pending[readIndex..<readIndex + count])
-        readIndex += count
-        // Drop what was read once it is most of the buffer: one move per 64 Ki samples, not one per packet.
-        if readIndex > 65536 {
-            pending.removeFirst(readIndex)
-            readIndex = 0
-        }
-        return taken
+        return pending.take(frames * 2)
     }
 }

@@ -29,15 +29,17 @@ import Testing
         }
     }
 
+    /// Everything `source` gives, read `chunk` frames at a time.
+    static func readAll(_ source: any PCMSource, chunk: Int) -> [Int32] {
+        var out: [Int32] = []
+        while case let more = source.read(frames: chunk), !more.isEmpty { out += more }
+        return out
+    }
+
     @Test func aCDToneComesOutAt48kHz24BitTheSameTone() throws {
         let source = Tones(format: .cd, seconds: 2)
         let resampled = try ResampledPCMSource(source, to: PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 24))
-        var out: [Int32] = []
-        while true {
-            let chunk = resampled.read(frames: 352)
-            if chunk.isEmpty { break }
-            out += chunk
-        }
+        let out = Self.readAll(resampled, chunk: 352)
         // 2 s at 48 kHz, give or take the filter's edge.
         #expect(abs(out.count / 2 - 96_000) < 200, "\(out.count / 2) frames")
         // Against the tones computed at 48 kHz/24-bit, past the filter's start.
@@ -66,12 +68,7 @@ import Testing
         let source = Tones(format: PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 16), seconds: 0.5)
         let reference = Tones(format: PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 16), seconds: 0.5).read(frames: 24000)
         let widened = try ResampledPCMSource(source, to: PCMFormat(sampleRate: 48000, channels: 2, bitsPerSample: 24))
-        var out: [Int32] = []
-        while true {
-            let chunk = widened.read(frames: 1000)
-            if chunk.isEmpty { break }
-            out += chunk
-        }
+        let out = Self.readAll(widened, chunk: 1000)
         #expect(out == reference.map { $0 << 8 })
     }
 }
