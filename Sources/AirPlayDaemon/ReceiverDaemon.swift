@@ -144,7 +144,8 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// The PTP follower for AirPlay 2 senders' clocks, on UDP 319/320. Without the privilege to
     /// bind them (no CAP_NET_BIND_SERVICE) the daemon runs on without PTP, and says so.
-    private func startPTP(deviceID: DeviceID) -> (any PTPClock)? {
+    /// The box's PTP follower, or why it could not start (UDP 319/320 held by another program).
+    private func startPTP(deviceID: DeviceID) -> (clock: (any PTPClock)?, failure: String?) {
         // The clock identity is the device id as an EUI-64 (FF FE in the middle), as PTP derives it from a MAC.
         let bytes = deviceID.bytes
         let eui64 = (bytes[0..<3] + [0xFF, 0xFE] + bytes[3..<6]).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -154,10 +155,10 @@ public final class ReceiverDaemon: Service, Sendable {
             // One follower for every instance on the box (zones), run by whichever came first.
             let service = try SharedPTPClock(identity: eui64, configuration: follower, logger: logger)
             logger.info("PTP follower listening on UDP 319 and 320")
-            return service
+            return (service, nil)
         } catch {
             logger.warning("PTP unavailable: \(error)")
-            return nil
+            return (nil, "\(error)")
         }
     }
 
@@ -222,7 +223,8 @@ public final class ReceiverDaemon: Service, Sendable {
                        capabilities: currentCapabilities.withLockedValue { $0 })
         }, video: video, videoEnabled: { currentCapabilities.withLockedValue { $0.video } })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let ptp = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : nil
+        let (ptp, ptpFailure) = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : (nil, nil)
+        router.ptpUnavailable = ptpFailure
         // Buffered audio is advertised only while a PTP follower runs to play it on.
         capabilities.bufferedAudio = ptp != nil
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
@@ -248,6 +250,9 @@ public final class ReceiverDaemon: Service, Sendable {
         router.hlsGateway = video?.gateway
         router.pairing = pairing
         if let ptp { router.ptpStatus = { ptp.status() } }
+        let clock = SystemClock()
+        let publication = NIOLockedValueBox(PublicationStatus(name: configuration.name, now: clock.now()))
+        router.publicationStatus = { publication.withLockedValue { $0.json(now: clock.now()) } }
         if pairing.access == .password, !configuration.password.isEmpty {
             router.videoPassword = DigestAuthenticator(password: configuration.password)
         }
@@ -275,6 +280,7 @@ public final class ReceiverDaemon: Service, Sendable {
             deviceName: configuration.name, advertisement: advertisement, interfaces: configuration.interfaces,
             host: configuration.address.map { ("airplayd-\(identity.id.compactForm.lowercased()).local", $0) }, logger: logger
         ) { event in
+            publication.withLockedValue { $0.note(event, now: clock.now()) }
             switch event {
             case .renamed(_, let newName):
                 currentName.withLockedValue { $0 = newName }

@@ -39,6 +39,10 @@ public struct ControlRouter: Sendable {
     public var videoPassword: DigestAuthenticator?
     /// The PTP follower's state for `GET /ptp` (loopback), when it runs.
     public var ptpStatus: (@Sendable () -> JSONValue)?
+    /// Why the PTP follower could not start, when it was meant to (for `GET /diagnostics`).
+    public var ptpUnavailable: String?
+    /// Where the box's mDNS records stand (`PublicationStatus`), for `GET /diagnostics`.
+    public var publicationStatus: (@Sendable () -> JSONValue)?
 
     /// A router reading server info from a closure.
     public init(serverInfo: @escaping @Sendable () -> ServerInfo, video: VideoSessions? = nil,
@@ -138,6 +142,9 @@ public struct ControlRouter: Sendable {
                      body.writeBytes(status().bytes)
                      return .now(AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body))
                  }),
+        Endpoint(name: "diagnostics (loopback JSON)",
+                 takes: { _, request, _ in request.path == "/diagnostics" && request.method == "GET" },
+                 answer: { router, _, connection in .now(diagnostics(router, connection: connection)) }),
         Endpoint(name: "now playing (loopback JSON)",
                  takes: { router, request, _ in request.path == "/now-playing" && request.method == "GET" && router.activeAudio != nil },
                  answer: { router, _, connection in .now(nowPlaying(router.activeAudio!, pairing: router.pairing, connection: connection)) }),
@@ -213,7 +220,7 @@ public struct ControlRouter: Sendable {
     /// Method and path both decide: an RTSP method aimed at an open path is still RAOP's.
     static func isOpenWithoutPairing(_ request: AirPlayRequest) -> Bool {
         switch (request.method, request.path) {
-        case ("GET", "/info"), ("GET", "/server-info"), ("OPTIONS", _), ("GET", "/now-playing"): true
+        case ("GET", "/info"), ("GET", "/server-info"), ("OPTIONS", _), ("GET", "/now-playing"), ("GET", "/diagnostics"): true
         case ("POST", let path): ReceiverPairing.paths.contains(path)
         case ("GET", let path): path.hasPrefix("/hls/") && !request.version.isRTSP
         default: false

@@ -12,7 +12,7 @@ struct AirPlayCommand: AsyncParsableCommand {
         subcommands: [ListCommand.self, PlayCommand.self, PauseCommand.self, ResumeCommand.self, SeekCommand.self,
                       SkipCommand.self, RateCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self,
                       VolumeCommand.self, SelectCommand.self, StreamCommand.self, HLSCommand.self, PairCommand.self, UnpairCommand.self,
-                      PTPMasterCommand.self, GroupCommand.self, ConformanceCommand.self])
+                      PTPMasterCommand.self, GroupCommand.self, ConformanceCommand.self, DoctorCommand.self])
 }
 
 /// `airplay list`: receivers on the network, video-capable first.

@@ -24,7 +24,7 @@ extension AudioSessions {
                 },
                 malformed: { [weak self, weak resources] reason in
                     guard let self, let resources else { return }
-                    self.dropped(resources, reason)
+                    self.dropped(resources, .malformed, reason)
                 },
                 ended: { [weak self] reason in
                     self?.logger.info("buffered data connection ended", metadata: ["session": "\(number)", "reason": "\(reason)"])
@@ -50,7 +50,7 @@ extension AudioSessions {
         senderAlive(resources)
         let payload = packet.sealed.withUnsafeBytes { resources.cipher?.open($0, timestamp: packet.timestamp, ssrc: packet.ssrc) }
         guard let payload else {
-            return dropped(resources, "buffered audio packet does not authenticate (AirPlay 2 shk)")
+            return dropped(resources, .unauthenticated, "buffered audio packet does not authenticate (AirPlay 2 shk)")
         }
         let sequence = UInt16(truncatingIfNeeded: packet.sequence)
         guard case .queued(let queue) = resources.decoding else {
@@ -60,7 +60,7 @@ extension AudioSessions {
         // thread: seconds of packets arrive at once, and queueing them would overflow the queue.
         switch queue.decodeAndWait(payload) {
         case .success(let samples): playout.receive(timestamp: packet.timestamp, samples: samples)
-        case .failure(let error): dropped(resources, "\(error)", sequence: sequence)
+        case .failure(let error): dropped(resources, .undecodable, "\(error)", sequence: sequence)
         }
     }
 

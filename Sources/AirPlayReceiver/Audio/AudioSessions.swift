@@ -52,6 +52,8 @@ public final class AudioSessions: Sendable {
         /// Datagrams dropped before reaching the playout, by reason (wrong sender, not RAOP,
         /// undecodable, decoder backlog…).
         public var dropped: [String: Int] = [:]
+        /// The same datagrams by kind, as a diagnosis tells them apart.
+        public var drops: [DatagramDrop: Int] = [:]
         /// True once the session has ended (the figures are then the last session's).
         public var ended = false
     }
@@ -90,7 +92,9 @@ public final class AudioSessions: Sendable {
     /// The event channels of remote-control-only sessions, by control connection: they hold no
     /// audio session, and end with their connection or its TEARDOWN.
     let remoteControlChannels = NIOLockedValueBox<[ObjectIdentifier: AirPlay2EventChannel]>([:])
-    private let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
+    let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
+    /// The last sessions as they ended (`SessionHistory`).
+    let history = NIOLockedValueBox(SessionHistory())
 
     /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
@@ -345,7 +349,8 @@ public final class AudioSessions: Sendable {
             AnchoredTimeline(clock: $0, sampleRate: stream.sampleRate, holdLimit: prepared.buffered ? nil : Self.firstAnchorWait)
         } : nil
         let resources = RAOPSessionResources(number: number, connection: connection, stream: stream,
-                                             cipher: prepared.cipher, decoding: decoding, anchored: anchored, buffered: prepared.buffered)
+                                             cipher: prepared.cipher, decoding: decoding, anchored: anchored, buffered: prepared.buffered,
+                                             began: now())
         sessions.withLockedValue { $0[number] = resources }
         let sender = prepared.sender ?? NowPlayingSender(kind: .audio, name: connection.remote?.ipAddress ?? "unknown")
         nowPlaying.post(.began(sender, format: "\(stream.pcmFormat)"))
@@ -399,7 +404,7 @@ public final class AudioSessions: Sendable {
                         },
                         truncated: { [weak self, weak resources] in
                             guard let self, let resources else { return }
-                            self.dropped(resources, "datagram larger than \(UDPDatagramSocket.slotSize) bytes (audio)")
+                            self.dropped(resources, .malformed, "datagram larger than \(UDPDatagramSocket.slotSize) bytes (audio)")
                         }))
                     continue
                 }
@@ -437,7 +442,7 @@ public final class AudioSessions: Sendable {
         nowPlaying.post(.ended)
         var figures = resources.figures(session)
         figures.ended = true
-        lastFigures.withLockedValue { $0 = figures }
+        noteEnded(session, resources: resources, reason: reason, figures: figures)
         guard tornDownPlaying else {
             resources.tearDown()
             logEnd(session, reason: reason, figures: figures)
@@ -481,9 +486,9 @@ public final class AudioSessions: Sendable {
     func audioDatagram(_ datagram: UnsafeRawBufferPointer, fromSender: Bool, session resources: RAOPSessionResources) {
         // Only the sender whose RTSP session this is may feed it, from any of its ports
         // (PulseAudio and PipeWire send audio from an ephemeral one).
-        guard fromSender else { return dropped(resources, "datagram from another host (audio)") }
+        guard fromSender else { return dropped(resources, .strayHost, "datagram from another host (audio)") }
         guard let header = RAOPAudioPacket.header(of: datagram) else {
-            return dropped(resources, RAOPPacket.parse(Array(datagram)) == nil
+            return dropped(resources, .malformed, RAOPPacket.parse(Array(datagram)) == nil
                            ? "not a RAOP packet (audio, \(datagram.count) bytes)" : "unexpected packet on the audio port")
         }
         // Spread over the sequence numbers (Knuth's multiplicative hash), the same every run.
@@ -509,7 +514,7 @@ public final class AudioSessions: Sendable {
                            retransmitted: retransmitted, now: self.now())
         })
         guard let playout = resources.playout else {
-            dropped(resources, "audio before SETUP finished", sequence: sequence)
+            dropped(resources, .beforeSetup, "audio before SETUP finished", sequence: sequence)
             return
         }
         // A sender whose syncs said this packet was due before it came is not timing it.
@@ -524,7 +529,7 @@ public final class AudioSessions: Sendable {
             return
         }
         guard let payload = cipher.open(encrypted, timestamp: timestamp, ssrc: ssrc) else {
-            return dropped(resources, "audio packet does not authenticate (AirPlay 2 shk)", sequence: sequence)
+            return dropped(resources, .unauthenticated, "audio packet does not authenticate (AirPlay 2 shk)", sequence: sequence)
         }
         decode(payload, timestamp: timestamp, sequence: sequence, playout: playout, session: resources)
     }
@@ -539,7 +544,7 @@ public final class AudioSessions: Sendable {
         case .inline(let decoder):
             switch decoder.decode(payload) {
             case .success(let samples): playout.receive(timestamp: timestamp, samples: samples)
-            case .failure(let error): dropped(resources, "\(error)", sequence: sequence)
+            case .failure(let error): dropped(resources, .undecodable, "\(error)", sequence: sequence)
             }
             return
         case .queued(let decodeQueue):
@@ -548,10 +553,10 @@ public final class AudioSessions: Sendable {
         let queued = queue.decode(payload) { [self] result in
             switch result {
             case .success(let samples): playout.receive(timestamp: timestamp, samples: samples)
-            case .failure(let error): dropped(resources, "\(error)", sequence: sequence)
+            case .failure(let error): dropped(resources, .undecodable, "\(error)", sequence: sequence)
             }
         }
-        if !queued { dropped(resources, "decoder backlog", sequence: sequence) }
+        if !queued { dropped(resources, .decoderBacklog, "decoder backlog", sequence: sequence) }
     }
 
     /// A sync packet: the sender is alive.
@@ -560,8 +565,8 @@ public final class AudioSessions: Sendable {
     }
 
     /// Counts a dropped datagram and logs it at debug (rate-limited per reason).
-    func dropped(_ resources: RAOPSessionResources, _ reason: String, sequence: UInt16? = nil) {
-        guard resources.drop(reason) else { return }
+    func dropped(_ resources: RAOPSessionResources, _ kind: DatagramDrop, _ reason: String, sequence: UInt16? = nil) {
+        guard resources.drop(kind, reason) else { return }
         logger.debug("audio datagram dropped", metadata: [
             "session": "\(resources.number)", "reason": "\(reason)", "sequence": "\(sequence.map(String.init) ?? "-")",
         ])

@@ -139,11 +139,11 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
         // Only the sender whose RTSP session this is may feed it, from any of its ports
         // (PulseAudio and PipeWire send audio from an ephemeral one).
         guard RAOPPorts.hostBytes(envelope.remoteAddress) == session.senderHost else {
-            owner.dropped(session, "datagram from another host (\(role))")
+            owner.dropped(session, .strayHost, "datagram from another host (\(role))")
             return
         }
         guard let packet = RAOPPacket.parse(Array(envelope.data.readableBytesView)) else {
-            owner.dropped(session, "not a RAOP packet (\(role), \(envelope.data.readableBytes) bytes)")
+            owner.dropped(session, .malformed, "not a RAOP packet (\(role), \(envelope.data.readableBytes) bytes)")
             return
         }
         switch (role, packet) {
@@ -164,7 +164,7 @@ final class RAOPDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
             buffer.writeBytes(reply)
             context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
         default:
-            owner.dropped(session, "unexpected packet on the \(role) port")
+            owner.dropped(session, .malformed, "unexpected packet on the \(role) port")
         }
     }
 }

@@ -24,6 +24,8 @@ final class RAOPSessionResources: Sendable {
     let decoding: RAOPPacketDecoding
     /// The sender's clock, from its sync packets and its answers to our timing requests.
     let timeline: SenderTimeline
+    /// When the session began, on the session clock.
+    let began: Double
     /// The sender's address: UDP datagrams from any other host are dropped.
     let senderHost: [UInt8]?
     /// A timeline on the PTP clock: a buffered stream's (its rate anchors) or a realtime PTP
@@ -50,11 +52,14 @@ final class RAOPSessionResources: Sendable {
         var ended = false
         /// Datagrams dropped before the playout, by reason: never silent.
         var dropped: [String: Int] = [:]
+        /// The same by kind (every datagram, however many reasons there were).
+        var drops: [DatagramDrop: Int] = [:]
     }
     let state = NIOLockedValueBox(Mutable())
 
     init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, cipher: AudioPacketCipher?,
-         decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil, buffered: Bool = false) {
+         decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil, buffered: Bool = false, began: Double = 0) {
+        self.began = began
         self.anchored = anchored
         self.buffered = buffered
         self.number = number
@@ -84,8 +89,11 @@ final class RAOPSessionResources: Sendable {
 
     /// Counts a datagram dropped before the playout; says whether to log it (the first ten of
     /// each reason, then every thousandth).
-    func drop(_ reason: String) -> Bool {
+    func drop(_ kind: DatagramDrop, _ reason: String) -> Bool {
         state.withLockedValue { state in
+            state.drops[kind, default: 0] += 1
+            // The first reasons of each kind are kept word for word; a decoder's errors vary.
+            guard state.dropped[reason] != nil || state.dropped.count < 32 else { return false }
             let count = (state.dropped[reason] ?? 0) + 1
             state.dropped[reason] = count
             return count <= 10 || count % 1000 == 0
@@ -133,6 +141,7 @@ final class RAOPSessionResources: Sendable {
         return AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec), playout: statistics,
                                            clock: timeline.figures, clockSource: clockSource, timedMostlyBy: timedMostlyBy(statistics),
                                            requested: session?.requested ?? 0, requestedAgain: session?.requestedAgain ?? 0,
-                                           retransmitted: session?.retransmitted ?? 0, dropped: state.withLockedValue { $0.dropped })
+                                           retransmitted: session?.retransmitted ?? 0, dropped: state.withLockedValue { $0.dropped },
+                                           drops: state.withLockedValue { $0.drops })
     }
 }

@@ -310,7 +310,7 @@ public struct RAOPSessionStateMachine: Sendable {
     public mutating func outputFailed(session number: Int, reason: String) -> [Action] {
         guard let session = current, session.number == number else { return [] }
         current = nil
-        return [.endSession(session, reason: reason), .closeConnection(session.connection)]
+        return [.endSession(session, reason: "audio output failed: \(reason)"), .closeConnection(session.connection)]
     }
 
     /// The `rtptime` of a request's `RTP-Info` header.

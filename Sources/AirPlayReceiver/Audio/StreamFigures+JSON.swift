@@ -14,6 +14,9 @@ extension AudioSessions.StreamFigures {
             ("retransmitted", figures.retransmitted),
         ]
         for (key, count) in counts { object[key] = .integer(count) }
+        // Datagrams that never reached the playout, by kind and in the receiver's words.
+        object["droppedBeforePlayout"] = .object(Dictionary(uniqueKeysWithValues: figures.drops.map { ($0.key.rawValue, .integer($0.value)) }))
+        object["dropReasons"] = .object(figures.dropped.mapValues { .integer($0) })
         object["worstLatenessMs"] = ms(playout.worstLatenessMilliseconds / 1000)
         let syncFigures: [String: JSONValue] = [
             "packets": .integer(sync.count), "meanMs": ms(sync.mean), "meanAbsMs": ms(sync.meanMagnitude), "p50Ms": ms(sync.percentile(0.5)),

@@ -1,0 +1,32 @@
+import AirPlayWire
+import NIOCore
+
+extension ControlRouter {
+    /// `GET /diagnostics` (loopback only): everything `airplay doctor` needs to say why the box
+    /// is silent or unreachable, in one answer: what it offers, whether its mDNS records are
+    /// out, the PTP clocks it hears, what plays now and how the last sessions ended.
+    static func diagnostics(_ router: ControlRouter, connection: ConnectionContext?) -> AirPlayResponse {
+        guard isLoopback(connection) else { return .text(status: 403, "/diagnostics is served to programs on this box only") }
+        let info = router.serverInfo()
+        let capabilities = info.capabilities
+        var object: [String: JSONValue] = [
+            "name": .string(info.name), "deviceID": .string(info.deviceID.colonForm),
+            "offers": .object([
+                "audio": .bool(router.activeAudio != nil), "video": .bool(router.activeVideo != nil && capabilities.video),
+                "airplay2": .bool(capabilities.airPlay2Pairing), "bufferedAudio": .bool(capabilities.bufferedAudio),
+                "pairingRequired": .bool(capabilities.pairingRequired), "passwordRequired": .bool(capabilities.passwordRequired),
+            ]),
+            "mdns": router.publicationStatus?() ?? .null,
+            "ptp": router.ptpStatus?() ?? .null,
+            "ptpUnavailable": .string(router.ptpUnavailable),
+        ]
+        if let audio = router.activeAudio {
+            object["nowPlaying"] = .object(audio.nowPlaying.state.json(now: audio.nowPlaying.now()))
+            object["session"] = audio.currentSessionJSON
+            object["sessions"] = audio.historyJSON
+        }
+        var body = ByteBuffer()
+        body.writeBytes(JSONValue.object(object).bytes)
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+    }
+}

@@ -1,0 +1,64 @@
+import AirPlayPlist
+import AirPlayWire
+import NIOCore
+
+/// Gathers what `airplay doctor` judges (`BoxDiagnosis`): how the control port takes a
+/// connection, what `GET /info` and `GET /diagnostics` say, and what an mDNS browse from this
+/// machine sees.
+public enum BoxDoctor {
+    /// Asks the box at `host`:`port`; `browse` (seconds, or nil to skip) browses mDNS from here.
+    public static func observe(host: String, port: Int, timeout: Double = 3, browse: Double? = 3) async -> DoctorObservations {
+        let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        var seen = DoctorObservations(target: target, local: isLoopback(host), reach: TCPProbe.probe(host: host, port: port, timeout: timeout))
+        var deviceID: String?
+        if case .answered = seen.reach, let connection = try? await ReceiverConnection.connect(host: host, port: port, timeout: timeout) {
+            if let info = try? await get("/info", on: connection, timeout: timeout), info.status == 200,
+               let list = try? PropertyList(decoding: Array(info.body.readableBytesView)) {
+                seen.infoName = list["name"]?.stringValue
+                deviceID = list["deviceid"]?.stringValue
+            }
+            switch try? await get("/diagnostics", on: connection, timeout: timeout) {
+            case .some(let answer) where answer.status == 200:
+                do {
+                    seen.report = try BoxReport(json: Array(answer.body.readableBytesView))
+                    seen.local = true
+                } catch {
+                    seen.reportMissing = "its /diagnostics did not read (\(error))"
+                }
+            case .some(let answer) where answer.status == 403:
+                seen.reportMissing = "the box gives them to programs on the box only"
+            case .some(let answer):
+                seen.reportMissing = "the receiver has no /diagnostics (HTTP \(answer.status)): not airplayd, or an older one"
+            case .none:
+                seen.reportMissing = "the receiver did not answer /diagnostics"
+            }
+            await connection.close()
+        }
+        if let browse, case .answered = seen.reach {
+            seen.browse = browseFor(deviceID: seen.report?.deviceID ?? deviceID, name: seen.report?.mdns?.name ?? seen.infoName, seconds: browse)
+        }
+        return seen
+    }
+
+    static func get(_ path: String, on connection: ReceiverConnection, timeout: Double) async throws -> AirPlayResponse {
+        try await connection.send(AirPlayRequest(method: "GET", target: path, version: .http11,
+                                                 headers: ["User-Agent": RAOPClient.userAgent], body: ByteBuffer()), timeout: timeout)
+    }
+
+    static func browseFor(deviceID: String?, name: String?, seconds: Double) -> DoctorObservations.Browse {
+        do {
+            let receivers = try ReceiverBrowser.discover(timeoutSeconds: seconds)
+            let seen = receivers.contains { receiver in
+                if let deviceID, let id = receiver.deviceID, id.colonForm.caseInsensitiveCompare(deviceID) == .orderedSame { return true }
+                return name != nil && receiver.name == name
+            }
+            return .browsed(names: receivers.map(\.name), boxSeen: seen)
+        } catch {
+            return .unavailable("\(error)")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

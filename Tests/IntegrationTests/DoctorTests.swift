@@ -1,0 +1,200 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// `airplay doctor` against a real airplayd, each cause staged as it happens on a real network:
+/// avahi-daemon stopped, a port nothing listens on and one a firewall drops (nftables), an
+/// output that cannot start, a sender that mutes the box and one that takes over (pyatv), a link
+/// that loses packets and never carries a resend back, a PTP clock that never arrives, and PTP
+/// ports another program holds. Each is named by its code, with the exit status scripts read.
+@Suite struct DoctorTests {
+    struct Diagnosis {
+        let status: Int32
+        let codes: [String]
+        let text: String
+
+        init(_ result: CommandResult) throws {
+            status = result.status
+            text = result.stdout + result.stderr
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(text)")
+            codes = (document["findings"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+        }
+    }
+
+    static func doctor(in host: TestHost? = nil, _ arguments: [String]) throws -> Diagnosis {
+        let airplay = try Products.executable("airplay")
+        let all = ["doctor"] + arguments + ["--json"]
+        return try Diagnosis(host.map { try $0.run(airplay, all, timeout: 30) } ?? runCommand(airplay, all, timeout: 30))
+    }
+
+    /// Asks until the doctor names `code` (or `limit` seconds pass); returns the last diagnosis.
+    static func doctor(in host: TestHost? = nil, _ arguments: [String], until code: String, limit: Double = 15) throws -> Diagnosis {
+        let deadline = Date().addingTimeInterval(limit)
+        var diagnosis = try doctor(in: host, arguments)
+        while !diagnosis.codes.contains(code), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.3)
+            diagnosis = try doctor(in: host, arguments)
+        }
+        return diagnosis
+    }
+
+    /// pyatv streams the sweep to `address`:`port` (RAOP), at `volume` percent (0 mutes).
+    static func pyatv(in host: TestHost? = nil, address: String = "127.0.0.1", port: Int, deviceID: String, volume: Int = 50) throws -> ManagedProcess {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let arguments = [
+            "--storage", "none", "--manual", "--address", address, "--port", String(port), "--protocol", "raop", "--id", deviceID,
+            "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+            "set_volume=\(volume)", "stream_file=\(sweep.directory)/sweep.flac",
+        ]
+        let atvremote = try Products.peerTool("atvremote")
+        if let host { return try host.spawn(atvremote, arguments, label: "atvremote") }
+        return try ManagedProcess(atvremote, arguments, directory: sweep.directory, label: "atvremote")
+    }
+
+    static func deviceID(_ daemon: LocalDaemon) throws -> String {
+        String(try #require(daemon.process.stderr.split(separator: "\n").first { $0.contains("device.id=") }?
+            .split(separator: "device.id=").last?.split(separator: " ").first))
+    }
+
+    /// A box on its own link with avahi-daemon: healthy, published and seen; then avahi-daemon
+    /// stops and the doctor says the box is no longer published, and how to fix it.
+    @Test func aPublishedBoxAndThenOneWithoutAvahiAreNamed() throws {
+        let host = try TestHost(label: "doctor-mdns")
+        defer { host.close() }
+        try host.startAvahi()
+        let daemon = try RunningDaemon.start(in: host, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let healthy = try Self.doctor(in: host, [], until: "published")
+        #expect(healthy.status == 0 && healthy.codes.contains("published") && healthy.codes.contains("visible") && healthy.codes.contains("idle"),
+                "\(healthy.text)\n\(daemon.process.stderr.suffix(2000))")
+        host.stopAvahi()
+        let gone = try Self.doctor(in: host, ["--browse-seconds", "1"], until: "not-published")
+        #expect(gone.codes.first == "not-published", "\(gone.text)")
+        #expect(gone.status == 1, "a problem exits 1")
+    }
+
+    /// Refused at once, nothing listens; no answer at all, a firewall drops it (nftables on the
+    /// box's side of the link).
+    @Test func aClosedPortAndAFilteredPortAreToldApart() throws {
+        let sender = try TestHost(label: "doctor-fw-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "doctor-fw-box")
+        defer { box.close() }
+        try sender.link(to: box, addresses: ["10.98.1.1"], peerAddress: "10.98.1.2")
+        let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        #expect(try Self.doctor(in: sender, ["10.98.1.2:7000", "--browse-seconds", "0"]).codes.contains("reachable"))
+        let closed = try Self.doctor(in: sender, ["10.98.1.2:7001", "--browse-seconds", "0"])
+        #expect(closed.codes == ["not-listening"] && closed.status == 1, "\(closed.text)")
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in [["add", "table", "inet", "fw"],
+                     ["add", "chain", "inet", "fw", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "fw", "in", "iifname", "!=", "lo", "tcp", "dport", "7000", "drop"]] {
+            let result = try box.run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let filtered = try Self.doctor(in: sender, ["10.98.1.2:7000", "--browse-seconds", "0", "--timeout", "1"])
+        #expect(filtered.codes == ["port-filtered"], "\(filtered.text)")
+        // On the box itself, its own figures still come.
+        #expect(try Self.doctor(in: box, ["--browse-seconds", "0"]).codes.contains("idle"))
+    }
+
+    /// A filesink into a folder that does not exist stands for a sound card gone or busy.
+    @Test func anOutputThatCannotStartIsNamed() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "filesink location=/nonexistent/airplayd/out.pcm"])
+        let stream = try Self.pyatv(port: daemon.port, deviceID: try Self.deviceID(daemon))
+        _ = stream.waitForExit(timeout: 60)
+        let diagnosis = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "output-failed")
+        #expect(diagnosis.codes.contains("output-failed") && diagnosis.status == 1, "\(diagnosis.text)")
+        #expect(diagnosis.text.contains("audio_output"), "the fix names the setting")
+    }
+
+    /// pyatv at volume 0 sends −144 dB; a second pyatv then takes the box over from the first.
+    @Test func aMutedSenderAndASenderThatTookOverAreNamed() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let id = try Self.deviceID(daemon)
+        let first = try Self.pyatv(port: daemon.port, deviceID: id, volume: 0)
+        let muted = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "muted")
+        #expect(muted.codes.contains("muted"), "\(muted.text)")
+        let second = try Self.pyatv(port: daemon.port, deviceID: id, volume: 50)
+        _ = second.waitForExit(timeout: 60)
+        _ = first.waitForExit(timeout: 10)
+        let diagnosis = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "taken-over")
+        #expect(diagnosis.codes.contains("taken-over"), "\(diagnosis.text)")
+        #expect(diagnosis.text.contains("The sender at 127.0.0.1 took over from the sender at 127.0.0.1"), "\(diagnosis.text)")
+    }
+
+    /// The box's link drops 10 % of what arrives and everything UDP it sends back (its resend
+    /// requests included): packets are lost for good, and the doctor says the resends never come.
+    @Test func lostPacketsWhoseResendsNeverComeAreNamed() throws {
+        let sender = try TestHost(label: "doctor-loss-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "doctor-loss-box")
+        defer { box.close() }
+        try sender.link(to: box, addresses: ["10.98.2.1"], peerAddress: "10.98.2.2")
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in [["add", "table", "inet", "loss"],
+                     ["add", "chain", "inet", "loss", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "loss", "in", "iifname", "!=", "lo", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "10", "drop"],
+                     ["add", "chain", "inet", "loss", "out", "{", "type", "filter", "hook", "output", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "loss", "out", "oifname", "!=", "lo", "meta", "l4proto", "udp", "drop"]] {
+            let result = try box.run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let daemon = try RunningDaemon.start(in: box, extra: ["--airplay2", "off", "--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let stream = try Self.pyatv(in: sender, address: "10.98.2.2", port: 7000, deviceID: daemon.storedDeviceID.replacingOccurrences(of: ":", with: ""))
+        _ = stream.waitForExit(timeout: 60)
+        let diagnosis = try Self.doctor(in: box, ["--browse-seconds", "0"], until: "resends-unanswered")
+        #expect(diagnosis.codes.contains("resends-unanswered"), "\(diagnosis.text)")
+    }
+
+    /// `airplay stream --mode buffered` from a host of its own, its PTP clock dropped on the box's
+    /// side (UDP 319 and 320): audio arrives, but there is no clock to play it on.
+    @Test func aPTPClockThatNeverArrivesIsNamed() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let sender = try TestHost(label: "doctor-ptp-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "doctor-ptp-box")
+        defer { box.close() }
+        try sender.link(to: box, addresses: ["10.98.3.1"], peerAddress: "10.98.3.2")
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in [["add", "table", "inet", "noclock"],
+                     ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                     ["add", "rule", "inet", "noclock", "in", "udp", "dport", "{", "319", ",", "320", "}", "drop"]] {
+            let result = try box.run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+        let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let stream = try sender.spawn(try Products.executable("airplay"),
+                                      ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--to", "10.98.3.2:7000"], label: "airplay-stream")
+        defer { stream.stop() }
+        let diagnosis = try Self.doctor(in: box, ["--browse-seconds", "0"], until: "ptp-not-heard")
+        #expect(diagnosis.codes.contains("ptp-not-heard") && diagnosis.status == 1, "\(diagnosis.text)\n\(stream.stderr)")
+    }
+
+    /// Another program holds UDP 319 and 320 when airplayd starts (nqptp, ptp4l): AirPlay 2 is
+    /// on without buffered audio, and the doctor says which ports and how to find the holder.
+    @Test func ptpPortsHeldByAnotherProgramAreNamed() throws {
+        let box = try TestHost(label: "doctor-ptp-held")
+        defer { box.close() }
+        let holder = try box.spawn("/usr/bin/python3", ["-c", """
+            import socket, sys, time
+            held = []
+            for port in (319, 320):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind(("0.0.0.0", port))
+                held.append(s)
+            print("holding", file=sys.stderr, flush=True)
+            time.sleep(60)
+            """], label: "ptp-holder")
+        defer { holder.stop() }
+        #expect(holder.waitForOutput("holding", timeout: 10), "\(holder.stderr)")
+        let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let diagnosis = try Self.doctor(in: box, ["--browse-seconds", "0"])
+        #expect(diagnosis.codes.contains("ptp-off") && diagnosis.text.contains("Address already in use"),
+                "\(diagnosis.text)\n\(daemon.process.stderr.suffix(1500))")
+    }
+}
