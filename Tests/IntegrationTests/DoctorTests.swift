@@ -39,12 +39,13 @@ import Testing
     }
 
     /// pyatv streams the sweep to `address`:`port` (RAOP), at `volume` percent (0 mutes).
-    static func pyatv(in host: TestHost? = nil, address: String = "127.0.0.1", port: Int, deviceID: String, volume: Int = 50) throws -> ManagedProcess {
+    static func pyatv(in host: TestHost? = nil, address: String = "127.0.0.1", port: Int, deviceID: String, volume: Int = 50,
+                      file: String? = nil) throws -> ManagedProcess {
         let sweep = try #require(RAOPInteropTests.sweep)
         let arguments = [
             "--storage", "none", "--manual", "--address", address, "--port", String(port), "--protocol", "raop", "--id", deviceID,
             "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
-            "set_volume=\(volume)", "stream_file=\(sweep.directory)/sweep.flac",
+            "set_volume=\(volume)", "stream_file=\(file ?? sweep.directory + "/sweep.flac")",
         ]
         let atvremote = try Products.peerTool("atvremote")
         if let host { return try host.spawn(atvremote, arguments, label: "atvremote") }
@@ -109,16 +110,22 @@ import Testing
         #expect(diagnosis.text.contains("audio_output"), "the fix names the setting")
     }
 
-    /// pyatv at volume 0 sends −144 dB; a second pyatv then takes the box over from the first.
+    /// pyatv at volume 0 sends −144 dB; a second pyatv then takes the box over from the first
+    /// (which plays 30 s, so that a loaded machine's slow start still finds it playing).
     @Test func aMutedSenderAndASenderThatTookOverAreNamed() throws {
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
         let id = try Self.deviceID(daemon)
-        let first = try Self.pyatv(port: daemon.port, deviceID: id, volume: 0)
+        let long = Products.scratchDirectory("doctor-media") + "/thirty.flac"
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=30", "-ac", "2", long,
+        ], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        let first = try Self.pyatv(port: daemon.port, deviceID: id, volume: 0, file: long)
+        defer { first.stop() }
         let muted = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "muted")
         #expect(muted.codes.contains("muted"), "\(muted.text)")
         let second = try Self.pyatv(port: daemon.port, deviceID: id, volume: 50)
         _ = second.waitForExit(timeout: 60)
-        _ = first.waitForExit(timeout: 10)
         let diagnosis = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "taken-over")
         #expect(diagnosis.codes.contains("taken-over"), "\(diagnosis.text)")
         #expect(diagnosis.text.contains("The sender at 127.0.0.1 took over from the sender at 127.0.0.1"), "\(diagnosis.text)")
