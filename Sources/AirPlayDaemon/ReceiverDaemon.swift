@@ -187,6 +187,9 @@ public final class ReceiverDaemon: Service, Sendable {
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
         logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
+        // Before any child process starts: systemd's sockets (PTP's ports) are ours alone.
+        let inherited = InheritedSockets.adopt()
+        if inherited > 0 { logger.info("sockets from systemd", metadata: ["count": "\(inherited)"]) }
         let instance = try InstanceIdentity.claim(stateDirectory: configuration.stateDirectory, instance: configuration.instance,
                                                   interfacesRoot: Self.interfacesRoot(logger: logger), logger: logger)
         let identity = (id: instance.deviceID, source: instance.deviceIDSource)

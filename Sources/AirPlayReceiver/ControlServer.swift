@@ -58,7 +58,10 @@ public final class ControlServer: Sendable {
             // accept queue: dropped SYNs are retried by clients only after seconds.
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // TCP_NODELAY at the TCP level: as a socket-level option its number (1) is SO_DEBUG, which
+            // needs CAP_NET_ADMIN, and without it every connection was reset (a daemon under its
+            // unit's dynamic user, `airplay` run by a user).
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // A peer that half-closes still gets its answers (ControlConnectionHandler closes
             // once they are out) rather than a connection closed at its end of input.
             .childChannelOption(.allowRemoteHalfClosure, value: true)

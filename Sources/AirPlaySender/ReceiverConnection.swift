@@ -61,7 +61,10 @@ public final class ReceiverConnection: Sendable {
         do {
             let channel = try await ClientBootstrap(group: group)
                 .connectTimeout(.milliseconds(Int64(timeout * 1000)))
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                // TCP_NODELAY at the TCP level: as a socket-level option its number (1) is SO_DEBUG, which
+                // needs CAP_NET_ADMIN, and without it every connection was reset (a daemon under its
+                // unit's dynamic user, `airplay` run by a user).
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(EncryptedChannelHandler(role: .sender))

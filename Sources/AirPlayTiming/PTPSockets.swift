@@ -27,6 +27,12 @@ public enum PTPSockets {
     /// one is IPv6 only, so both families' sockets share the port), with kernel receive and
     /// transmit time stamps, `SO_REUSEADDR` so other PTP programs (another airplayd) can bind it too.
     static func bind(port: UInt16, family: Int32 = AF_INET) throws(Failure) -> Int32 {
+        // Bound by systemd (airplayd-ptp.socket): no privilege needed here.
+        if let inherited = InheritedSockets.take(port: port, family: family) {
+            LinuxIO.enableReceiveTimestamps(inherited)
+            LinuxIO.enableTransmitTimestamps(inherited)
+            return inherited
+        }
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var on: Int32 = 1

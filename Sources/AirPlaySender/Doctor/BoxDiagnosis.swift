@@ -190,7 +190,7 @@ public enum BoxDiagnosis {
         return [DoctorFinding(
             "ptp-off", .warning, "AirPlay 2 is on but PTP is not running: iPhones, Macs and HomePods cannot play buffered audio here.",
             evidence: failure,
-            fix: "Another program holds UDP 319 and 320 (`sudo ss -ulpn 'sport = :319'`: nqptp, ptp4l, shairport-sync): stop it, or grant airplayd CAP_NET_BIND_SERVICE (the shipped unit does).")]
+            fix: "Another program holds UDP 319 and 320 (`sudo ss -ulpn 'sport = :319'`: nqptp, ptp4l, shairport-sync): stop it. Under systemd, airplayd.socket binds them for airplayd (`sudo systemctl enable --now airplayd.socket`, then restart airplayd).")]
     }
 
     // MARK: A session
