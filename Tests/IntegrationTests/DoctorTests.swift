@@ -87,13 +87,9 @@ import Testing
         #expect(try Self.doctor(in: sender, ["10.98.1.2:7000", "--browse-seconds", "0"]).codes.contains("reachable"))
         let closed = try Self.doctor(in: sender, ["10.98.1.2:7001", "--browse-seconds", "0"])
         #expect(closed.codes == ["not-listening"] && closed.status == 1, "\(closed.text)")
-        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
-        for rule in [["add", "table", "inet", "fw"],
-                     ["add", "chain", "inet", "fw", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
-                     ["add", "rule", "inet", "fw", "in", "iifname", "!=", "lo", "tcp", "dport", "7000", "drop"]] {
-            let result = try box.run(nft, rule)
-            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
-        }
+        try box.nft([["add", "table", "inet", "fw"],
+                    ["add", "chain", "inet", "fw", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                    ["add", "rule", "inet", "fw", "in", "iifname", "!=", "lo", "tcp", "dport", "7000", "drop"]])
         let filtered = try Self.doctor(in: sender, ["10.98.1.2:7000", "--browse-seconds", "0", "--timeout", "1"])
         #expect(filtered.codes == ["port-filtered"], "\(filtered.text)")
         // On the box itself, its own figures still come.
@@ -139,15 +135,11 @@ import Testing
         let box = try TestHost(label: "doctor-loss-box")
         defer { box.close() }
         try sender.link(to: box, addresses: ["10.98.2.1"], peerAddress: "10.98.2.2")
-        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
-        for rule in [["add", "table", "inet", "loss"],
-                     ["add", "chain", "inet", "loss", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
-                     ["add", "rule", "inet", "loss", "in", "iifname", "!=", "lo", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "10", "drop"],
-                     ["add", "chain", "inet", "loss", "out", "{", "type", "filter", "hook", "output", "priority", "0", ";", "}"],
-                     ["add", "rule", "inet", "loss", "out", "oifname", "!=", "lo", "meta", "l4proto", "udp", "drop"]] {
-            let result = try box.run(nft, rule)
-            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
-        }
+        try box.nft([["add", "table", "inet", "loss"],
+                    ["add", "chain", "inet", "loss", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                    ["add", "rule", "inet", "loss", "in", "iifname", "!=", "lo", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "10", "drop"],
+                    ["add", "chain", "inet", "loss", "out", "{", "type", "filter", "hook", "output", "priority", "0", ";", "}"],
+                    ["add", "rule", "inet", "loss", "out", "oifname", "!=", "lo", "meta", "l4proto", "udp", "drop"]])
         let daemon = try RunningDaemon.start(in: box, extra: ["--airplay2", "off", "--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
         defer { daemon.process.stop(grace: 2) }
         let stream = try Self.pyatv(in: sender, address: "10.98.2.2", port: 7000, deviceID: daemon.storedDeviceID.replacingOccurrences(of: ":", with: ""))
@@ -165,13 +157,9 @@ import Testing
         let box = try TestHost(label: "doctor-ptp-box")
         defer { box.close() }
         try sender.link(to: box, addresses: ["10.98.3.1"], peerAddress: "10.98.3.2")
-        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
-        for rule in [["add", "table", "inet", "noclock"],
-                     ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
-                     ["add", "rule", "inet", "noclock", "in", "udp", "dport", "{", "319", ",", "320", "}", "drop"]] {
-            let result = try box.run(nft, rule)
-            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
-        }
+        try box.nft([["add", "table", "inet", "noclock"],
+                    ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
+                    ["add", "rule", "inet", "noclock", "in", "udp", "dport", "{", "319", ",", "320", "}", "drop"]])
         let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
         defer { daemon.process.stop(grace: 2) }
         let stream = try sender.spawn(try Products.executable("airplay"),

@@ -138,15 +138,10 @@ import Testing
         #expect(daemon.waitForOutput("airplayd: ready", timeout: 20), "\(daemon.stderr)")
         #expect(daemon.stderr.contains("sockets from systemd count=2") && daemon.stderr.contains("PTP follower listening"), "\(daemon.stderr)")
 
-        let sweep = try #require(RAOPInteropTests.sweep)
         let deviceID = ((try? String(contentsOfFile: state + "/device-id", encoding: .utf8)) ?? "")
             .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: ":", with: "")
-        let stream = try sender.run(try Products.peerTool("atvremote"), [
-            "--storage", "none", "--manual", "--address", "10.98.4.2", "--port", "7000", "--protocol", "raop", "--id", deviceID,
-            "--service-properties", "|cn=0|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
-            "stream_file=\(sweep.directory)/sweep.flac",
-        ], timeout: 60)
-        #expect(stream.status == 0, "\(stream.stdout)\(stream.stderr)\n\(daemon.stderr.suffix(2000))")
+        let stream = try DoctorTests.pyatv(in: sender, address: "10.98.4.2", port: 7000, deviceID: deviceID)
+        #expect(stream.waitForExit(timeout: 60) == 0, "\(stream.stdout)\(stream.stderr)\n\(daemon.stderr.suffix(2000))")
         #expect(daemon.waitForOutput("audio session ended", timeout: 5) && daemon.stderr.contains("lost=0"), "\(daemon.stderr.suffix(2000))")
 
         let curl = try #require(TestHost.which("curl"))

@@ -32,6 +32,15 @@ struct RunningDaemon {
 }
 
 extension TestHost {
+    /// Applies nftables rules in this namespace, one `nft` call each (a firewall, a lossy link).
+    func nft(_ rules: [[String]]) throws {
+        let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
+        for rule in rules {
+            let result = try run(nft, rule)
+            #expect(result.status == 0, "nft \(rule.joined(separator: " ")): \(result.stderr)")
+        }
+    }
+
     /// Waits until `avahi-browse` resolves a service of `type` whose name satisfies `matching`.
     func waitForService(_ type: String, timeout: Double = 15,
                         matching: (BrowsedService) -> Bool) throws -> BrowsedService? {
