@@ -7,7 +7,7 @@ import Logging
 
 /// Everything airplayd is configured with: the TOML file, then command-line overrides.
 ///
-/// Every key is documented in `systemd/airplayd.toml` and the README; `ConfigurationKey.all`
+/// Every key is documented in `systemd/airplayd.toml` and `docs/airplayd.md`; `ConfigurationKey.all`
 /// is the single list both the parser and the documentation test read.
 public struct ReceiverConfiguration: Hashable, Sendable {
     /// The name shown in senders' pickers (`name`); defaults to the host name.

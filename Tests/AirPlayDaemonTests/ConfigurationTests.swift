@@ -125,10 +125,10 @@ import Testing
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let example = try String(contentsOf: root.appendingPathComponent("systemd/airplayd.toml"), encoding: .utf8)
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let reference = try String(contentsOf: root.appendingPathComponent("docs/airplayd.md"), encoding: .utf8)
         for key in ConfigurationKey.all {
             #expect(example.contains(key.name), "systemd/airplayd.toml does not document \(key.name)")
-            #expect(readme.contains("`\(key.name)`"), "README.md does not document \(key.name)")
+            #expect(reference.contains("`\(key.name)`"), "docs/airplayd.md does not document \(key.name)")
         }
         // The example, with its commented defaults switched on, is a valid configuration.
         let uncommented = example.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
