@@ -1,5 +1,6 @@
 import AirPlayDiscovery
 import AirPlaySender
+import AirPlayWire
 import ArgumentParser
 import Foundation
 
@@ -9,6 +10,7 @@ struct AirPlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "airplay",
         abstract: "Find AirPlay receivers and send them video and audio.",
+        version: SwiftAirPlay.version,
         subcommands: [ListCommand.self, PlayCommand.self, PauseCommand.self, ResumeCommand.self, SeekCommand.self,
                       SkipCommand.self, RateCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self,
                       VolumeCommand.self, SelectCommand.self, StreamCommand.self, HLSCommand.self, PairCommand.self, UnpairCommand.self,

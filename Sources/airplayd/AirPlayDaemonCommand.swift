@@ -1,4 +1,5 @@
 import AirPlayDaemon
+import AirPlayWire
 import ArgumentParser
 import FoundationEssentials
 import Glibc
@@ -14,7 +15,8 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         discussion: """
             Settings come from the TOML file (default \(ReceiverConfiguration.defaultPath)); flags override it. Exit code 78 means a configuration error.
             `airplayd pairings list|remove ID|clear` manages the senders paired with this box (see `airplayd pairings --help`).
-            """)
+            """,
+        version: SwiftAirPlay.version)
 
     /// `airplayd pairings …` goes to its own command: its `--state-dir` must not be taken for the daemon's.
     static func main() async {
