@@ -459,27 +459,6 @@ public final class AudioSessions: Sendable {
         return resources
     }
 
-    /// The per-session log line, and one per reason datagrams were dropped.
-    private func logEnd(_ session: RAOPSessionStateMachine.Session, reason: String, figures: StreamFigures) {
-        let sync = figures.playout.syncError
-        logger.info("audio session ended", metadata: [
-            "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
-            "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
-            "retransmitted": "\(figures.retransmitted)",
-            "clock": "\(figures.timedMostlyBy)",
-            "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
-            "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
-            "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
-            "dropped": "\(figures.dropped.values.reduce(0, +))",
-        ])
-        for (why, count) in figures.dropped.sorted(by: { $0.key < $1.key }) {
-            logger.notice("audio datagrams dropped", metadata: ["session": "\(session.number)", "reason": "\(why)", "count": "\(count)"])
-        }
-    }
-
-    static func milliseconds(_ seconds: Double) -> Double { rounded(seconds * 1000) }
-    static func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
-
     // MARK: Packets and time
 
     /// A datagram on the audio port, read in place by the session's `UDPDatagramSocket`.

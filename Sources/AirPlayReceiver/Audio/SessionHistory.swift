@@ -80,6 +80,27 @@ extension AudioSessions {
         buffered ? "buffered" : session.kind == .airPlay2 ? "airplay2" : "airplay1"
     }
 
+    /// The per-session log line, and one per reason datagrams were dropped.
+    func logEnd(_ session: RAOPSessionStateMachine.Session, reason: String, figures: StreamFigures) {
+        let sync = figures.playout.syncError
+        logger.info("audio session ended", metadata: [
+            "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
+            "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
+            "retransmitted": "\(figures.retransmitted)",
+            "clock": "\(figures.timedMostlyBy)",
+            "sync.mean.ms": "\(Self.milliseconds(sync.mean))", "sync.p95.ms": "\(Self.milliseconds(sync.percentile(0.95)))",
+            "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
+            "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
+            "dropped": "\(figures.drops.values.reduce(0, +))",
+        ])
+        for (why, count) in figures.dropped.sorted(by: { $0.key < $1.key }) {
+            logger.notice("audio datagrams dropped", metadata: ["session": "\(session.number)", "reason": "\(why)", "count": "\(count)"])
+        }
+    }
+
+    static func milliseconds(_ seconds: Double) -> Double { rounded(seconds * 1000) }
+    static func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+
     /// The history of ended sessions for `GET /diagnostics`.
     public var historyJSON: JSONValue {
         let now = now()
