@@ -2,11 +2,14 @@ import AirPlayWire
 import NIOCore
 
 extension ControlRouter {
-    /// `GET /diagnostics` (loopback only): everything `airplay doctor` needs to say why the box
+    /// `GET /diagnostics` (on the box, or to a paired admin controller over pair-verify): everything `airplay doctor` needs to say why the box
     /// is silent or unreachable, in one answer: what it offers, whether its mDNS records are
     /// out, the PTP clocks it hears, what plays now and how the last sessions ended.
     static func diagnostics(_ router: ControlRouter, connection: ConnectionContext?) -> AirPlayResponse {
-        guard isLoopback(connection) else { return .text(status: 403, "/diagnostics is served to programs on this box only") }
+        guard isLoopback(connection) || isVerifiedAdmin(router, connection) else {
+            return .text(status: 403, "/diagnostics is served to programs on this box, and elsewhere to an admin controller "
+                + "after pair-verify (airplay pair HOST, then airplay doctor HOST)")
+        }
         let info = router.serverInfo()
         let capabilities = info.capabilities
         var object: [String: JSONValue] = [
@@ -28,5 +31,12 @@ extension ControlRouter {
         var body = ByteBuffer()
         body.writeBytes(JSONValue.object(object).bytes)
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    /// A connection encrypted by pair-verify with a stored admin controller (the session
+    /// history names senders and addresses: not for whoever reaches the port).
+    private static func isVerifiedAdmin(_ router: ControlRouter, _ connection: ConnectionContext?) -> Bool {
+        guard let connection, let pairing = router.pairing else { return false }
+        return pairing.isVerifiedAdmin(connection.id)
     }
 }

@@ -142,7 +142,7 @@ public struct ControlRouter: Sendable {
                      body.writeBytes(status().bytes)
                      return .now(AirPlayResponse(status: 200, headers: ["Content-Type": "application/json"], body: body))
                  }),
-        Endpoint(name: "diagnostics (loopback JSON)",
+        Endpoint(name: "diagnostics (JSON: on the box, or to a paired admin)",
                  takes: { _, request, _ in request.path == "/diagnostics" && request.method == "GET" },
                  answer: { router, _, connection in .now(diagnostics(router, connection: connection)) }),
         Endpoint(name: "now playing (loopback JSON)",

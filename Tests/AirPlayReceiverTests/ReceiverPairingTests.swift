@@ -106,6 +106,33 @@ import Testing
         #expect(pairing.store.all.isEmpty, "HAP: no admin left, no pairing left")
     }
 
+    /// `airplay doctor` from another machine: the box's own figures name senders and their
+    /// addresses, so off the box they go to an admin controller on a pair-verified connection
+    /// only, not to a guest it added nor to whoever reaches the port.
+    @Test func theBoxsFiguresGoOverTheNetworkToAVerifiedAdminOnly() throws {
+        var router = DiagnosticsTests.router()
+        router.pairing = pairing
+        let request = AirPlayRequest(method: "GET", target: "/diagnostics", version: .http11)
+        func remote(_ address: String) throws -> ConnectionContext {
+            ConnectionContext(id: ObjectIdentifier(Token()), local: try SocketAddress(ipAddress: "10.0.0.2", port: 7000),
+                              remote: try SocketAddress(ipAddress: address, port: 50000), close: {})
+        }
+        let admin = try remote("10.0.0.9")
+        let receiver = try pairAndVerify(PairingIdentity(identifier: "laptop", key: Ed25519SigningKey.generate()), on: admin)
+        #expect(router.reply(to: request, connection: admin).response.status == 200)
+
+        let guestIdentity = PairingIdentity(identifier: "guest", key: Ed25519SigningKey.generate())
+        try pairing.store.add(ControllerPairing(identifier: "guest", publicKey: guestIdentity.publicKey, admin: false))
+        let guest = try remote("10.0.0.10")
+        var verify = try PairingClient.Verify(identity: guestIdentity, receiver: receiver)
+        let v2 = try post("/pair-verify", verify.start, on: guest).reply
+        #expect(try post("/pair-verify", try verify.proof(answering: v2), on: guest).encrypts)
+        #expect(pairing.isVerified(guest.id))
+        let refused = router.reply(to: request, connection: guest).response
+        #expect(refused.status == 403 && String(decoding: refused.body.readableBytesView, as: UTF8.self).contains("airplay pair"))
+        #expect(router.reply(to: request, connection: try remote("10.0.0.11")).response.status == 403)
+    }
+
     @Test func aPINOnShowExpiresAfterFiveMinutes() throws {
         _ = try post("/pair-pin-start", nil, on: connection())
         #expect(pairing.displayedPIN != nil)

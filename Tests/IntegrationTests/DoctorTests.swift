@@ -192,4 +192,36 @@ import Testing
         #expect(diagnosis.codes.contains("ptp-off") && diagnosis.text.contains("Address already in use"),
                 "\(diagnosis.text)\n\(daemon.process.stderr.suffix(1500))")
     }
+
+    /// A box elsewhere keeps its own figures from the network: the doctor says so and how to
+    /// get them. Once `airplay pair` made this machine the box's admin, the doctor pair-verifies
+    /// and reads them from there, the same findings as on the box.
+    @Test func aPairedAdminReadsTheBoxsFiguresFromAnotherMachine() throws {
+        let sender = try TestHost(label: "doctor-paired-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "doctor-paired-box")
+        defer { box.close() }
+        try sender.link(to: box, addresses: ["10.98.5.1"], peerAddress: "10.98.5.2")
+        let config = Products.scratchDirectory("doctor-paired") + "/airplayd.toml"
+        try "pin = \"2468\"\nairplay2 = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try RunningDaemon.start(in: box, extra: ["--config", config, "--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let airplay = try Products.executable("airplay")
+        let environment = ["XDG_CONFIG_HOME": Products.scratchDirectory("doctor-paired-sender"), "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"]
+        func doctor() throws -> (Diagnosis, String) {
+            let result = try sender.run(airplay, ["doctor", "10.98.5.2:7000", "--browse-seconds", "0", "--json"], environment: environment, timeout: 30)
+            return (try Diagnosis(result), result.stdout)
+        }
+        let (stranger, strangerJSON) = try doctor()
+        #expect(stranger.codes.contains("no-report") && !stranger.codes.contains("idle") && stranger.text.contains("airplay pair"), "\(stranger.text)")
+        #expect(strangerJSON.contains("\"figures\":null"), "\(strangerJSON)")
+
+        let pair = try sender.run(airplay, ["pair", "--pin", "2468", "--to", "10.98.5.2:7000"], environment: environment, timeout: 30)
+        #expect(pair.status == 0, "\(pair.stdout)\(pair.stderr)")
+        let (admin, adminJSON) = try doctor()
+        // The box runs no avahi-daemon here: its own figures say so, as they do on the box.
+        #expect(admin.codes.contains("idle") && admin.codes.contains("not-published") && !admin.codes.contains("no-report"),
+                "\(admin.text)\n\(daemon.process.stderr.suffix(1500))")
+        #expect(adminJSON.contains("\"figures\":\"pair-verified\""), "\(adminJSON)")
+    }
 }

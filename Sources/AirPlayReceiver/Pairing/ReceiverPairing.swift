@@ -96,6 +96,13 @@ public final class ReceiverPairing: Sendable {
         verifiedPairing(connection) != nil
     }
 
+    /// True when the connection pair-verified a stored admin controller: one that paired with
+    /// the box's PIN, or that an admin added as admin. The box's own figures (`/diagnostics`)
+    /// are served to such a controller from anywhere.
+    public func isVerifiedAdmin(_ connection: ObjectIdentifier) -> Bool {
+        verifiedPairing(connection)?.admin == true
+    }
+
     /// The stored pairing the connection verified, when it is still stored with the same key.
     private func verifiedPairing(_ connection: ObjectIdentifier) -> ControllerPairing? {
         guard let controller = connections.withLock({ $0[connection]?.controller }),

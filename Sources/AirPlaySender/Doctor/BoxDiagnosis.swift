@@ -72,6 +72,8 @@ public struct DoctorObservations: Hashable, Sendable {
     public var report: BoxReport?
     /// Why there is no report (a remote box, an older daemon, another receiver).
     public var reportMissing: String?
+    /// Whether the report was read over a pair-verified connection (a box elsewhere).
+    public var pairVerified = false
     /// The mDNS browse.
     public var browse: Browse
 
@@ -113,7 +115,8 @@ public enum BoxDiagnosis {
             findings += takeovers(report.sessions ?? [], current: report.session)
         } else if let missing = seen.reportMissing {
             findings.append(DoctorFinding("no-report", .note, "The box's own figures were not read: \(missing).",
-                                          fix: seen.local ? nil : "Run `airplay doctor` on the box itself for its sessions, clock and output."))
+                                          fix: seen.local ? nil : "Run `airplay doctor` on the box itself for its sessions, clock and output, "
+                                              + "or pair with it as its admin (`airplay pair`) to read them from here."))
         }
         return stableSorted(findings)
     }

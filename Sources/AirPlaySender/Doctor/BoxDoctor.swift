@@ -1,3 +1,4 @@
+import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire
 import NIOCore
@@ -7,7 +8,10 @@ import NIOCore
 /// machine sees.
 public enum BoxDoctor {
     /// Asks the box at `host`:`port`; `browse` (seconds, or nil to skip) browses mDNS from here.
-    public static func observe(host: String, port: Int, timeout: Double = 3, browse: Double? = 3) async -> DoctorObservations {
+    /// A box elsewhere gives its own figures to an admin controller only: with `credentials`
+    /// that hold a pairing with it (`airplay pair`), the connection is pair-verified first.
+    public static func observe(host: String, port: Int, timeout: Double = 3, browse: Double? = 3,
+                               credentials: SenderCredentials? = nil) async -> DoctorObservations {
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         var seen = DoctorObservations(target: target, local: isLoopback(host), reach: TCPProbe.probe(host: host, port: port, timeout: timeout))
         var deviceID: String?
@@ -17,20 +21,20 @@ public enum BoxDoctor {
                 seen.infoName = list["name"]?.stringValue
                 deviceID = list["deviceid"]?.stringValue
             }
-            switch try? await get("/diagnostics", on: connection, timeout: timeout) {
-            case .some(let answer) where answer.status == 200:
+            var verified: Result<Void, SenderError>?
+            if !seen.local, let credentials, let receiver = pairing(in: credentials, deviceID: deviceID, host: host, port: port) {
                 do {
-                    seen.report = try BoxReport(json: Array(answer.body.readableBytesView))
-                    seen.local = true
+                    try await connection.pairVerify(identity: credentials.identity, receiver: receiver)
+                    verified = .success(())
                 } catch {
-                    seen.reportMissing = "its /diagnostics did not read (\(error))"
+                    verified = .failure(error)
                 }
-            case .some(let answer) where answer.status == 403:
-                seen.reportMissing = "the box gives them to programs on the box only"
-            case .some(let answer):
-                seen.reportMissing = "the receiver has no /diagnostics (HTTP \(answer.status)): not airplayd, or an older one"
-            case .none:
-                seen.reportMissing = "the receiver did not answer /diagnostics"
+            }
+            switch verified {
+            case .failure(let error):
+                seen.reportMissing = "pair-verify with the stored pairing failed (\(error.message))"
+            case .success, .none:
+                await readReport(on: connection, timeout: timeout, pairVerified: verified != nil, into: &seen)
             }
             await connection.close()
         }
@@ -38,6 +42,35 @@ public enum BoxDoctor {
             seen.browse = browseFor(deviceID: seen.report?.deviceID ?? deviceID, name: seen.report?.mdns?.name ?? seen.infoName, seconds: browse)
         }
         return seen
+    }
+
+    /// `GET /diagnostics`, or why the box did not give it.
+    static func readReport(on connection: ReceiverConnection, timeout: Double, pairVerified: Bool, into seen: inout DoctorObservations) async {
+        switch try? await get("/diagnostics", on: connection, timeout: timeout) {
+        case .some(let answer) where answer.status == 200:
+            do {
+                seen.report = try BoxReport(json: Array(answer.body.readableBytesView))
+                seen.local = true
+                seen.pairVerified = pairVerified
+            } catch {
+                seen.reportMissing = "its /diagnostics did not read (\(error))"
+            }
+        case .some(let answer) where answer.status == 403:
+            seen.reportMissing = pairVerified ? "the pairing this machine holds is not an admin's"
+                : "the box gives them to programs on the box, or to a paired admin (`airplay pair \(seen.target)`)"
+        case .some(let answer):
+            seen.reportMissing = "the receiver has no /diagnostics (HTTP \(answer.status)): not airplayd, or an older one"
+        case .none:
+            seen.reportMissing = "the receiver did not answer /diagnostics"
+        }
+    }
+
+    /// The stored pairing with this box: `airplay pair` keeps it under the device id when the
+    /// box was found by name, and under HOST:PORT when it was given by address.
+    static func pairing(in credentials: SenderCredentials, deviceID: String?, host: String, port: Int) -> PairingClient.ReceiverCredentials? {
+        let byAddress = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let byDevice = deviceID.flatMap(DeviceID.init)?.colonForm
+        return (byDevice.flatMap { credentials.receivers[$0] }) ?? credentials.receivers[byAddress] ?? credentials.receivers["\(host):\(port)"]
     }
 
     static func get(_ path: String, on connection: ReceiverConnection, timeout: Double) async throws -> AirPlayResponse {

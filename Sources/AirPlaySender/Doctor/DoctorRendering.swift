@@ -5,7 +5,7 @@ public enum DoctorRendering {
     /// Lines for a terminal: a mark per severity, the summary, then what was seen and the fix.
     public static func text(_ findings: [DoctorFinding], observations: DoctorObservations) -> String {
         let name = observations.infoName.map { "\"\($0)\" at " } ?? ""
-        var lines = ["airplay doctor: \(name)\(observations.target)"]
+        var lines = ["airplay doctor: \(name)\(observations.target)" + (observations.pairVerified ? " (its figures read over pair-verify)" : "")]
         for finding in findings {
             let mark = switch finding.severity {
             case .problem: "✘"
@@ -22,7 +22,8 @@ public enum DoctorRendering {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// One JSON document: the target, whether any problem was found, and every finding.
+    /// One JSON document: the target, whether any problem was found, every finding, and how the
+    /// box's own figures were read ("on the box", "pair-verified", or null when they were not).
     public static func json(_ findings: [DoctorFinding], observations: DoctorObservations) -> String {
         let items: [JSONValue] = findings.map { finding in
             .object(["code": .string(finding.code), "severity": .string(finding.severity.rawValue), "summary": .string(finding.summary),
@@ -31,6 +32,7 @@ public enum DoctorRendering {
         let document: JSONValue = .object([
             "target": .string(observations.target), "name": .string(observations.infoName),
             "ok": .bool(!findings.contains { $0.severity == .problem }), "findings": .array(items),
+            "figures": .string(observations.report == nil ? nil : observations.pairVerified ? "pair-verified" : "on the box"),
         ])
         return String(decoding: document.bytes, as: UTF8.self) + "\n"
     }
