@@ -202,6 +202,6 @@ let package = Package(
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto", "AirPlayMedia",
-        ], exclude: ["peers"]),
+        ], exclude: ["peers", "scripts"]),
     ]
 )
