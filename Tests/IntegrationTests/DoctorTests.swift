@@ -5,8 +5,10 @@ import Testing
 /// `airplay doctor` against a real airplayd, each cause staged as it happens on a real network:
 /// avahi-daemon stopped, a port nothing listens on and one a firewall drops (nftables), an
 /// output that cannot start, a sender that mutes the box and one that takes over (pyatv), a link
-/// that loses packets and never carries a resend back, a PTP clock that never arrives, and PTP
-/// ports another program holds. Each is named by its code, with the exit status scripts read.
+/// that loses packets and never carries a resend back, a PTP clock that never arrives, PTP
+/// ports another program holds, a sender whose syncs contradict its clock, packets that fail
+/// authentication, and a box elsewhere read over pair-verify. Each is named by its code, with
+/// the exit status scripts read.
 @Suite struct DoctorTests {
     struct Diagnosis {
         let status: Int32
@@ -125,6 +127,44 @@ import Testing
         let diagnosis = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "taken-over")
         #expect(diagnosis.codes.contains("taken-over"), "\(diagnosis.text)")
         #expect(diagnosis.text.contains("The sender at 127.0.0.1 took over from the sender at 127.0.0.1"), "\(diagnosis.text)")
+    }
+
+    /// A RAOP sender whose sync packets contradict the clock its timing answers give (each
+    /// claims its time 3 s off, ahead and behind by turns): the box does not follow them, plays
+    /// by arrival, and the doctor says the sender's timing does not add up.
+    @Test func aSenderWhoseSyncsContradictItsClockIsNamed() throws {
+        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
+        let sender = try ManagedProcess(try Products.peerTool("python"), [
+            Products.repositoryRoot + "/Tests/IntegrationTests/peers/raop_drifting_sender.py", "127.0.0.1", String(daemon.port), "0", "12", "3",
+        ], directory: Products.scratchDirectory("doctor-implausible"), label: "implausible-sender")
+        defer { sender.stop() }
+        let diagnosis = try Self.doctor(["127.0.0.1:\(daemon.port)", "--browse-seconds", "0"], until: "syncs-implausible", limit: 12)
+        #expect(diagnosis.codes.contains("syncs-implausible"), "\(diagnosis.text)\n\(sender.stdout)\(sender.stderr)")
+    }
+
+    /// An AirPlay 2 realtime stream whose packets the link alters (our bridge flips a byte in a
+    /// fifth of the audio datagrams, as a sender keyed differently would look): they fail
+    /// ChaCha20-Poly1305's check, and the doctor names packets failing authentication.
+    @Test func packetsFailingAuthenticationAreNamed() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let sender = try TestHost(label: "doctor-auth-sender")
+        defer { sender.close() }
+        let box = try TestHost(label: "doctor-auth-box")
+        defer { box.close() }
+        let relay = try BufferedAudioTests.Group.relay(label: "doctor-auth", from: sender, to: box, addresses: ("10.98.6.1", "10.98.6.2"))
+        defer { relay.0.close() }
+        let bridge = try relay.0.spawn(try Products.peerTool("python"),
+                                       [Products.repositoryRoot + "/Tests/IntegrationTests/peers/jitter_bridge.py"] + relay.1
+                                           + ["0", "0", "0", "40", "--corrupt", "20"], label: "jitter-bridge")
+        defer { bridge.stop() }
+        let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
+        defer { daemon.process.stop(grace: 2) }
+        let stream = try sender.spawn(try Products.executable("airplay"), [
+            "stream", sweep.directory + "/sweep.flac", "--protocol", "2", "--mode", "realtime", "--to", "10.98.6.2:7000",
+        ], label: "airplay-stream")
+        defer { stream.stop() }
+        let diagnosis = try Self.doctor(in: box, ["--browse-seconds", "0"], until: "decrypt-failing")
+        #expect(diagnosis.codes.contains("decrypt-failing") && diagnosis.status == 1, "\(diagnosis.text)\n\(stream.stderr)")
     }
 
     /// The box's link drops 10 % of what arrives and everything UDP it sends back (its resend

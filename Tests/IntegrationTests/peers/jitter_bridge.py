@@ -9,6 +9,10 @@ Usage: jitter_bridge.py IFACE_A IFACE_B DELAY_MS JITTER_MS LOSS_PERCENT SECONDS 
   --duplicate P      P percent of frames are sent twice, the copy with a delay of its own
   --udp-only         impair only UDP datagrams (TCP and the rest pass with the plain delay)
   --loss-seconds S   drop only during the first S seconds, then stop dropping (recovery)
+  --corrupt P        P percent of IPv4 UDP datagrams of 200 bytes or more (audio, not clocks or
+                     control) get one payload byte past the RTP header flipped, their UDP checksum
+                     cleared (none, as IPv4 allows) so the box reads them: a sender whose keys are
+                     not the box's, as the box sees it
   --seed N           the random seed (1)
 
 Run it in a network namespace holding both interfaces (promiscuous, offloads off, so every
@@ -36,6 +40,7 @@ parser.add_argument("--reorder", type=float, default=0)
 parser.add_argument("--duplicate", type=float, default=0)
 parser.add_argument("--udp-only", action="store_true")
 parser.add_argument("--loss-seconds", type=float, default=None)
+parser.add_argument("--corrupt", type=float, default=0)
 parser.add_argument("--seed", type=int, default=1)
 options = parser.parse_args()
 a, b = options.a, options.b
@@ -52,7 +57,7 @@ for name in (a, b):
 other = {a: sockets[b], b: sockets[a]}
 by_fd = {sockets[a].fileno(): a, sockets[b].fileno(): b}
 queue, order = [], 0   # (due, order, socket, frame, arrival number)
-counts = {"forwarded": 0, "dropped": 0, "duplicated": 0, "held_back": 0, "reordered": 0, "impaired": 0}
+counts = {"forwarded": 0, "dropped": 0, "duplicated": 0, "held_back": 0, "reordered": 0, "impaired": 0, "corrupted": 0}
 last_sent = {}         # per outgoing socket: the highest arrival number sent so far
 applied = []
 random.seed(options.seed)
@@ -70,6 +75,21 @@ def udp(frame):
     """Whether an Ethernet frame carries a UDP datagram (IPv4 or IPv6 without extension headers)."""
     kind = frame[12:14]
     return (kind == b"\x08\x00" and len(frame) > 23 and frame[23] == 17) or (kind == b"\x86\xdd" and len(frame) > 20 and frame[20] == 17)
+
+
+def corrupted(frame):
+    """The frame with one audio payload byte flipped, or None when it is not a large IPv4 UDP datagram."""
+    if frame[12:14] != b"\x08\x00" or len(frame) < 34 or frame[23] != 17:
+        return None
+    udp_start = 14 + (frame[14] & 0x0F) * 4
+    payload = udp_start + 8
+    if len(frame) - payload < 200:
+        return None
+    changed = bytearray(frame)
+    changed[udp_start + 6:udp_start + 8] = b"\x00\x00"
+    position = payload + 12 + random.randrange(len(frame) - payload - 12)
+    changed[position] ^= 0x5A
+    return bytes(changed)
 
 
 def send_due(now):
@@ -121,6 +141,11 @@ while time.monotonic() < end and not stopped:
                 if dropping and random.random() < loss:
                     counts["dropped"] += 1
                     continue
+            if impaired and options.corrupt > 0 and random.random() < options.corrupt / 100:
+                changed = corrupted(frame)
+                if changed is not None:
+                    frame = changed
+                    counts["corrupted"] += 1
             wait = max(0.0, delay + random.uniform(-jitter, jitter))
             if impaired and random.random() < reorder:
                 wait += delay + jitter + 0.010

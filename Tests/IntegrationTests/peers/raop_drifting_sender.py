@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """A RAOP sender whose clock runs fast or slow, for tests of a receiver's clock following.
 
-Usage: raop_drifting_sender.py HOST PORT PPM SECONDS
+Usage: raop_drifting_sender.py HOST PORT PPM SECONDS [SYNC_OFFSET]
 Its clock (what its timing answers and sync packets say) runs PPM parts per million faster than
 the machine's, and it paces its L16 packets by that clock, as a sender with its own crystal
 would. A receiver that plays by its own clock must drop (PPM > 0) or add frames to keep up.
 Streams SECONDS of a 441 Hz / 662 Hz sine pair (unencrypted L16, 352-frame packets, latency
 2 s as iTunes announces it), answers timing requests (0x52 -> 0x53) and resend requests from
 a backlog, then TEARDOWN. Prints "OK {json}" or "FAIL reason".
+With SYNC_OFFSET (seconds), every sync packet claims its time that far off the
+clock its timing answers give, alternately ahead and behind: a sender whose syncs contradict
+its own clock, which a receiver must not follow.
 """
 import json, math, os, socket, struct, sys, threading, time
 
@@ -21,6 +24,8 @@ NTP_EPOCH = 2208988800
 
 def main():
     host, port, ppm, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+    sync_offset = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    syncs = 0
     rate = 1 + ppm * 1e-6
     base_mono, base_wall = time.monotonic(), time.time() + NTP_EPOCH
 
@@ -74,7 +79,9 @@ def main():
         if now - last_sync >= 1:
             last_sync = now
             sync = struct.pack(">BBH", 0x90 if n == 0 else 0x80, 0xD4, 7) + struct.pack(">I", (timestamp - LATENCY) & 0xFFFFFFFF)
-            sync += ntp(now) + struct.pack(">I", timestamp)
+            claimed = now + (sync_offset if syncs % 2 == 0 else -sync_offset)
+            syncs += 1
+            sync += ntp(claimed) + struct.pack(">I", timestamp)
             control.sendto(sync, (host, sync_port))
         audio.sendto(packet, (host, server_port))
         # Paced by our own clock: packet n leaves at start + n * 352 / 44100 of it.
