@@ -38,8 +38,9 @@ protocol PlayoutInput: AnyObject, Sendable {
 /// that is due within that time in the same wake-up as the one before it.
 ///
 /// One thread per playout writes the output and, with an attached `PlayoutInput`, reads the
-/// audio port each time it wakes: one wake-up per packet in all, not one to receive and one to
-/// write. It listens to the port only while it waits for data, and never sleeps more than
+/// audio port before each sleep, after whatever was due is written: one wake-up per packet in
+/// all, not one to receive and one to write, and a write never waits for a packet to be
+/// decoded. It listens to the port only while it waits for data, and never sleeps more than
 /// 50 ms, so datagrams wait in the socket for at most that long.
 public final class AudioPlayout: @unchecked Sendable {
     /// What the playout measured, for logs and the benchmark.
@@ -168,31 +169,40 @@ public final class AudioPlayout: @unchecked Sendable {
     }
 
     private func run() {
-        var woke = true
+        var drained = false   // the port was read since the last sleep
         while true {
             let input = state.withLock { $0.input }
-            // Read what arrived since the last wake-up (nothing to read after a write).
-            if woke { input?.drain() }
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
             let writeAhead = output.writeAhead
-            let (step, listen) = state.withLock { state -> (PlayoutSchedule.Step?, Bool) in
-                guard state.running else { return (nil, false) }
-                return (state.schedule.next(now: Self.now(), delay: delay, writeAhead: writeAhead), state.schedule.waitingForData)
+            let (step, listen, received) = state.withLock { state -> (PlayoutSchedule.Step?, Bool, Int) in
+                guard state.running else { return (nil, false, 0) }
+                let step = state.schedule.next(now: Self.now(), delay: delay, writeAhead: writeAhead)
+                return (step, state.schedule.waitingForData, state.schedule.stats.received)
             }
-            let port = listen ? input?.descriptor ?? -1 : -1
-            woke = true
+            let timeout: Int64
             switch step {
             case nil:
                 return
-            case .idle:
-                wakeEvent.wait(input: port, timeoutNanoseconds: 100_000_000)
-            case .wait(let seconds):
-                wakeEvent.wait(input: port, timeoutNanoseconds: Int64(max(200_000, min(seconds * 1e9, 50_000_000))))
             case .write(let samples, let gain):
+                // What is due goes out before the port is read: decrypting and decoding packets
+                // that play seconds from now made a realtime room write up to a millisecond late.
                 output.write(gain == 1 ? samples : scaled(samples, by: gain))
-                woke = false
+                continue
+            case .idle:
+                timeout = 100_000_000
+            case .wait(let seconds):
+                timeout = Int64(max(200_000, min(seconds * 1e9, 50_000_000)))
             }
+            // About to sleep: read what arrived meanwhile (once per sleep), and decide again if
+            // anything came (it may be the packet waited for, or change how long to sleep).
+            if let input, !drained {
+                drained = true
+                input.drain()
+                if state.withLock({ $0.schedule.stats.received }) != received { continue }
+            }
+            wakeEvent.wait(input: listen ? input?.descriptor ?? -1 : -1, timeoutNanoseconds: timeout)
+            drained = false
         }
     }
 
