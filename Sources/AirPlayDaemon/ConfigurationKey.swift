@@ -95,6 +95,8 @@ public struct ConfigurationKey: Sendable {
               summary: "Serve AirPlay 2 beside AirPlay 1 (pairing, plist sessions, realtime and, with ptp, buffered audio, video; features 38, 43, 46, 48, and 40, 41, 47 with PTP); default true.", read: .bool),
         .init(name: "ptp", field: \.ptp, allowed: "true or false",
               summary: "With airplay2: follow AirPlay 2 senders' PTP clocks on UDP 319 and 320 (needs CAP_NET_BIND_SERVICE, which the unit grants); default true.", read: .bool),
+        .init(name: "buffered_audio", field: \.bufferedAudio, allowed: "true or false",
+              summary: "With ptp: offer buffered AirPlay 2 audio (feature 40), seconds sent ahead for multi-room; false keeps PTP (41) and AirPlay 2 senders stream realtime instead, as to speakers without a buffer; default true.", read: .bool),
         .init(name: "fp_setup", field: \.fairPlaySetup, allowed: "true or false",
               summary: "With airplay2: answer POST /fp-setup, the fixed FairPlay handshake iOS makes before playing to an AirPlay 2 receiver (feature 14; it decrypts nothing); default true.", read: .bool),
         .init(name: "address", field: \.address, allowed: "an IPv4 or IPv6 address of this box",

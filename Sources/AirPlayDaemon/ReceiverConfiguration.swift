@@ -60,6 +60,10 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var airPlay2: Bool = true
     /// Whether AirPlay 2 senders' PTP clocks are followed on UDP 319/320 (`ptp`, `--ptp`; with `airplay2`).
     public var ptp: Bool = true
+    /// Whether buffered AirPlay 2 audio is offered (feature 40) while PTP runs (`buffered_audio`,
+    /// `--buffered-audio`): off, AirPlay 2 senders stream realtime audio on PTP instead, as to
+    /// speakers without a buffer.
+    public var bufferedAudio: Bool = true
     /// Whether `POST /fp-setup` is answered and feature bit 14 set (`fp_setup`, `--fp-setup`;
     /// with `airplay2`): iOS makes this handshake before it plays to an AirPlay 2 receiver.
     public var fairPlaySetup: Bool = true

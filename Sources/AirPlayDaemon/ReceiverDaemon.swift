@@ -229,7 +229,8 @@ public final class ReceiverDaemon: Service, Sendable {
         let (ptp, ptpFailure) = configuration.airPlay2 && configuration.ptp ? startPTP(deviceID: identity.id) : (nil, nil)
         router.ptpUnavailable = ptpFailure
         // Buffered audio is advertised only while a PTP follower runs to play it on.
-        capabilities.bufferedAudio = ptp != nil
+        capabilities.ptpTiming = ptp != nil
+        capabilities.bufferedAudio = ptp != nil && configuration.bufferedAudio
         currentCapabilities.withLockedValue { [capabilities] in $0 = capabilities }
         let audio = makeAudioSessions(group: group, deviceID: identity.id, ptp: ptp)
         let remoteControl = ReceiverRemoteControl(nowPlaying: nowPlaying, video: video, events: audio, findDACP: AvahiDACPFinder.find, logger: logger)
@@ -309,7 +310,7 @@ public final class ReceiverDaemon: Service, Sendable {
                 var newCapabilities = Self.detectCapabilities(fresh, media: media, logger: logger)
                 // Pairing settings only change with a restart (listed below when they differ).
                 Self.describe(pairing, airPlay2: configuration.airPlay2, in: &newCapabilities)
-                newCapabilities.bufferedAudio = currentCapabilities.withLockedValue { $0.bufferedAudio }
+                (newCapabilities.ptpTiming, newCapabilities.bufferedAudio) = currentCapabilities.withLockedValue { ($0.ptpTiming, $0.bufferedAudio) }
                 // The password itself only changes with a restart, so the pw flag stays as it is.
                 newCapabilities.passwordRequired = currentCapabilities.withLockedValue { $0.passwordRequired } && newCapabilities.audio
                 for key in Self.keysNeedingRestart(old: configuration, new: fresh) {

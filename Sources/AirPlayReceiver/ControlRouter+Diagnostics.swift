@@ -17,6 +17,7 @@ extension ControlRouter {
             "offers": .object([
                 "audio": .bool(router.activeAudio != nil), "video": .bool(router.activeVideo != nil && capabilities.video),
                 "airplay2": .bool(capabilities.airPlay2Pairing), "bufferedAudio": .bool(capabilities.bufferedAudio),
+                "ptpTiming": .bool(capabilities.ptpTiming),
                 "pairingRequired": .bool(capabilities.pairingRequired), "passwordRequired": .bool(capabilities.passwordRequired),
             ]),
             "mdns": router.publicationStatus?() ?? .null,

@@ -31,8 +31,11 @@ public struct ReceiverCapabilities: Hashable, Sendable {
     /// AirPlay 2 is served: HAP and transient pairing (features 43, 46, 48) and sessions set up
     /// with plists, realtime audio on NTP (38, "unified media control").
     public var airPlay2Pairing = false
-    /// Buffered audio on a PTP timeline is served (features 40, 41 and 47, and `/info`'s
-    /// `supportedFormats`): only with AirPlay 2 and while the PTP follower runs.
+    /// Senders' PTP clocks are followed (features 41 and 47): realtime audio may be timed by
+    /// PTP. Only with AirPlay 2 and while the PTP follower runs.
+    public var ptpTiming = false
+    /// Buffered audio on a PTP timeline is offered (feature 40, and `/info`'s `bufferStream`
+    /// formats): only with `ptpTiming`, unless the box's owner turned it off (`buffered_audio`).
     public var bufferedAudio = false
     /// Only paired senders may play (status flag bit 9).
     public var pairingRequired = false
@@ -76,7 +79,8 @@ public struct ReceiverCapabilities: Hashable, Sendable {
                 if alac { features.insert(.audioFormatALAC) }
                 if aac { features.insert(.audioFormatAAC) }
                 if fairPlaySetup { features.insert(.fairPlayAuthentication) }
-                if bufferedAudio { features.formUnion([.bufferedAudio, .ptpClock, .peerManagement]) }
+                if ptpTiming || bufferedAudio { features.formUnion([.ptpClock, .peerManagement]) }
+                if bufferedAudio { features.insert(.bufferedAudio) }
             }
         } else if audio {
             features.formUnion([.audio, .metadataText, .metadataArtwork, .metadataProgress, .rsaAuthentication])

@@ -70,6 +70,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --airplay2 on: follow senders' PTP clocks on UDP 319/320: on or off.")
     var ptp: Toggle?
 
+    @Option(name: .customLong("buffered-audio"), help: "With PTP: offer buffered AirPlay 2 audio (off: senders stream realtime on PTP): on or off.")
+    var bufferedAudio: Toggle?
+
     @Option(name: .customLong("fp-setup"), help: "With --airplay2 on: answer POST /fp-setup, the FairPlay handshake iOS makes first: on or off.")
     var fpSetup: Toggle?
 
@@ -154,6 +157,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let address { settings.address = address }
         if let ptp { settings.ptp = ptp == .on }
         if let fpSetup { settings.fairPlaySetup = fpSetup == .on }
+        if let bufferedAudio { settings.bufferedAudio = bufferedAudio == .on }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else {
                 throw ConfigurationError(key: "log_level",

@@ -9,11 +9,12 @@ import Testing
 @Suite struct ReceiverInfoTests {
     static let id = DeviceID("02:FC:00:00:00:01")!
 
-    static func answer(airPlay2: Bool, ptp: Bool) -> PropertyList {
+    static func answer(airPlay2: Bool, ptp: Bool, buffer: Bool = true) -> PropertyList {
         var capabilities = ReceiverCapabilities(video: false, hls: false, audio: true, alac: true)
         capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
         capabilities.airPlay2Pairing = airPlay2
-        capabilities.bufferedAudio = airPlay2 && ptp
+        capabilities.ptpTiming = airPlay2 && ptp
+        capabilities.bufferedAudio = airPlay2 && ptp && buffer
         return ServerInfo(deviceID: id, name: "Room", capabilities: capabilities).propertyList
     }
 
@@ -27,6 +28,14 @@ import Testing
         #expect(info.realtimeFormats != nil)
         let address = ReceiverAddress(host: "10.0.0.2", port: 7000, key: "10.0.0.2:7000", name: "Room")
         #expect(ReceiverLinks.features(of: address, info: info) == info.features, "without a record, /info decides")
+    }
+
+    /// A room that follows PTP but keeps no buffer (airplayd's `buffered_audio = false`, a
+    /// Sonos): PTP (41) without buffered audio (40), so `--mode auto` streams it realtime on PTP.
+    @Test func aRoomWithoutABufferOffersPTPButNoBufferedFormats() throws {
+        let info = try #require(ReceiverInfo(Self.answer(airPlay2: true, ptp: true, buffer: false)))
+        #expect(info.features.contains(.ptpClock) && !info.features.contains(.bufferedAudio))
+        #expect(info.bufferedFormats == nil && info.realtimeFormats != nil)
     }
 
     @Test func anAirPlay1RoomSaysNeitherAirPlay2NorPTP() throws {

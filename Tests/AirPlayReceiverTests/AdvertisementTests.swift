@@ -112,6 +112,11 @@ import Testing
         // Without the /fp-setup handshake, no bit 14.
         capabilities.fairPlaySetup = false
         #expect(!capabilities.features.contains(.fairPlayAuthentication))
+        // PTP without buffering (`buffered_audio = false`): 41 and 47 stay, 40 and bufferStream go,
+        // so AirPlay 2 senders stream realtime on PTP (as to a Sonos).
+        (capabilities.bufferedAudio, capabilities.ptpTiming) = (false, true)
+        #expect(capabilities.features.contains(.ptpClock) && !capabilities.features.contains(.bufferedAudio))
+        #expect(ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList["supportedFormats"]?["bufferStream"] == nil)
         // AirPlay 1 alone keeps the records of an Apple TV 3.
         capabilities.airPlay2Pairing = false
         #expect(capabilities.sourceVersion == "220.68" && capabilities.features.contains(.rsaAuthentication))

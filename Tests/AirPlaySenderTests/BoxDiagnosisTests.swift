@@ -82,6 +82,9 @@ import Testing
             .first { $0.code == "ptp-off" })
         #expect(finding.severity == .warning && finding.evidence == "cannot bind UDP 319: Address already in use")
         #expect(Self.codes(try Self.report(["offers": offers, "ptp": "null"])).contains("ptp-disabled"))
+        // PTP runs and the owner turned buffering off (`buffered_audio = false`): a note, not PTP's fault.
+        let realtimeOnly = #"{"audio":true,"airplay2":true,"bufferedAudio":false,"ptpTiming":true}"#
+        #expect(Self.codes(try Self.report(["offers": realtimeOnly])).contains("buffered-off"))
     }
 
     @Test func aBufferedSessionWithoutAClockIsNamed() throws {

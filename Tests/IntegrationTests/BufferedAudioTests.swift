@@ -63,12 +63,13 @@ final class HiResSweep: @unchecked Sendable {
         }
 
         /// Starts a room per host; the rooms listed in `airPlay1Only` speak AirPlay 1 alone (no
-        /// PTP follower), as an older speaker does.
-        func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = []) throws {
+        /// PTP follower), as an older speaker does, and those in `withoutBuffer` follow PTP but
+        /// offer no buffered audio (`--buffered-audio off`), as a Sonos does.
+        func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = [], withoutBuffer: Set<Int> = []) throws {
             daemons = try receivers.enumerated().map { index, receiver in
                 try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
                     "--airplay2", airPlay1Only.contains(index) ? "off" : "on", "--audio-output", "raw:\(outputs[index])",
-                    "--video-sink", "fakesink sync=true",
+                    "--video-sink", "fakesink sync=true", "--buffered-audio", withoutBuffer.contains(index) ? "off" : "on",
                 ], environment: environment)
             }
         }
@@ -181,50 +182,28 @@ final class HiResSweep: @unchecked Sendable {
         print("measure: airplay stream realtime on PTP to three airplayd, largest skew per second \(report.skews) ms")
     }
 
-    /// A mixed group, as a house with an older speaker has: two rooms speak AirPlay 2 and take
-    /// the realtime stream on our PTP clock (0xD7 anchors), the third speaks only AirPlay 1 and
-    /// takes it on NTP (flags-7 syncs). The sender stamps both from the same due times, so the
-    /// three play the same samples in step.
-    @Test func aMixedGroupOfAirPlay1AndAirPlay2RoomsPlaysInStep() throws {
+    /// The three kinds of room a house has, from one `airplay stream --mode auto`, as Apple's
+    /// senders play to them: a room that takes buffered audio (bit 40) gets it, anchored on our
+    /// PTP clock; a room that follows PTP but has no buffer (bit 41 alone, as a Sonos) gets
+    /// realtime audio with 0xD7 anchors on the same clock; an AirPlay 1 room gets realtime audio
+    /// on NTP (flags-7 syncs). One source, one timeline, computed once: the three play the same
+    /// samples, and every second they are within a millisecond of each other.
+    @Test func aBufferedARealtimeOnPTPAndAnAirPlay1RoomPlayInStep() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
-        let group = try Group(label: "mixed", fifos: true)
+        let group = try Group(label: "three-way", fifos: true)
         let reader = try group.read(with: "fifo_clock", seconds: 60)
-        try group.start(airPlay1Only: [2])
-        // Given as HOST:PORT, the rooms have no TXT record: the sender asks each `GET /info`,
-        // and takes PTP (bit 41) where a room offers it and NTP where it does not, by default.
-        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "realtime", extra: [])
-        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 3, "two rooms on PTP: \(result.stdout)")
-        #expect(result.stdout.contains("\"protocol\":1"), "one room on AirPlay 1: \(result.stdout)")
-        for daemon in group.daemons { daemon.process.stop(grace: 2) }
-        let report = try FifoClockReport(reader)
-        #expect(inStep(report.skews), "\(report.line)")
-        #expect(report.sameSamples, "\(report.line)")
-        print("measure: airplay stream realtime to two AirPlay 2 rooms on PTP and one AirPlay 1 room on NTP, largest skew per second \(report.skews) ms")
-    }
-
-    /// A mixed group as Apple's senders play it (`--mode auto`): the two rooms that take
-    /// buffered audio (bit 40) get it, anchored on our PTP clock; the AirPlay 1 room gets
-    /// realtime audio on NTP. One source, one timeline: the three play the same samples in step.
-    /// Known, and airplayd's: while realtime packets flow, a realtime room writes about 1 ms
-    /// after its meant time (sync error mean 0.5 ms, p95 1.6-2.2 ms, on NTP and on PTP alike),
-    /// a buffered room 0.1 ms; two realtime rooms share it and agree within 0.02 ms, so it shows
-    /// only beside buffered rooms, and goes once the last realtime packet is in (the last
-    /// second: 0.02 ms). Every second stays within the receivers' own 2 ms tolerance.
-    @Test func aMixedGroupOfBufferedAndAirPlay1RoomsPlaysInStep() throws {
-        let sweep = try #require(RAOPInteropTests.sweep)
-        let group = try Group(label: "mixed-buffered", fifos: true)
-        let reader = try group.read(with: "fifo_clock", seconds: 60)
-        try group.start(airPlay1Only: [2])
+        try group.start(airPlay1Only: [2], withoutBuffer: [1])
+        // Given as HOST:PORT, the rooms have no TXT record: the sender asks each `GET /info`.
         let result = try group.stream(sweep.directory + "/sweep.flac", mode: "auto")
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(result.stdout.components(separatedBy: "AirPlay 2 buffered").count == 3, "two rooms buffered: \(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 buffered").count == 2, "one room buffered: \(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 2, "one room realtime on PTP: \(result.stdout)")
         #expect(result.stdout.contains("\"protocol\":1"), "one room on AirPlay 1: \(result.stdout)")
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         let report = try FifoClockReport(reader)
-        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 2 }, "\(report.line)")
+        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
         #expect(report.sameSamples, "\(report.line)")
-        print("measure: airplay stream --mode auto to two buffered rooms and one AirPlay 1 room, largest skew per second \(report.skews) ms")
+        print("measure: airplay stream --mode auto to a buffered room, a realtime room on PTP and an AirPlay 1 room, largest skew per second \(report.skews) ms")
     }
 
     /// Hi-res: a 24-bit 48 kHz FLAC goes out as 24-bit 48 kHz ALAC (`audioFormat` bit 21) and

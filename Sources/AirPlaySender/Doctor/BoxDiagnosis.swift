@@ -186,6 +186,10 @@ public enum BoxDiagnosis {
 
     static func clock(_ report: BoxReport) -> [DoctorFinding] {
         guard report.offers?.airplay2 == true, report.offers?.bufferedAudio != true else { return [] }
+        if report.offers?.ptpTiming == true {
+            return [DoctorFinding("buffered-off", .note, "Buffered audio is off in the configuration: AirPlay 2 senders play realtime on PTP here.",
+                                  fix: "`buffered_audio = true` in /etc/airplayd/airplayd.toml, for Apple's multi-room buffering.")]
+        }
         guard let failure = report.ptpUnavailable else {
             return [DoctorFinding("ptp-disabled", .note, "PTP is off in the configuration: senders play AirPlay 2 in realtime only, not buffered.",
                                   fix: "`ptp = true` in /etc/airplayd/airplayd.toml, unless another PTP program must keep UDP 319 and 320.")]

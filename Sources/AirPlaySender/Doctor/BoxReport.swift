@@ -13,6 +13,8 @@ public struct BoxReport: Decodable, Hashable, Sendable {
         public var airplay2: Bool?
         /// Buffered audio on PTP is offered (only while the PTP follower runs).
         public var bufferedAudio: Bool?
+        /// Whether senders' PTP clocks are followed (older daemons leave it out).
+        public var ptpTiming: Bool?
         /// Only paired senders may play.
         public var pairingRequired: Bool?
         /// A password protects the box.
