@@ -25,6 +25,10 @@ public final class PTPGrandmaster: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
 
+    /// The messages' majorSdoId (transportSpecific in PTP 2008): 1, as Apple's senders, OwnTone
+    /// and Music Assistant send; some receivers ignore a grandmaster whose messages carry 0
+    /// (ptp4l follows it with `transportSpecific 0x1`).
+    public static let majorSdoId: UInt8 = 1
     /// How long a new follower gets Syncs at the quick rate (nanoseconds).
     public static let quickStart: Int64 = 2_000_000_000
     /// The Sync intervals as PTP log2 seconds: 1/8 s, and 1/64 s while a follower is new.
@@ -94,7 +98,8 @@ public final class PTPGrandmaster: Sendable {
             let announced = announceNow ? targets : newcomers
             if !announced.isEmpty {
                 announceSequence &+= 1
-                let message = PTPMessage(header: PTPHeader(type: .announce, source: identity, sequence: announceSequence, logInterval: 0),
+                let message = PTPMessage(header: PTPHeader(type: .announce, source: identity, sequence: announceSequence, logInterval: 0,
+                                                                   transportSpecific: Self.majorSdoId),
                                          body: .announce(announce))
                 for target in announced { PTPSockets.send(message.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort) }
             }
@@ -124,12 +129,12 @@ public final class PTPGrandmaster: Sendable {
     /// that has none, where our own clock read before `sendto` would be off by the scheduling
     /// delay (53 µs once, which ptp4l took as its offset).
     private func sendSync(to target: String, sequence: UInt16, logInterval: Int8) {
-        let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: logInterval),
+        let sync = PTPMessage(header: PTPHeader(type: .sync, flags: 0x0200, source: identity, sequence: sequence, logInterval: logInterval, transportSpecific: Self.majorSdoId),
                               body: .sync(PTPTimestamp(seconds: 0, nanoseconds: 0)))
         PTPSockets.dropTransmitStamps(sockets.event)
         guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort),
               let sent = PTPSockets.transmitStamp(sockets.event) else { return }
-        let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: logInterval),
+        let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: logInterval, transportSpecific: Self.majorSdoId),
                                   body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
         PTPSockets.send(followUp.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort)
     }
@@ -139,7 +144,8 @@ public final class PTPGrandmaster: Sendable {
         for _ in 0..<64 {
             guard let datagram = PTPSockets.receive(sockets.event, into: &buffer, realtimeToMonotonic: 0) else { return }
             guard let request = try? PTPMessage.decode(datagram.bytes), request.header.type == .delayRequest else { continue }
-            let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: request.header.sequence, logInterval: 0),
+            let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: request.header.sequence, logInterval: 0,
+                                                  transportSpecific: Self.majorSdoId),
                                       body: .delayResponse(received: PTPTimestamp(totalNanoseconds: datagram.arrival), requester: request.header.source))
             PTPSockets.send(response.encoded(), from: sockets.general, to: datagram.from, port: PTPMessage.generalPort)
         }

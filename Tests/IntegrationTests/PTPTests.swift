@@ -93,6 +93,7 @@ import Testing
             slaveOnly 1
             free_running 1
             time_stamping software
+            transportSpecific 0x1
             logAnnounceInterval 0
             announceReceiptTimeout 3
             uds_address \(socket)
@@ -102,7 +103,8 @@ import Testing
         Thread.sleep(forTimeInterval: 8)
         var offsets: [Double] = [], delays: [Double] = []
         for _ in 0..<20 {
-            let answer = try follower.run(pmc, ["-u", "-b", "0", "-s", socket, "GET CURRENT_DATA_SET"], timeout: 10).stdout
+            // pmc speaks ptp4l's transportSpecific too, or ptp4l ignores it.
+            let answer = try follower.run(pmc, ["-u", "-b", "0", "-t", "1", "-s", socket, "GET CURRENT_DATA_SET"], timeout: 10).stdout
             for line in answer.split(separator: "\n") {
                 let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
                 if fields.first == "offsetFromMaster", let value = fields.last.flatMap({ Double($0) }) { offsets.append(value) }
