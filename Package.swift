@@ -12,6 +12,18 @@ let leanExecutable: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"]),
 ]
 
+/// GLib's, GIO's and GStreamer's headers (what pkg-config --cflags gives on Debian), without
+/// their libraries: CGLibLazy opens those on the first call, so an idle box, or one playing
+/// AirPlay audio to a file, never maps them (BENCHMARKS.md, issue 28).
+#if arch(arm64)
+let debianMultiarch = "aarch64-linux-gnu"
+#else
+let debianMultiarch = "x86_64-linux-gnu"
+#endif
+let glibIncludes = ["/usr/include/gstreamer-1.0", "/usr/include/glib-2.0", "/usr/lib/\(debianMultiarch)/glib-2.0/include",
+                    "/usr/include/libmount", "/usr/include/blkid"]
+let glibSwiftSettings: [SwiftSetting] = [.unsafeFlags(glibIncludes.flatMap { ["-Xcc", "-I" + $0] })]
+
 let package = Package(
     name: "swift-airplay",
     platforms: [.macOS(.v15)],
@@ -34,10 +46,9 @@ let package = Package(
                        providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CPlist", pkgConfig: "libplist-2.0",
                        providers: [.apt(["libplist-dev"])]),
-        .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-1.0",
-                       providers: [.apt(["libgstreamer1.0-dev"])]),
+        .systemLibrary(name: "CGStreamer", providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(name: "CGio", providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
 
         // libcrypto and libmosquitto, opened on their first call rather than at exec (headers from
@@ -45,6 +56,8 @@ let package = Package(
         .target(name: "CLazyLink"),
         .target(name: "COpenSSL", dependencies: ["CLazyLink"]),
         .target(name: "CMosquitto", dependencies: ["CLazyLink"]),
+        // GLib, GIO and GStreamer opened on first use (the headers come through CGStreamer and CGio).
+        .target(name: "CGLibLazy", dependencies: ["CLazyLink"], cSettings: [.unsafeFlags(glibIncludes.map { "-I" + $0 })]),
 
         // libcurl, loaded on the first fetch rather than at start (its header from libcurl4-openssl-dev).
         .target(name: "CCurl"),
@@ -64,7 +77,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "AirPlayMedia", dependencies: ["LinuxIO"]),
-        .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "AirPlayMedia"]),
+        .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "CGLibLazy", "AirPlayMedia"], swiftSettings: glibSwiftSettings),
         .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
 
         // Stateless wire codecs.
@@ -86,9 +99,9 @@ let package = Package(
 
         // MPRIS 2 on D-Bus through GDBus: the only importer of CGio.
         .target(name: "AirPlayDBus", dependencies: [
-            "CGio", "AirPlayNowPlaying", "AirPlayMedia",
+            "CGio", "CGLibLazy", "AirPlayNowPlaying", "AirPlayMedia",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-        ]),
+        ], swiftSettings: glibSwiftSettings),
 
         // Now playing over MQTT through libmosquitto: the only importer of CMosquitto.
         .target(name: "AirPlayMQTT", dependencies: [
