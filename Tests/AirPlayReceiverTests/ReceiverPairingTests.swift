@@ -12,8 +12,19 @@ import Testing
 /// the admin endpoints on a verified connection, and what the PIN on show does over time.
 @Suite struct ReceiverPairingTests {
     final class Token {}
+    /// Keeps each connection's token alive for the whole test: a freed token's address may be
+    /// handed to the next one, and two connections would then share an identity.
+    final class Tokens: @unchecked Sendable {
+        private(set) var all: [Token] = []
+        func next() -> ObjectIdentifier {
+            let token = Token()
+            all.append(token)
+            return ObjectIdentifier(token)
+        }
+    }
 
     let clock = ManualClock()
+    let tokens = Tokens()
     let pairing: ReceiverPairing
 
     init() throws {
@@ -23,7 +34,7 @@ import Testing
     }
 
     private func connection() -> ConnectionContext {
-        ConnectionContext(id: ObjectIdentifier(Token()), local: nil, remote: nil, close: {})
+        ConnectionContext(id: tokens.next(), local: nil, remote: nil, close: {})
     }
 
     /// POSTs a TLV8 body; the reply's TLV8, status and whether it turns encryption on.
@@ -114,7 +125,7 @@ import Testing
         router.pairing = pairing
         let request = AirPlayRequest(method: "GET", target: "/diagnostics", version: .http11)
         func remote(_ address: String) throws -> ConnectionContext {
-            ConnectionContext(id: ObjectIdentifier(Token()), local: try SocketAddress(ipAddress: "10.0.0.2", port: 7000),
+            ConnectionContext(id: tokens.next(), local: try SocketAddress(ipAddress: "10.0.0.2", port: 7000),
                               remote: try SocketAddress(ipAddress: address, port: 50000), close: {})
         }
         let admin = try remote("10.0.0.9")
