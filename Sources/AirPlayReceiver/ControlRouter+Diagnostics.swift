@@ -2,8 +2,8 @@ import AirPlayWire
 import NIOCore
 
 extension ControlRouter {
-    /// `GET /diagnostics` (on the box, or to a paired admin controller over pair-verify): everything `airplay doctor` needs to say why the box
-    /// is silent or unreachable, in one answer: what it offers, whether its mDNS records are
+    /// `GET /diagnostics` (on the box, or to a paired admin controller over pair-verify):
+    /// everything `airplay doctor` needs to say why the box is silent or unreachable, in one answer: what it offers, whether its mDNS records are
     /// out, the PTP clocks it hears, what plays now and how the last sessions ended.
     static func diagnostics(_ router: ControlRouter, connection: ConnectionContext?) -> AirPlayResponse {
         guard isLoopback(connection) || isVerifiedAdmin(router, connection) else {

@@ -16,8 +16,6 @@ static cairplay_lazy_library gio = CAIRPLAY_LAZY_LIBRARY("libgio-2.0.so.0", "lib
 static cairplay_lazy_library gstreamer = CAIRPLAY_LAZY_LIBRARY("libgstreamer-1.0.so.0", "libgstreamer1.0-0");
 static cairplay_lazy_library gstapp = CAIRPLAY_LAZY_LIBRARY("libgstapp-1.0.so.0", "gstreamer1.0-plugins-base");
 
-const char *cairplay_gstreamer_load(void) { return cairplay_lazy_open(&gstreamer); }
-
 // The variadic entry points, through their va_list forms.
 CAIRPLAY_LAZY_FORWARD_VOID(gobject, g_object_set_valist, (GObject *object, const gchar *first_property_name, va_list var_args),
                            (object, first_property_name, var_args))

@@ -79,11 +79,9 @@ import Testing
     /// Refused at once, nothing listens; no answer at all, a firewall drops it (nftables on the
     /// box's side of the link).
     @Test func aClosedPortAndAFilteredPortAreToldApart() throws {
-        let sender = try TestHost(label: "doctor-fw-sender")
-        defer { sender.close() }
-        let box = try TestHost(label: "doctor-fw-box")
-        defer { box.close() }
-        try sender.link(to: box, addresses: ["10.98.1.1"], peerAddress: "10.98.1.2")
+        let hosts = try LinkedHosts(label: "doctor-fw", prefix: "10.98.1")
+        defer { hosts.close() }
+        let (sender, box) = (hosts.sender, hosts.box)
         let daemon = try RunningDaemon.start(in: box, extra: ["--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])
         defer { daemon.process.stop(grace: 2) }
         #expect(try Self.doctor(in: sender, ["10.98.1.2:7000", "--browse-seconds", "0"]).codes.contains("reachable"))
@@ -170,11 +168,9 @@ import Testing
     /// The box's link drops 10 % of what arrives and everything UDP it sends back (its resend
     /// requests included): packets are lost for good, and the doctor says the resends never come.
     @Test func lostPacketsWhoseResendsNeverComeAreNamed() throws {
-        let sender = try TestHost(label: "doctor-loss-sender")
-        defer { sender.close() }
-        let box = try TestHost(label: "doctor-loss-box")
-        defer { box.close() }
-        try sender.link(to: box, addresses: ["10.98.2.1"], peerAddress: "10.98.2.2")
+        let hosts = try LinkedHosts(label: "doctor-loss", prefix: "10.98.2")
+        defer { hosts.close() }
+        let (sender, box) = (hosts.sender, hosts.box)
         try box.nft([["add", "table", "inet", "loss"],
                     ["add", "chain", "inet", "loss", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
                     ["add", "rule", "inet", "loss", "in", "iifname", "!=", "lo", "meta", "l4proto", "udp", "numgen", "random", "mod", "100", "<", "10", "drop"],
@@ -192,11 +188,9 @@ import Testing
     /// side (UDP 319 and 320): audio arrives, but there is no clock to play it on.
     @Test func aPTPClockThatNeverArrivesIsNamed() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
-        let sender = try TestHost(label: "doctor-ptp-sender")
-        defer { sender.close() }
-        let box = try TestHost(label: "doctor-ptp-box")
-        defer { box.close() }
-        try sender.link(to: box, addresses: ["10.98.3.1"], peerAddress: "10.98.3.2")
+        let hosts = try LinkedHosts(label: "doctor-ptp", prefix: "10.98.3")
+        defer { hosts.close() }
+        let (sender, box) = (hosts.sender, hosts.box)
         try box.nft([["add", "table", "inet", "noclock"],
                     ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
                     ["add", "rule", "inet", "noclock", "in", "udp", "dport", "{", "319", ",", "320", "}", "drop"]])
@@ -237,11 +231,9 @@ import Testing
     /// get them. Once `airplay pair` made this machine the box's admin, the doctor pair-verifies
     /// and reads them from there, the same findings as on the box.
     @Test func aPairedAdminReadsTheBoxsFiguresFromAnotherMachine() throws {
-        let sender = try TestHost(label: "doctor-paired-sender")
-        defer { sender.close() }
-        let box = try TestHost(label: "doctor-paired-box")
-        defer { box.close() }
-        try sender.link(to: box, addresses: ["10.98.5.1"], peerAddress: "10.98.5.2")
+        let hosts = try LinkedHosts(label: "doctor-paired", prefix: "10.98.5")
+        defer { hosts.close() }
+        let (sender, box) = (hosts.sender, hosts.box)
         let config = Products.scratchDirectory("doctor-paired") + "/airplayd.toml"
         try "pin = \"2468\"\nairplay2 = true\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try RunningDaemon.start(in: box, extra: ["--config", config, "--audio-output", "raw:/dev/null", "--video-sink", "fakesink sync=true"])

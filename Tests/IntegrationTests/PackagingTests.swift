@@ -117,11 +117,9 @@ import Testing
 /// needs CAP_NET_ADMIN once reset every connection of the daemon under its unit.
 @Suite struct UnprivilegedDaemonTests {
     @Test func theUnitsUserPlaysAndFollowsPTPOnSocketsSystemdBound() throws {
-        let sender = try TestHost(label: "unpriv-sender")
-        defer { sender.close() }
-        let box = try TestHost(label: "unpriv-box")
-        defer { box.close() }
-        try sender.link(to: box, addresses: ["10.98.4.1"], peerAddress: "10.98.4.2")
+        let hosts = try LinkedHosts(label: "unpriv", prefix: "10.98.4")
+        defer { hosts.close() }
+        let (sender, box) = (hosts.sender, hosts.box)
         let state = box.directory + "/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         #expect(try runCommand("/bin/chown", ["nobody:nogroup", state]).status == 0)

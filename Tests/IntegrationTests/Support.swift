@@ -82,6 +82,34 @@ extension TestHost {
     }
 }
 
+/// A sender's host and a box's host, each a network namespace of its own, joined by one veth
+/// link: the sender at `PREFIX.1`, the box at `PREFIX.2`. `close()` removes both.
+struct LinkedHosts {
+    let sender: TestHost
+    let box: TestHost
+
+    init(label: String, prefix: String) throws {
+        sender = try TestHost(label: label + "-sender")
+        do {
+            box = try TestHost(label: label + "-box")
+        } catch {
+            sender.close()
+            throw error
+        }
+        do {
+            try sender.link(to: box, addresses: [prefix + ".1"], peerAddress: prefix + ".2")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    func close() {
+        box.close()
+        sender.close()
+    }
+}
+
 /// Whether rooms played in step, from the per-second skews (ms) a FIFO reader measured: at
 /// least `count` seconds, every one within the playout's 2 ms tolerance (a room is not
 /// corrected before it is that far off: `PlayoutSchedule.tolerance`, shairport-sync's default

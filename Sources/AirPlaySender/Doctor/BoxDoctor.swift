@@ -21,20 +21,15 @@ public enum BoxDoctor {
                 seen.infoName = list["name"]?.stringValue
                 deviceID = list["deviceid"]?.stringValue
             }
-            var verified: Result<Void, SenderError>?
             if !seen.local, let credentials, let receiver = pairing(in: credentials, deviceID: deviceID, host: host, port: port) {
                 do {
                     try await connection.pairVerify(identity: credentials.identity, receiver: receiver)
-                    verified = .success(())
+                    await readReport(on: connection, timeout: timeout, pairVerified: true, into: &seen)
                 } catch {
-                    verified = .failure(error)
+                    seen.reportMissing = "pair-verify with the stored pairing failed (\(error.message))"
                 }
-            }
-            switch verified {
-            case .failure(let error):
-                seen.reportMissing = "pair-verify with the stored pairing failed (\(error.message))"
-            case .success, .none:
-                await readReport(on: connection, timeout: timeout, pairVerified: verified != nil, into: &seen)
+            } else {
+                await readReport(on: connection, timeout: timeout, pairVerified: false, into: &seen)
             }
             await connection.close()
         }
@@ -50,7 +45,8 @@ public enum BoxDoctor {
         case .some(let answer) where answer.status == 200:
             do {
                 seen.report = try BoxReport(json: Array(answer.body.readableBytesView))
-                seen.local = true
+                // Figures that came unencrypted can only have come from the box itself.
+                seen.local = !pairVerified
                 seen.pairVerified = pairVerified
             } catch {
                 seen.reportMissing = "its /diagnostics did not read (\(error))"
@@ -65,12 +61,11 @@ public enum BoxDoctor {
         }
     }
 
-    /// The stored pairing with this box: `airplay pair` keeps it under the device id when the
-    /// box was found by name, and under HOST:PORT when it was given by address.
+    /// The stored pairing with this box, under the key `airplay pair` used (`ReceiverAddress.key`):
+    /// the device id when the box was found by name, HOST:PORT when it was given by address.
     static func pairing(in credentials: SenderCredentials, deviceID: String?, host: String, port: Int) -> PairingClient.ReceiverCredentials? {
-        let byAddress = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let byDevice = deviceID.flatMap(DeviceID.init)?.colonForm
-        return (byDevice.flatMap { credentials.receivers[$0] }) ?? credentials.receivers[byAddress] ?? credentials.receivers["\(host):\(port)"]
+        if let id = deviceID.flatMap(DeviceID.init)?.colonForm, let pairing = credentials.receivers[id] { return pairing }
+        return credentials.receivers["\(host):\(port)"]
     }
 
     static func get(_ path: String, on connection: ReceiverConnection, timeout: Double) async throws -> AirPlayResponse {

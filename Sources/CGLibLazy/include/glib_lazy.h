@@ -8,7 +8,4 @@
 //
 // To call another GLib or GStreamer function from Swift, add its line to glib_forwarders.c:
 // the link fails until it is added, and the compiler checks the line against the header.
-
-/// Loads GStreamer now. NULL when it is loaded, else why not (with what to install).
-const char *cairplay_gstreamer_load(void);
 #endif
