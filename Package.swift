@@ -210,7 +210,8 @@ let package = Package(
         ]),
         .testTarget(name: "AirPlayTimingTests", dependencies: ["AirPlayTiming", "AirPlayWire", "AirPlayTesting"]),
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
-        .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayWire", "AirPlayPlist", "AirPlayMedia"]),
+        .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire",
+                                                               "AirPlayPlist", "AirPlayMedia"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [

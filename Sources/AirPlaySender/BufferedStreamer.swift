@@ -43,13 +43,13 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// The first anchor: the first frame sounds at `soundsAt` (PTP nanoseconds), by default
     /// `startDelay` from now.
     func startAnchor(soundsAt: Int64? = nil) -> RateAnchorMessage {
-        let time = soundsAt ?? PTPGrandmaster.now() + Int64(Self.startDelay * 1e9)
+        let time = soundsAt ?? clock.now() + Int64(Self.startDelay * 1e9)
         return state.withLock { $0.start(soundsAt: time) }
     }
 
     /// The RTP time sounding now on the receivers.
     var playingTimestamp: UInt32 {
-        let now = PTPGrandmaster.now()
+        let now = clock.now()
         return state.withLock { $0.playingTimestamp(now: now) }
     }
 
@@ -57,7 +57,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     var framesSent: Int { state.withLock { $0.framesSent } }
     /// Seconds played so far.
     var secondsPlayed: Double {
-        let now = PTPGrandmaster.now()
+        let now = clock.now()
         return state.withLock { $0.secondsPlayed(now: now) }
     }
     /// True while paused.
@@ -67,7 +67,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// `stop()`. Blocks: run it on its own thread. Returns when the receivers have the last frame.
     func play(read: () -> [Int32]) {
         while true {
-            let now = PTPGrandmaster.now()
+            let now = clock.now()
             switch state.withLock({ $0.step(now: now) }) {
             case .stopped:
                 return
@@ -107,7 +107,7 @@ public final class BufferedStreamer: @unchecked Sendable {
 
     /// Seconds until the last frame sent has sounded (after `play` returned).
     var secondsToEnd: Double {
-        let now = PTPGrandmaster.now()
+        let now = clock.now()
         return state.withLock { $0.secondsToEnd(now: now) }
     }
 
@@ -120,7 +120,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// not sounded yet, from `margin` seconds after what sounds now, then every packet as the
     /// others do. Returns how many packets it was sent to catch up.
     func join(_ link: RAOPLink, margin: Double = 0.3) -> Int {
-        let now = PTPGrandmaster.now()
+        let now = clock.now()
         let from = state.withLock { $0.joinPoint(now: now, margin: margin) }
         return sending.withLock { sending in
             let missed = sending.recent.filter { Int32(bitPattern: $0.timestamp &- from) >= 0 }
@@ -150,7 +150,7 @@ public final class BufferedStreamer: @unchecked Sendable {
 
     /// Stops the clock where playing is now; returns the rate-0 anchor to send.
     func pause() -> RateAnchorMessage? {
-        let now = PTPGrandmaster.now()
+        let now = clock.now()
         return state.withLock { $0.pause(now: now) }
     }
 
@@ -158,7 +158,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// group: from the frame `frame` frames after the first, at `soundsAt` (the realtime
     /// receivers' resume).
     func resume(frame: Int? = nil, soundsAt: Int64? = nil) -> RateAnchorMessage? {
-        let time = soundsAt ?? PTPGrandmaster.now() + Int64(0.3 * 1e9)
+        let time = soundsAt ?? clock.now() + Int64(0.3 * 1e9)
         let anchor = state.withLock { state in
             state.resume(from: frame.map { state.firstTimestamp &+ UInt32(truncatingIfNeeded: $0) }, soundsAt: time)
         }

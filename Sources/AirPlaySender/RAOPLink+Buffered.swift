@@ -29,7 +29,10 @@ extension RAOPLink {
     }
 
     /// SETRATEANCHORTIME with `anchor` (rate 1 with its RTP and PTP times, or a pause).
+    /// A receiver whose own clock is followed gets the same moment named on its clock.
     func sendAnchor(_ anchor: RateAnchorMessage) async throws(SenderError) {
+        var anchor = anchor
+        if let receiverTimeline { anchor.timeline = receiverTimeline }
         _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.wire.plist)
     }
 

@@ -19,7 +19,7 @@ extension RAOPLink {
             if let ptpClock {
                 // Realtime on PTP: our grandmaster is the timing peer; 0xD7 anchors replace syncs.
                 let (local, remote) = ptpAddresses
-                ptpClock.addFollower(remote)
+                take(ptpClock, for: remote)
                 route = .realtime(session: AirPlay2SenderSession.describe(timingPort: nil, ptpPeers: [local]), alac: alac,
                                   streamKey: key, ssrc: streamSSRC, peers: [local, remote])
             } else {
@@ -45,15 +45,17 @@ extension RAOPLink {
         identityVerified = outcome.identityVerified
         encryptor = outcome.encrypted ? pendingEncryptor : nil
         aim(audioPort: outcome.audioPort ?? 0, controlPort: outcome.controlPort ?? 0, timingPort: outcome.timingPort)
+        if let ptpClock { await awaitReceiverClock(ptpClock, warn: warn) }
     }
 
     /// The buffered AirPlay 2 setup (stream type 103, PTP timed by `grandmaster`): phase 1 with
     /// our grandmaster as timing peer, RECORD, SETPEERS, phase 2 for one stream in `codec` and
     /// `format` with a fresh `shk`, then the TCP data connection and the volume.
-    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, codec: BufferedCodec, volumeDecibels: Double) async throws(SenderError) {
+    func setUpBuffered(grandmaster: PTPGrandmaster, format: PCMFormat, codec: BufferedCodec, volumeDecibels: Double,
+                       warn: (String) -> Void = { _ in }) async throws(SenderError) {
         guard client.connection.pairingSecret != nil else { throw AirPlay2SenderSession.notEncrypted }
         let (local, remote) = ptpAddresses
-        grandmaster.addFollower(remote)
+        take(grandmaster, for: remote)
         let key = try makeStreamKey()
         // The SSRC names the format, as Apple's senders write it: shairport-sync decodes by it.
         let compression = codec == .aac ? 4 : 2
@@ -68,6 +70,31 @@ extension RAOPLink {
         let outcome = try await carryOut(SenderSetupMachine(route: route, receiverName: name, sequence: 0, rtpTime: 0,
                                                             volumeDecibels: volumeDecibels), warn: { _ in })
         self.codec = outcome.codec
+        await awaitReceiverClock(grandmaster, warn: warn)
+    }
+
+    /// How long a receiver that insists on its own clock has to send it after SETPEERS.
+    static let receiverClockTimeout = 5.0
+
+    /// Serves `clock` to the receiver at `remote`, or follows the receiver's own clock on it.
+    private func take(_ clock: PTPGrandmaster, for remote: String) {
+        if followsReceiverClock { clock.followClock(of: remote) } else { clock.addFollower(remote) }
+    }
+
+    /// A receiver whose clock is followed starts sending it once SETPEERS named us: waits for
+    /// it, and anchors this link on it. One that sends nothing within `receiverClockTimeout`
+    /// is served our clock after all, with a warning.
+    private func awaitReceiverClock(_ clock: PTPGrandmaster, warn: (String) -> Void) async {
+        guard followsReceiverClock else { return }
+        let (_, remote) = ptpAddresses
+        if let followed = await clock.waitForFollowedClock(timeout: Self.receiverClockTimeout) {
+            receiverTimeline = followed.timeline
+            return
+        }
+        warn("\(name) sent no PTP clock within \(Int(Self.receiverClockTimeout)) s: serving it ours")
+        followsReceiverClock = false
+        clock.stopFollowingClock(of: remote)
+        clock.addFollower(remote)
     }
 
     /// Our address and the receiver's on the control connection, as PTP peers name them.

@@ -102,6 +102,11 @@ public final class RAOPLink: @unchecked Sendable {
     /// Realtime AirPlay 2 on PTP: our grandmaster, set before `setUp`. The session is then
     /// timed by it, and 0xD7 anchors on it replace sync packets (`sendAnchor(heard:at:first:)`).
     public var ptpClock: PTPGrandmaster?
+    /// The receiver insists on being the PTP master (a standalone HomePod on OS 27, or
+    /// `--timing follow`): `ptpClock` follows its clock rather than serving it ours.
+    public var followsReceiverClock = false
+    /// The clock identity of the receiver's own clock, once followed: its anchors name it.
+    public internal(set) var receiverTimeline: UInt64?
     private let backlog = NIOLockedValueBox(ResendBacklog())
     /// Packets resent on request.
     public let resent = NIOLockedValueBox(0)
@@ -264,7 +269,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// (nanoseconds on our grandmaster's clock), with a 0xD7 anchor on the control port.
     func sendAnchor(heard: UInt32, at networkTime: Int64, first: Bool) {
         guard let controlAddress, let ptpClock else { return }
-        var anchor = RAOPPTPAnchor(heard: heard, at: UInt64(max(0, networkTime)), clockIdentity: ptpClock.identity.clockIdentity)
+        var anchor = RAOPPTPAnchor(heard: heard, at: UInt64(max(0, networkTime)), clockIdentity: receiverTimeline ?? ptpClock.identity.clockIdentity)
         anchor.isFirst = first
         send(anchor.bytes, to: controlAddress)
     }

@@ -5,14 +5,15 @@ import Foundation
 /// receivers and anchored on our PTP grandmaster (`BufferedStreamer`).
 extension RAOPStreamSession {
     func runBuffered(grandmaster: PTPGrandmaster, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
-                     report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
+                     warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
         let start = Self.rtpStart()
         var volume = initialVolume
         let encoder = try bufferedEncoder()
         let codec = bufferedCodec
         do {
-            for link in links {
-                try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
+            for link in Self.followedClocksFirst(links) {
+                try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume),
+                                             warn: warn)
             }
         } catch {
             for link in links { await link.tearDown() }
@@ -76,6 +77,11 @@ extension RAOPStreamSession {
                     for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
                     report(.state("volume \(Int(volume))"))
                 case .join(let link, let done):
+                    if link.followsReceiverClock, grandmaster.followedClock() == nil {
+                        // The timeline of a stream already playing cannot become another clock.
+                        link.followsReceiverClock = false
+                        report(.state("\(link.name) keeps its own PTP clock, but joins a stream on ours: it may stay silent"))
+                    }
                     do {
                         try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
                         try await link.sendAnchor(streamer.currentAnchor())

@@ -22,11 +22,13 @@ extension RAOPStreamSession {
         var volume = initialVolume
         let encoder = try bufferedEncoder()
         do {
-            for link in realtimeLinks {
-                try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
-            }
-            for link in bufferedLinks {
-                try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: Self.decibels(volume))
+            for link in Self.followedClocksFirst(realtimeLinks + bufferedLinks) {
+                if link.buffered {
+                    try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec,
+                                                 volumeDecibels: Self.decibels(volume), warn: warn)
+                } else {
+                    try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
+                }
             }
         } catch {
             for link in links { await link.tearDown() }
@@ -39,7 +41,7 @@ extension RAOPStreamSession {
         let artwork = await sendStartMetadata(rtpTime: start.timestamp)
         // The first frame is due at `due` and heard one latency later, everywhere.
         let due = RAOPClock.monotonic.now() + Self.mixedStartDelay
-        let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds))
+        let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds, on: grandmaster))
         var failure = await Self.send(anchor, to: bufferedLinks)
         report(.started)
         let tee = PCMTee(source)
@@ -79,7 +81,7 @@ extension RAOPStreamSession {
                         // The realtime receivers hear again from the frame they had not heard,
                         // one latency after the new schedule starts: the buffered ones too.
                         guard let resumed = realtime.resume() else { continue loop }
-                        let heard = realtime.ptpTime(atUptime: resumed + RAOPStreamer.latencySeconds)
+                        let heard = realtime.ptpTime(atUptime: resumed + RAOPStreamer.latencySeconds, on: grandmaster)
                         if let anchor = buffered.resume(frame: realtime.framesSent, soundsAt: heard) {
                             for link in buffered.links { try await link.sendAnchor(anchor) }
                         }

@@ -57,6 +57,9 @@ public final class RAOPStreamSession: Sendable {
             public var resent: Int
             /// The best timing round trip, in seconds.
             public var bestRoundTrip: Double?
+            /// On PTP, whose clock timed it: "sender" (our grandmaster's) or "receiver" (its
+            /// own, followed: a standalone HomePod); nil off PTP.
+            public var ptpClock: String?
         }
 
         /// Seconds of audio sent.
@@ -99,6 +102,12 @@ public final class RAOPStreamSession: Sendable {
     /// AirPlay volume: -30 dB (1 %) … 0 dB (100 %), -144 mutes.
     public static func decibels(_ volume: Double) -> Double { AirPlayVolume.decibels(linear: volume / 100) }
 
+    /// The links in the order they are set up: a receiver whose own clock is followed first,
+    /// since its clock becomes the timeline served to the others.
+    static func followedClocksFirst(_ links: [RAOPLink]) -> [RAOPLink] {
+        links.filter(\.followsReceiverClock) + links.filter { !$0.followsReceiverClock }
+    }
+
     /// A random RTP starting point (RTP wants one); `AIRPLAY_RTP_START=SEQ:TIME` fixes it, so
     /// tests can start just before both counters wrap.
     public static func rtpStart() -> (sequence: UInt16, timestamp: UInt32) {
@@ -117,14 +126,14 @@ public final class RAOPStreamSession: Sendable {
         -> Summary {
         if let grandmaster {
             if links.allSatisfy(\.buffered) {
-                return try await runBuffered(grandmaster: grandmaster, events: events, continuation: continuation, report: report)
+                return try await runBuffered(grandmaster: grandmaster, events: events, continuation: continuation, warn: warn, report: report)
             }
             return try await runMixed(grandmaster: grandmaster, events: events, continuation: continuation, warn: warn, report: report)
         }
         let start = Self.rtpStart()
         var volume = initialVolume
         do {
-            for link in links {
+            for link in Self.followedClocksFirst(links) {
                 try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
             }
         } catch {
@@ -255,6 +264,7 @@ public final class RAOPStreamSession: Sendable {
             var receiver = Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil || link.airPlay2,
                                             resent: link.resent.withLockedValue { $0 }, bestRoundTrip: link.roundTrips.withLockedValue { $0.min() })
             receiver.airPlay2 = link.airPlay2
+            if link.buffered || link.ptpClock != nil { receiver.ptpClock = link.receiverTimeline == nil ? "sender" : "receiver" }
             return receiver
         }
         let known = receivers.compactMap(\.bestRoundTrip)

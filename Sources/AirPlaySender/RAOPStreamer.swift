@@ -86,9 +86,10 @@ public final class RAOPStreamer: @unchecked Sendable {
                 case .sync(let named, let next, let first, let due):
                     let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
                     // On PTP the same promise as an anchor: `next`, due now, is heard one latency on.
-                    let heardAt = ptpTime(atUptime: due + Self.latencySeconds)
+                    let ptpClock = links.lazy.compactMap(\.ptpClock).first
+                    let heardAt = ptpClock.map { ptpTime(atUptime: due + Self.latencySeconds, on: $0) }
                     for link in links {
-                        if link.ptpClock != nil {
+                        if let heardAt, link.ptpClock != nil {
                             link.sendAnchor(heard: next, at: heardAt, first: first)
                         } else {
                             link.sendSync(sync)
@@ -180,9 +181,9 @@ public final class RAOPStreamer: @unchecked Sendable {
         return wasPaused ? now : nil
     }
 
-    /// Our PTP grandmaster's time (nanoseconds) at uptime `uptime` (seconds) on this clock.
-    func ptpTime(atUptime uptime: Double) -> Int64 {
-        PTPGrandmaster.now() + Int64((uptime - clock.now()) * 1e9)
+    /// The PTP timeline's time (nanoseconds on `ptpClock`) at uptime `uptime` (seconds) on this clock.
+    func ptpTime(atUptime uptime: Double, on ptpClock: PTPGrandmaster) -> Int64 {
+        ptpClock.now() + Int64((uptime - clock.now()) * 1e9)
     }
 
     /// True while paused.

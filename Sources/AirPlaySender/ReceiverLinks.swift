@@ -74,7 +74,9 @@ public enum ReceiverLinks {
         // `auto` plays buffered only over a paired (encrypted) connection, as buffered audio needs.
         let buffered = mode == .buffered || (wantsBuffered && connection.pairingSecret != nil)
         let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection, info: info)
-        return RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
-                        password: password, crypto: crypto, airPlay2: airPlay2, buffered: buffered, features: features, info: info)
+        let link = RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
+                            password: password, crypto: crypto, airPlay2: airPlay2, buffered: buffered, features: features, info: info)
+        link.followsReceiverClock = airPlay2 && ReceiverClockRule.role(airPlayTXT: address.airPlayTXT) == .receiver
+        return link
     }
 }

@@ -16,15 +16,20 @@ public struct ReceiverAddress: Hashable, Sendable {
     public var raopTXT: TXTRecord?
     /// The device id, when known.
     public var deviceID: DeviceID?
+    /// The `_airplay._tcp` TXT record, when the receiver was discovered (its group keys say
+    /// whether it insists on its own PTP clock: `ReceiverClockRule`).
+    public var airPlayTXT: TXTRecord?
 
     /// An address from its parts.
-    public init(host: String, port: Int, key: String, name: String, raopTXT: TXTRecord? = nil, deviceID: DeviceID? = nil) {
+    public init(host: String, port: Int, key: String, name: String, raopTXT: TXTRecord? = nil, deviceID: DeviceID? = nil,
+                airPlayTXT: TXTRecord? = nil) {
         self.host = host
         self.port = port
         self.key = key
         self.name = name
         self.raopTXT = raopTXT
         self.deviceID = deviceID
+        self.airPlayTXT = airPlayTXT
     }
 }
 
@@ -92,7 +97,8 @@ public enum ReceiverResolver {
         let service = audio ? (receiver.raop ?? receiver.primary) : receiver.primary
         guard let host = service.addresses.first else { throw SenderError(.notFound, "\(receiver.name) has no address") }
         return ReceiverAddress(host: host, port: Int(service.port), key: receiver.deviceID?.colonForm ?? "\(host):\(service.port)",
-                               name: receiver.name, raopTXT: receiver.raop?.record.txt, deviceID: receiver.deviceID)
+                               name: receiver.name, raopTXT: receiver.raop?.record.txt, deviceID: receiver.deviceID,
+                               airPlayTXT: receiver.airPlay?.record.txt)
     }
 }
 

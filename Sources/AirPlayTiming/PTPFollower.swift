@@ -37,6 +37,10 @@ public struct PTPFollower: Sendable {
         public var delayRequestInterval: Int64 = 125_000_000
         /// The most masters tracked at once; more are ignored (and counted).
         public var maximumMasters = PTPShareMessage.maximumMasters
+        /// Whether a silent master named as a peer is woken with Announces (`wakeUp`), as a
+        /// receiver wakes an idle iPhone. A sender following a HomePod's clock must not: an
+        /// Announce from it is a clock on offer, and the HomePod then serves none.
+        public var wakesMasters = true
 
         /// The defaults.
         public init() {}
@@ -436,6 +440,7 @@ public struct PTPFollower: Sendable {
     /// worse (one more). A port that hears a better master answers; the second undoes the
     /// first before any port could take us for its master (that needs two Announces in a row).
     private mutating func wakeUp(_ master: inout Master, at local: Int64) {
+        guard configuration.wakesMasters else { return }
         let priority1 = master.announce?.priority1 ?? 248, priority2 = master.announce?.priority2 ?? 248
         master.wakeUps += 1
         for (index, priority) in [priority1 > 2 ? priority1 - 1 : 248, priority1 < 254 ? priority1 + 1 : 250].enumerated() {

@@ -15,6 +15,11 @@ import Synchronization
 /// sounds a second or so after a receiver is set up, and on a jittery link the follower's
 /// line is only as good as the quickest of the Syncs it has by then.
 ///
+/// A receiver that insists on being master (a standalone HomePod on OS 27) is not served: the
+/// grandmaster follows its clock instead, on the same ports (`followClock(of:)`), and from then
+/// on the time it serves everyone else, and `now()`, is that receiver's clock. All rooms are
+/// then on one timeline, the receiver's, and anchors name its clock to it and ours to the others.
+///
 /// Binding UDP 319 and 320 needs root or `CAP_NET_BIND_SERVICE`; without it the sender says so.
 public final class PTPGrandmaster: Sendable {
     /// Our port identity, in every message (the clock id receivers know the timeline by).
@@ -22,6 +27,8 @@ public final class PTPGrandmaster: Sendable {
     private let announce: PTPAnnounce
     private let sockets: (event: Int32, general: Int32)
     private let followers = Mutex<[String: Follower]>([:])
+    /// The receivers' clocks followed (none unless `followClock(of:)` was called).
+    private let following: Mutex<ReceiverClockFollowing>
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
 
@@ -46,6 +53,7 @@ public final class PTPGrandmaster: Sendable {
         sockets = try PTPSockets.bindPair(ports: (PTPMessage.eventPort, PTPMessage.generalPort))
         identity = PTPPortIdentity(clockIdentity: clockIdentity, port: 1)
         announce = PTPAnnounce(priority1: priority1, clockClass: 248, grandmasterIdentity: clockIdentity)
+        following = Mutex(ReceiverClockFollowing(identity: identity))
         self.logger = logger
         // Followers such as ptp4l send their Delay_Reqs to the multicast group.
         PTPSockets.joinGroups(sockets: [sockets.event, sockets.general])
@@ -58,8 +66,41 @@ public final class PTPGrandmaster: Sendable {
         (UInt64(0x02) << 56) | (UInt64(0xFFFE) << 24) | (UInt64(UInt16.random(in: 0...UInt16.max)) << 40) | UInt64(UInt32.random(in: 0...0xFF_FFFF))
     }
 
-    /// The time on the timeline served: this host's CLOCK_REALTIME in nanoseconds.
-    public static func now() -> Int64 { PTPSockets.realtimeNanoseconds() }
+    /// The time on the timeline served: this host's CLOCK_REALTIME in nanoseconds, or the
+    /// followed receiver's clock once one is followed.
+    public func now() -> Int64 { time(atRealtime: PTPSockets.realtimeNanoseconds()) }
+
+    /// The timeline's time when this host's CLOCK_REALTIME read `realtime` (a kernel stamp).
+    func time(atRealtime realtime: Int64) -> Int64 {
+        let monotonic = realtime &+ (PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds())
+        return following.withLock { $0.isFollowing ? $0.clockTime(at: monotonic) : nil } ?? realtime
+    }
+
+    /// Takes the timeline from the clock of the receiver at `address` (IPv4), which is not served.
+    public func followClock(of address: String) {
+        following.withLock { $0.follow(address) }
+    }
+
+    /// No longer takes the timeline from the receiver at `address` (it sent no clock).
+    public func stopFollowingClock(of address: String) {
+        following.withLock { $0.stopFollowing(address) }
+    }
+
+    /// The followed receiver's clock once it is heard well: its identity (what its anchors
+    /// name) and address; nil while none is.
+    public func followedClock() -> (timeline: UInt64, address: String)? {
+        let now = PTPSockets.monotonicNanoseconds()
+        return following.withLock { $0.followed(now: now) }
+    }
+
+    /// Waits up to `timeout` seconds for a followed receiver's clock (`followedClock()`).
+    public func waitForFollowedClock(timeout: Double) async -> (timeline: UInt64, address: String)? {
+        for _ in 0..<max(1, Int(timeout * 20)) {
+            if let clock = followedClock() { return clock }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return followedClock()
+    }
 
     /// Serves time to `address` (IPv4) from now on.
     public func addFollower(_ address: String) {
@@ -84,8 +125,9 @@ public final class PTPGrandmaster: Sendable {
         var nextSync = PTPSockets.monotonicNanoseconds()
         var nextAnnounce = nextSync
         while !stopped.load(ordering: .acquiring) {
-            PTPSockets.wait([sockets.event], milliseconds: 5)
-            answerDelayRequests(buffer: &buffer)
+            PTPSockets.wait([sockets.event, sockets.general], milliseconds: 5)
+            readMessages(buffer: &buffer)
+            followReceiverClocks()
             let now = PTPSockets.monotonicNanoseconds()
             let targets = followers.withLock { Array($0.keys) }
             // An Announce each second; a new follower also gets one each 1/8 s while it is new:
@@ -135,19 +177,42 @@ public final class PTPGrandmaster: Sendable {
         guard PTPSockets.send(sync.encoded(), from: sockets.event, to: target, port: PTPMessage.eventPort),
               let sent = PTPSockets.transmitStamp(sockets.event) else { return }
         let followUp = PTPMessage(header: PTPHeader(type: .followUp, source: identity, sequence: sequence, logInterval: logInterval, transportSpecific: Self.majorSdoId),
-                                  body: .followUp(PTPTimestamp(totalNanoseconds: sent)))
+                                  body: .followUp(PTPTimestamp(totalNanoseconds: time(atRealtime: sent))))
         PTPSockets.send(followUp.encoded(), from: sockets.general, to: target, port: PTPMessage.generalPort)
     }
 
-    /// Answers every waiting Delay_Req with the time it arrived, to its sender's general port.
-    private func answerDelayRequests(buffer: inout [UInt8]) {
-        for _ in 0..<64 {
-            guard let datagram = PTPSockets.receive(sockets.event, into: &buffer, realtimeToMonotonic: 0) else { return }
-            guard let request = try? PTPMessage.decode(datagram.bytes), request.header.type == .delayRequest else { continue }
-            let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: request.header.sequence, logInterval: 0,
-                                                  transportSpecific: Self.majorSdoId),
-                                      body: .delayResponse(received: PTPTimestamp(totalNanoseconds: datagram.arrival), requester: request.header.source))
-            PTPSockets.send(response.encoded(), from: sockets.general, to: datagram.from, port: PTPMessage.generalPort)
+    /// Answers every waiting Delay_Req with the time it arrived, to its sender's general port;
+    /// hands what a followed receiver's clock sends (Sync, Follow_Up, Announce, Delay_Resp) to
+    /// its follower.
+    private func readMessages(buffer: inout [UInt8]) {
+        let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds()
+        for socket in [sockets.event, sockets.general] {
+            for _ in 0..<64 {
+                guard let datagram = PTPSockets.receive(socket, into: &buffer, realtimeToMonotonic: 0) else { break }
+                guard let message = try? PTPMessage.decode(datagram.bytes) else { continue }
+                guard message.header.type == .delayRequest else {
+                    following.withLock { if $0.isFollowing { $0.receive(message, from: datagram.from, at: datagram.arrival &+ realtimeToMonotonic) } }
+                    continue
+                }
+                let response = PTPMessage(header: PTPHeader(type: .delayResponse, source: identity, sequence: message.header.sequence, logInterval: 0,
+                                                      transportSpecific: Self.majorSdoId),
+                                          body: .delayResponse(received: PTPTimestamp(totalNanoseconds: time(atRealtime: datagram.arrival)),
+                                                               requester: message.header.source))
+                PTPSockets.send(response.encoded(), from: sockets.general, to: datagram.from, port: PTPMessage.generalPort)
+            }
+        }
+    }
+
+    /// Sends the followed clocks the Delay_Reqs due, from the event port, noting when each left.
+    private func followReceiverClocks() {
+        let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds()
+        let actions = following.withLock { $0.tick(now: PTPSockets.monotonicNanoseconds()) }
+        for case .sendDelayRequest(let message, let address) in actions {
+            PTPSockets.dropTransmitStamps(sockets.event)
+            let before = PTPSockets.realtimeNanoseconds()
+            guard PTPSockets.send(message.encoded(), from: sockets.event, to: address, port: PTPMessage.eventPort) else { continue }
+            let sent = (PTPSockets.transmitStamp(sockets.event) ?? before) &+ realtimeToMonotonic
+            following.withLock { $0.delayRequestSent(sequence: message.header.sequence, at: sent) }
         }
     }
 }

@@ -54,7 +54,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Buffered mode's sample rate: 44100 (16-bit) or 48000 (ALAC 24-bit, Apple's lossless format). Default: the file's, when every receiver takes it, else the first of Apple's formats all do, converted.")
     var rate: Int?
 
-    @Option(name: .long, help: "Realtime AirPlay 2's clock: auto (default: PTP where the receiver's record advertises it, bit 41, and this command can serve a PTP clock on UDP 319/320; else NTP), ntp, or ptp.")
+    @Option(name: .long, help: "AirPlay 2's clock: auto (default: realtime streams on PTP where the receiver's record advertises it, bit 41, and this command can serve a PTP clock on UDP 319/320, else NTP; our PTP clock served, except to a standalone HomePod on OS 27, whose own clock is followed), ntp (realtime only), ptp (our clock served to every receiver), or follow (the first AirPlay 2 receiver's own PTP clock followed, as a standalone HomePod needs).")
     var timing: StreamTiming = .auto
 
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
@@ -64,7 +64,7 @@ struct StreamCommand: AsyncParsableCommand {
     var noDACP = false
 
     enum StreamMode: String, ExpressibleByArgument { case realtime, buffered, auto }
-    enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp }
+    enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp, follow }
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name an audio file, or - for standard input") }
@@ -77,8 +77,11 @@ struct StreamCommand: AsyncParsableCommand {
         guard codec == .alac || mode != .realtime else { throw ValidationError("--codec aac is for --mode buffered or auto (realtime streams are ALAC or PCM)") }
         guard rate == nil || mode != .realtime else { throw ValidationError("--rate is for --mode buffered or auto (realtime streams are 44.1 kHz)") }
         guard rate == nil || [44100, 48000].contains(rate!) else { throw ValidationError("--rate must be 44100 or 48000") }
-        guard timing != .ptp || (mode != .buffered && protocolVersion != 1) else {
-            throw ValidationError("--timing ptp is for AirPlay 2 realtime streams (buffered streams are always on PTP)")
+        guard timing != .ntp || mode != .buffered else {
+            throw ValidationError("--timing ntp is for realtime streams (buffered streams are always on PTP)")
+        }
+        guard ![.ptp, .follow].contains(timing) || protocolVersion != 1 else {
+            throw ValidationError("--timing \(timing.rawValue) is AirPlay 2: it cannot go with --protocol 1")
         }
     }
 
@@ -157,6 +160,7 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         let realtimeClock = try realtimePTPClock(for: links.filter { !$0.buffered }, display: display, sharing: grandmaster)
+        chooseClockRoles(links, display: display)
         let fileFormat = source.format
         let source = try convert(source, for: links)
         defer { if realtimeClock !== grandmaster { realtimeClock?.stop() } }
@@ -211,8 +215,9 @@ struct StreamCommand: AsyncParsableCommand {
         // Read once the session has set the links up: an AirPlay 2 setup chooses the codec.
         let linked = links
         let receivers: @Sendable () -> [String] = { linked.map { link in
-            link.buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered)"
-                     : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP") : link.encryptor == nil ? "" : ", RSA"))"
+            let ownClock = link.receiverTimeline == nil ? "" : ", on its own clock"
+            return link.buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered\(ownClock))"
+                : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP\(ownClock)") : link.encryptor == nil ? "" : ", RSA"))"
         } }
         let summary: RAOPStreamSession.Summary
         do {
@@ -243,7 +248,7 @@ struct StreamCommand: AsyncParsableCommand {
             "resent": summary.receivers.reduce(0) { $0 + $1.resent },
             "receivers": summary.receivers.map { receiver -> [String: Any] in
                 ["receiver": receiver.name, "codec": receiver.codec, "encrypted": receiver.encrypted, "protocol": receiver.airPlay2 ? 2 : 1,
-                 "resent": receiver.resent,
+                 "resent": receiver.resent, "ptpClock": receiver.ptpClock ?? NSNull(),
                  "roundTripMs": receiver.bestRoundTrip.map(milliseconds) ?? NSNull()]
             },
         ]
@@ -283,7 +288,7 @@ extension StreamCommand {
         // `auto` leaves a receiver on this very host on NTP: its PTP follower holds UDP 319/320
         // here, and a clock served beside it would be heard by it as another master.
         let wanted = receivers.filter { link in
-            link.airPlay2 && (timing == .ptp || (link.features.contains(.ptpClock) && !link.isOnThisHost))
+            link.airPlay2 && ([.ptp, .follow].contains(timing) || (link.features.contains(.ptpClock) && !link.isOnThisHost))
         }
         guard !wanted.isEmpty else { return nil }
         if let shared {
@@ -300,6 +305,25 @@ extension StreamCommand {
         }
         for link in wanted { link.ptpClock = clock }
         return clock
+    }
+
+    /// Whose clock each link on PTP is timed by (`ReceiverClockRule`): `--timing ptp` serves
+    /// ours to all, `--timing follow` follows the first AirPlay 2 receiver's own clock, `auto`
+    /// follows a receiver whose record says it insists on its own. One clock is followed at
+    /// most: it is the timeline the others are served.
+    func chooseClockRoles(_ links: [RAOPLink], display: StreamDisplay) {
+        let onPTP = links.filter { $0.buffered || $0.ptpClock != nil }
+        for link in links where !onPTP.contains(where: { $0 === link }) { link.followsReceiverClock = false }
+        switch timing {
+        case .ptp, .ntp: for link in onPTP { link.followsReceiverClock = false }
+        case .follow: for (index, link) in onPTP.enumerated() { link.followsReceiverClock = index == 0 }
+        case .auto:
+            let insisting = onPTP.filter(\.followsReceiverClock)
+            for link in insisting.dropFirst() {
+                link.followsReceiverClock = false
+                display.warn("\(link.name) keeps its own PTP clock too, but only \(insisting[0].name)'s can be followed: it may stay silent")
+            }
+        }
     }
 
     /// Hands the commands `link`'s receiver sends on its AirPlay 2 event channel to the session.
