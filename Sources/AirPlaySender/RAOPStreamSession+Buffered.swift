@@ -24,6 +24,7 @@ extension RAOPStreamSession {
         await sendStartMetadata(rtpTime: start.timestamp)
         // One anchor for all: every receiver plays the first frame at the same PTP time.
         let anchor = streamer.startAnchor()
+        let timeline = Self.timeline(heardAt: anchor.networkTime, on: grandmaster)
         var failure = await Self.send(anchor, to: links)
         report(.started)
         let source = self.source
@@ -111,7 +112,9 @@ extension RAOPStreamSession {
         for link in streamer.links { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        return summary(seconds: Double(streamer.framesSent) / rate, quit: quitEarly, joined: joined)
+        var result = summary(seconds: Double(streamer.framesSent) / rate, quit: quitEarly, joined: joined)
+        result.timeline = timeline
+        return result
     }
 
     /// The buffered stream's encoder in the session's codec, for the source's format.

@@ -41,7 +41,11 @@ extension RAOPStreamSession {
         let artwork = await sendStartMetadata(rtpTime: start.timestamp)
         // The first frame is due at `due` and heard one latency later, everywhere.
         let due = RAOPClock.monotonic.now() + Self.mixedStartDelay
+        // The group's clock relation, taken once: the first frame is heard at this moment of
+        // the PTP clock and of our NTP clock alike (each timeline's anchor says so).
         let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds, on: grandmaster))
+        let timeline = Self.timeline(heardAt: anchor.networkTime, ntp: RAOPClock.ntp(atUptime: due + RAOPStreamer.latencySeconds),
+                                     on: grandmaster)
         var failure = await Self.send(anchor, to: bufferedLinks)
         report(.started)
         let tee = PCMTee(source)
@@ -129,6 +133,8 @@ extension RAOPStreamSession {
         for link in links { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        return summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly)
+        var result = summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly)
+        result.timeline = timeline
+        return result
     }
 }

@@ -68,6 +68,21 @@ public final class RAOPStreamSession: Sendable {
         public var quit: Bool
         /// Per receiver.
         public var receivers: [Receiver]
+        /// A PTP session's one timeline: the moment its first frame was heard, on each clock
+        /// the group is timed by, and whose PTP clock it was.
+        public struct Timeline: Sendable {
+            /// That moment on the PTP clock (nanoseconds).
+            public var ptpNanoseconds: Int64
+            /// The same moment on our NTP clock (32.32), when AirPlay 1 rooms were timed by it.
+            public var ntp: UInt64?
+            /// The PTP clock's identity (ours, or the followed receiver's).
+            public var clockIdentity: UInt64
+            /// "sender" (our grandmaster's time) or "receiver" (a receiver's own clock, followed).
+            public var owner: String
+        }
+
+        /// The timeline of a PTP session (buffered, or a mixed group); nil otherwise.
+        public var timeline: Timeline?
         /// With several receivers, how far apart their playback can be at most (half the two
         /// worst best round trips: each receiver's idea of our clock is off by at most half its
         /// round trip), in seconds; nil when a receiver never answered a timing request.
@@ -258,6 +273,14 @@ public final class RAOPStreamSession: Sendable {
     }
 
     /// The figures of a finished stream (with the receivers that joined it on the way).
+    /// The timeline of a PTP session whose first frame is heard at `ptp` (and at `ntp` on our
+    /// NTP clock, in a mixed group), on `grandmaster`'s clock or the receiver's it follows.
+    static func timeline(heardAt ptp: Int64, ntp: UInt64? = nil, on grandmaster: PTPGrandmaster) -> Summary.Timeline {
+        let followed = grandmaster.followedClock()
+        return Summary.Timeline(ptpNanoseconds: ptp, ntp: ntp, clockIdentity: followed?.timeline ?? grandmaster.identity.clockIdentity,
+                                owner: followed == nil ? "sender" : "receiver")
+    }
+
     func summary(seconds: Double, quit: Bool, joined: [RAOPLink] = []) -> Summary {
         let links = self.links + joined
         let receivers = links.map { link in

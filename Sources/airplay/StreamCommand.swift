@@ -258,6 +258,13 @@ struct StreamCommand: AsyncParsableCommand {
                                 "bitsPerSample": source.format.bitsPerSample, "converted": source.format != fileFormat] as [String: Any]
         }
         if links.count > 1 { result["skewBoundMs"] = summary.skewBound.map(milliseconds) ?? NSNull() }
+        if let timeline = summary.timeline {
+            // The one timeline: the first frame's moment on the PTP clock and, in a mixed
+            // group, on our NTP clock (the clock relation every room's anchor or sync rests on).
+            result["timeline"] = ["ptpClock": String(format: "0x%016llX", timeline.clockIdentity), "ptpClockOwner": timeline.owner,
+                                  "firstFrameHeardAtPTPNs": timeline.ptpNanoseconds,
+                                  "firstFrameHeardAtNTP": timeline.ntp.map { String(format: "0x%016llX", $0) } ?? NSNull()] as [String: Any]
+        }
         return result
     }
 }

@@ -199,6 +199,15 @@ final class HiResSweep: @unchecked Sendable {
         #expect(result.stdout.components(separatedBy: "AirPlay 2 buffered").count == 2, "one room buffered: \(result.stdout)")
         #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 2, "one room realtime on PTP: \(result.stdout)")
         #expect(result.stdout.contains("\"protocol\":1"), "one room on AirPlay 1: \(result.stdout)")
+        // The group's clock relation, in the summary: the first frame's moment on our PTP clock
+        // (this host's realtime clock) and on our NTP clock (its wall time at start plus the
+        // monotonic time since) are the same moment, to within the clocks' slew since start.
+        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["timeline"] as? [String: Any], "\(result.stdout)")
+        let ptp = try #require(summary["firstFrameHeardAtPTPNs"] as? Int)
+        let ntp = try #require((summary["firstFrameHeardAtNTP"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) })
+        let ntpAsUnixNs = (Int(ntp >> 32) - 2_208_988_800) * 1_000_000_000 + Int(((ntp & 0xFFFF_FFFF) * 1_000_000_000) >> 32)
+        #expect(abs(ntpAsUnixNs - ptp) < 5_000_000 && summary["ptpClockOwner"] as? String == "sender", "\(summary)")
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         let report = try FifoClockReport(reader)
         #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
