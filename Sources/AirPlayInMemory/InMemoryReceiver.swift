@@ -34,6 +34,9 @@ public struct InMemoryReceiver: Sendable {
         public static let refusesNativeStreams = Quirks(rawValue: 1 << 2)
         /// Samsung's Music Frame: a stream SETUP before RECORD gets 455 (it needs Apple's order).
         public static let needsRecordBeforeStreams = Quirks(rawValue: 1 << 3)
+        /// HomePod OS 27: `GET /info` is answered 403 unless the User-Agent is Apple's form
+        /// (`AirPlay/VERSION`).
+        public static let infoOnlyToAppleUserAgents = Quirks(rawValue: 1 << 4)
     }
 
     /// The ports the receiver "opens": audio, control, timing, events.
@@ -57,6 +60,7 @@ public struct InMemoryReceiver: Sendable {
     public mutating func handle(_ request: AirPlayRequest, from connection: InMemoryConnection, now: Double) -> AirPlayResponse {
         let id = connection.id
         if request.method == "RECORD" { recordedBefore.insert(id) }
+        if request.method == "GET", request.target == "/info" { return info(request) }
         if request.method == "SETUP", Self.hasPlist(request) {
             let setup: AirPlay2Setup
             do {
@@ -92,6 +96,21 @@ public struct InMemoryReceiver: Sendable {
             return carryOut(machine.announce(description, on: id, now: now))
         }
         return carryOut(machine.receive(request, on: id, now: now))
+    }
+
+    /// `GET /info`: what an AirPlay 2 room on PTP says of itself (airplayd's own `ServerInfo`).
+    private func info(_ request: AirPlayRequest) -> AirPlayResponse {
+        if quirks.contains(.infoOnlyToAppleUserAgents), request.headers["User-Agent"]?.hasPrefix("AirPlay/") != true {
+            return AirPlayResponse(status: 403)
+        }
+        var capabilities = ReceiverCapabilities(video: false, hls: false, audio: true, alac: true)
+        capabilities.pairingIdentity = ("5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5", String(repeating: "ab", count: 32))
+        capabilities.airPlay2Pairing = true
+        capabilities.ptpTiming = true
+        capabilities.bufferedAudio = true
+        let answer = ServerInfo(deviceID: DeviceID("02:FC:00:00:00:02")!, name: "In memory", capabilities: capabilities).propertyList
+        return AirPlayResponse(status: 200, headers: ["Content-Type": "application/x-apple-binary-plist"],
+                               body: ByteBuffer(bytes: answer.encoded(as: .binary)))
     }
 
     /// The sender's connection closed.

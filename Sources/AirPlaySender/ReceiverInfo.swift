@@ -43,14 +43,16 @@ public enum ReceiverInfoAnswer: Hashable, Sendable {
 }
 
 extension ReceiverConnection {
+    /// `GET /info` as `info()` asks it, with Apple's form of User-Agent.
+    package static let infoRequest = AirPlayRequest(method: "GET", target: "/info", version: .http11,
+                                                    headers: ["User-Agent": RAOPClient.userAgent], body: ByteBuffer())
+
     /// Asks `GET /info` (Apple's User-Agent: HomePods refuse others) and reads its answer,
     /// waiting at most `timeout` seconds.
     public func info(timeout: Double = 3) async -> ReceiverInfoAnswer {
-        let request = AirPlayRequest(method: "GET", target: "/info", version: .http11,
-                                     headers: ["User-Agent": RAOPClient.userAgent], body: ByteBuffer())
         let response: AirPlayResponse
         do {
-            response = try await send(request, timeout: timeout)
+            response = try await send(Self.infoRequest, timeout: timeout)
         } catch {
             return .silent
         }

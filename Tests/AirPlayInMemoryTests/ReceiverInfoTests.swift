@@ -1,3 +1,5 @@
+import AirPlayInMemory
+import AirPlayPlist
 import AirPlayReceiver
 import AirPlaySender
 import AirPlayWire
@@ -55,5 +57,19 @@ import Testing
     @Test func anAnswerWithoutFeaturesIsNone() {
         #expect(ReceiverInfo(.dictionary(["name": .string("Room")])) == nil)
         #expect(ReceiverInfo(.array([])) == nil)
+    }
+
+    /// HomePod OS 27 answers `GET /info` only to an Apple-looking User-Agent (403 to pyatv's and
+    /// others'): `airplay` asks with `AirPlay/VERSION (swift-airplay)` and is answered.
+    @Test func aHomePodThatAnswersOnlyApplesUserAgentAnswersOurs() throws {
+        let homePod = InMemoryReceiver(quirks: [.infoOnlyToAppleUserAgents])
+        var theirs = ReceiverConnection.infoRequest
+        theirs.headers.replaceOrAdd(name: "User-Agent", value: "pyatv/0.16")
+        var receiver = homePod
+        #expect(receiver.handle(theirs, from: InMemoryConnection(), now: 0).status == 403)
+        let response = receiver.handle(ReceiverConnection.infoRequest, from: InMemoryConnection(), now: 0)
+        #expect(response.status == 200)
+        let info = try #require(ReceiverInfo(try PropertyList(decoding: Array(response.body.readableBytesView))))
+        #expect(info.features.contains(.ptpClock) && info.features.contains(.bufferedAudio))
     }
 }
