@@ -51,6 +51,25 @@ public struct PCMFormat: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// `littleEndianBytes` into `bytes`, whose storage is reused when it is large enough and
+    /// not shared.
+    public func writeLittleEndianBytes(_ samples: [Int32], into bytes: inout [UInt8]) {
+        let width = bytesPerSample, count = samples.count * width
+        if bytes.count != count { bytes = [UInt8](repeating: 0, count: count) }
+        bytes.withUnsafeMutableBufferPointer { out in
+            samples.withUnsafeBufferPointer { input in
+                var at = 0
+                for sample in input {
+                    let bits = UInt32(bitPattern: sample)
+                    out[at] = UInt8(truncatingIfNeeded: bits)
+                    out[at + 1] = UInt8(truncatingIfNeeded: bits >> 8)
+                    if width == 3 { out[at + 2] = UInt8(truncatingIfNeeded: bits >> 16) }
+                    at += width
+                }
+            }
+        }
+    }
+
     /// The reverse of `littleEndianBytes`: raw bytes (a whole number of samples) as samples.
     public func samples(littleEndian bytes: [UInt8]) -> [Int32] {
         let width = bytesPerSample, count = bytes.count / width

@@ -17,18 +17,24 @@ public enum ReceiverClockRule {
         case receiver
     }
 
-    /// The first HomePod OS that insists on its own clock.
-    static let firstInsistingOS = 27
+    /// The first HomePod OS that insists on its own clock, and the AirPlay version it ships
+    /// (what a record without an OS version is judged by).
+    static let (firstInsistingOS, firstInsistingSourceVersion) = (27, 980)
 
     /// The role the `_airplay._tcp` record implies: the receiver's own clock for a standalone
-    /// HomePod on OS 27 or later (`model` AudioAccessory…, `igl=1`, no `pgid`, no `tsid`),
-    /// ours for everything else, and for a receiver without a record (HOST:PORT).
+    /// HomePod on OS 27 or later (`model` or `am` AudioAccessory…, `igl=1`, no `pgid`, no
+    /// `tsid`; `osvers` or `ov` 27 or more, else `srcvers` or `vs` 980 or more), ours for
+    /// everything else, and for a receiver without a record (HOST:PORT).
     public static func role(airPlayTXT txt: TXTRecord?) -> Role {
-        guard let txt, let model = txt["model"], model.hasPrefix("AudioAccessory") else { return .sender }
+        guard let txt, let model = txt["model"] ?? txt["am"], model.hasPrefix("AudioAccessory") else { return .sender }
         // `igl`: the receiver is its own group leader; `pgid`: a group it belongs to (an Apple
         // TV's); `tsid`: the stereo pair it is half of.
-        guard txt["igl"] == "1", txt["pgid"] == nil, txt["tsid"] == nil else { return .sender }
-        guard let major = txt["osvers"]?.split(separator: ".").first.flatMap({ Int($0) }) else { return .sender }
-        return major >= firstInsistingOS ? .receiver : .sender
+        guard txt["igl"]?.hasPrefix("1") == true, txt["pgid"] == nil, txt["tsid"] == nil else { return .sender }
+        func major(_ keys: String...) -> Int? {
+            keys.lazy.compactMap { txt[$0] }.first?.split(separator: ".").first.flatMap { Int($0) }
+        }
+        if let os = major("osvers", "ov") { return os >= firstInsistingOS ? .receiver : .sender }
+        guard let version = major("srcvers", "vs") else { return .sender }
+        return version >= firstInsistingSourceVersion ? .receiver : .sender
     }
 }

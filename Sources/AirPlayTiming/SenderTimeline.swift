@@ -223,7 +223,7 @@ public final class SenderTimeline: PlayoutTimeline {
             let jump = state.trusted && !sync.isFirst && !state.restarting ? state.anchor.map { previous in
                 anchor.senderTime - (previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate)
             } : nil
-            let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
+            let uncertainty = Self.quickestRoundTrip(state.exchanges) / 2
             switch Self.judge(stampLocal: Self.seconds(sync.ntpTime) - offset, arrival: arrival, latency: latency + lift,
                               uncertainty: uncertainty, jump: jump) {
             case .contradicts:
@@ -278,7 +278,15 @@ public final class SenderTimeline: PlayoutTimeline {
     /// slower one way than the other (a LAN's 1 ms leaves the playout's 2 ms tolerance alone;
     /// a Wi-Fi link with 20 ms of jitter is not corrected within 10 ms).
     public var uncertainty: Double {
-        state.withLock { state in (state.exchanges.map(\.roundTrip).min() ?? 0) / 2 }
+        state.withLock { state in Self.quickestRoundTrip(state.exchanges) / 2 }
+    }
+
+    /// The quickest round trip among `exchanges` (0 with none), without building an array:
+    /// the playout asks for it before every write.
+    private static func quickestRoundTrip(_ exchanges: [Exchange]) -> Double {
+        var quickest = Double.infinity
+        for exchange in exchanges where exchange.roundTrip < quickest { quickest = exchange.roundTrip }
+        return quickest.isFinite ? quickest : 0
     }
 
     /// Our monotonic time at which the frame with RTP time `rtp` is meant to play, or nil while
@@ -301,7 +309,7 @@ public final class SenderTimeline: PlayoutTimeline {
     public func audioArrived(rtp: UInt32, arrival: Double = now()) {
         state.withLock { state in
             guard let due = localTime(of: rtp, in: state) else { return }
-            let uncertainty = (state.exchanges.map(\.roundTrip).min() ?? 0) / 2
+            let uncertainty = Self.quickestRoundTrip(state.exchanges) / 2
             guard due < arrival - (Self.overdueSlack + uncertainty) else { return }
             state.overdueAudio += 1
             Self.contradict(&state)

@@ -114,6 +114,10 @@ import Testing
             record[key] = value
             #expect(ReceiverClockRule.role(airPlayTXT: record) == .sender, "\(why)")
         }
+        #expect(ReceiverClockRule.role(airPlayTXT: ["am": "AudioAccessory6,1", "igl": "1", "ov": "27.1"]) == .receiver, "short keys")
+        #expect(ReceiverClockRule.role(airPlayTXT: ["model": "AudioAccessory1,1", "igl": "1", "srcvers": "980.77.2"]) == .receiver,
+                "no OS version: AirPlay 980 is OS 27's")
+        #expect(ReceiverClockRule.role(airPlayTXT: ["model": "AudioAccessory1,1", "igl": "1", "srcvers": "870.14.1"]) == .sender)
         #expect(ReceiverClockRule.role(airPlayTXT: ["model": "AppleTV14,1", "igl": "1", "osvers": "27.0"]) == .sender)
         #expect(ReceiverClockRule.role(airPlayTXT: nil) == .sender, "HOST:PORT: no record")
     }

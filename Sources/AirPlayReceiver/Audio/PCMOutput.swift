@@ -20,6 +20,8 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     private var pending: [UInt8] = []
     /// Bytes written so far, modulo the frame size: where in a frame the pending bytes begin.
     private var partial = 0
+    /// The last write's bytes, its storage reused by the next.
+    private var scratch: [UInt8] = []
     private let lock = NIOLock()
 
     /// The most bytes kept for a reader that fell behind (about 0.37 s of CD audio); beyond
@@ -44,31 +46,36 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     /// Writes interleaved samples; a FIFO whose reader is behind or gone takes what it can, and
     /// never blocks the playout: what it did not take waits (bounded) or goes, in whole frames.
     public func write(_ samples: [Int32]) {
-        let bytes = format.littleEndianBytes(samples)
         lock.withLock {
             if descriptor < 0 {
                 descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else { return }
             }
-            pending += bytes
-            let written = pending.withUnsafeBytes { raw -> Int in
-                var offset = 0
-                while offset < raw.count {
-                    let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                    if count > 0 {
-                        offset += count
-                    } else if count < 0, errno == EINTR {
-                        continue
-                    } else {
-                        break   // full (EAGAIN), no reader (EPIPE), or a disk error: try again next time
-                    }
-                }
-                return offset
-            }
+            // The usual case, nothing pending: the samples go out from a buffer kept between
+            // writes (one write a packet is most of what playing a stream costs).
+            format.writeLittleEndianBytes(samples, into: &scratch)
+            let bytes = pending.isEmpty ? scratch : pending + scratch
+            let written = bytes.withUnsafeBytes { writeOut($0) }
             partial = (partial + written) % frameSize
-            pending.removeFirst(written)
+            pending = written == bytes.count ? [] : Array(bytes[written...])
             Self.trim(&pending, partial: partial, frameSize: frameSize, limit: Self.maximumPending)
         }
+    }
+
+    /// Writes as much of `raw` as the file takes; how much that was.
+    private func writeOut(_ raw: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < raw.count {
+            let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+            if count > 0 {
+                offset += count
+            } else if count < 0, errno == EINTR {
+                continue
+            } else {
+                break   // full (EAGAIN), no reader (EPIPE), or a disk error: try again next time
+            }
+        }
+        return offset
     }
 
     /// Drops whole frames from the front of `pending` until it is within `limit`, keeping the

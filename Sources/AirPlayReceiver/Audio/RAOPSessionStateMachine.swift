@@ -387,7 +387,14 @@ public struct RAOPSessionStateMachine: Sendable {
     /// again after a FLUSH.
     public mutating func audioPacket(session number: Int, sequence: UInt16, marker: Bool, retransmitted: Bool,
                                      now: Double) -> [Action] {
-        guard var session = current, session.number == number else { return [] }
+        guard current?.number == number else { return [] }
+        // In place: a copy of the session would copy its `awaited` table on every packet.
+        return Self.audioPacket(in: &current!, sequence: sequence, marker: marker, retransmitted: retransmitted, now: now)
+    }
+
+    private static func audioPacket(in session: inout Session, sequence: UInt16, marker: Bool, retransmitted: Bool,
+                                    now: Double) -> [Action] {
+        let number = session.number
         session.lastActivity = now
         var actions: [Action] = []
         // A packet from before the FLUSH (in flight, or resent) does not resume; the first after
@@ -396,7 +403,6 @@ public struct RAOPSessionStateMachine: Sendable {
         if session.paused, !retransmitted {
             guard marker || afterFlush else {
                 // Stale: it sets no expectation either (the flush dropped what it belongs to).
-                current = session
                 return []
             }
             session.paused = false
@@ -412,9 +418,9 @@ public struct RAOPSessionStateMachine: Sendable {
         } else {
             if let expected = session.expectedSequence, sequence != expected, !marker {
                 let count = sequence &- expected
-                if count < Self.largestResend {
+                if count < largestResend {
                     session.requested += Int(count)
-                    actions += Self.resendRequests(session: number, first: expected, count: count)
+                    actions += resendRequests(session: number, first: expected, count: count)
                     Self.await(expected, count: count, in: &session, now: now)
                 }
             }
@@ -425,7 +431,6 @@ public struct RAOPSessionStateMachine: Sendable {
                 session.expectedSequence = sequence &+ 1
             }
         }
-        current = session
         return actions
     }
 
