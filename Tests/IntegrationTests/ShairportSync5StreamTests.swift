@@ -26,16 +26,22 @@ import Testing
         let process: ManagedProcess
         /// The sender's end of the link.
         let senderInterface: String
+        /// Whether the sender's namespace is this reference's own (else a group's, closed by it).
+        private let ownsSender: Bool
         static let target = "10.97.1.2:7000"
 
-        init(label: String, rate: Int = 44100, format: String = "S16_LE") throws {
+        /// With `sender`, shairport-sync 5 joins that namespace's group at `addresses` (its own,
+        /// the sender's end) instead of a sender namespace of its own.
+        init(label: String, rate: Int = 44100, format: String = "S16_LE", sender: TestHost? = nil,
+             addresses: (String, String) = ("10.97.1.2", "10.97.1.1")) throws {
             let nqptp = AppleProfileTests.reference + "/bin/nqptp", shairport = AppleProfileTests.reference + "/bin/shairport-sync"
             guard FileManager.default.isExecutableFile(atPath: shairport), FileManager.default.isExecutableFile(atPath: nqptp) else {
                 throw TestHostError("shairport-sync 5 is not built at \(AppleProfileTests.reference): run tools/setup-deps --test")
             }
-            sender = try TestHost(label: label + "-sender")
+            ownsSender = sender == nil
+            self.sender = try sender ?? TestHost(label: label + "-sender")
             theirs = try TestHost(label: label + "-sps5")
-            let theirLink = try theirs.link(to: sender, addresses: ["10.97.1.2"], peerAddress: "10.97.1.1")
+            let theirLink = try theirs.link(to: self.sender, addresses: [addresses.0], peerAddress: addresses.1)
             senderInterface = String(theirLink.dropLast()) + "p"   // link(to:) names the far end like the near one, ending in p
             try theirs.startAvahi(interfaces: [theirLink])
             clock = try theirs.spawn(nqptp, [], label: "nqptp")
@@ -56,7 +62,7 @@ import Testing
             process.stop()
             clock.stop()
             theirs.close()
-            sender.close()
+            if ownsSender { sender.close() }
         }
     }
 
@@ -178,6 +184,33 @@ import Testing
         let comparison = sweep.compare(samples, from: 44100)
         #expect(comparison.exact >= 0.99, "3.3.8: bit-exact share \(comparison.exact) of \(samples.count / 2) frames; \(old.stderr.suffix(1500))")
         print("measure: airplay --mode auto into shairport-sync 3.3.8 (AirPlay 1 beside shairport-sync 5 buffered), bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// The three kinds of airplayd room (buffered, realtime on PTP, AirPlay 1 on NTP) and
+    /// shairport-sync 5, each in a namespace of its own, from one `airplay stream --mode auto`:
+    /// shairport-sync 5 and the buffered room take buffered audio on our PTP clock, the others
+    /// realtime audio on the same timeline. The airplayd rooms play the same samples, every
+    /// second within a millisecond; shairport-sync 5 plays the file bit for bit (its stdout
+    /// backend gives no timing).
+    @Test func threeKindsOfAirplaydRoomAndShairportSync5PlayOneStream() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let group = try BufferedAudioTests.Group(label: "four-way", fifos: true)
+        let reference = try Reference(label: "four-way", sender: group.sender, addresses: ("10.94.4.2", "10.94.4.1"))
+        let reader = try group.read(with: "fifo_clock", seconds: 60)
+        try group.start(airPlay1Only: [2], withoutBuffer: [1])
+        let result = try group.stream(sweep.directory + "/sweep.flac", mode: "auto", extra: ["--to", "10.94.4.2:7000"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 buffered").count == 3, "room 1 and shairport-sync 5 buffered: \(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "AirPlay 2 on PTP").count == 2 && result.stdout.contains("\"protocol\":1"), "\(result.stdout)")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        reference.process.stop(grace: 3)
+        let report = try FifoClockReport(reader)
+        #expect(report.skews.count >= 4 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)")
+        #expect(report.sameSamples, "\(report.line)")
+        let output = Array((try? Data(contentsOf: URL(fileURLWithPath: reference.process.stdoutPath))) ?? Data())
+        Self.expectTheSweep(Played(output: output, stream: result, log: reference.process.stderr), sweep,
+                            what: "--mode auto beside three airplayd rooms (buffered, realtime on PTP, AirPlay 1),")
+        print("measure: --mode auto to a buffered, a realtime-on-PTP and an AirPlay 1 airplayd room beside shairport-sync 5, largest skew per second \(report.skews) ms")
     }
 
     /// Realtime ALAC (type 96) on our PTP clock, as OwnTone and Music Assistant send to every
