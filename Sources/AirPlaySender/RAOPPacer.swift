@@ -97,6 +97,13 @@ package struct RAOPPacer: Sendable {
         return actions
     }
 
+    /// The sync a receiver that joins gets before the next packet, its first: what the next
+    /// packet's own sync would say, flagged as the first of a run.
+    package func joinSync() -> Action {
+        .sync(rtpTimeNowMinusLatency: timestamp &- (latencyFrames - RAOPSync.fixedLatencyFrames), rtpTimeNext: timestamp,
+              first: true, at: nextDue)
+    }
+
     /// Goes on after a pause (and the FLUSH the receivers got to the current point) on a fresh
     /// schedule from `now`, sending again first what they had not heard, unless the pause was a
     /// skip to another item (`replayUnheard` false: what was not heard belongs to the old one).

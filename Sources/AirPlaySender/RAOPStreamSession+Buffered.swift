@@ -78,11 +78,7 @@ extension RAOPStreamSession {
                     for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
                     report(.state("volume \(Int(volume))"))
                 case .join(let link, let done):
-                    if link.followsReceiverClock, grandmaster.followedClock() == nil {
-                        // The timeline of a stream already playing cannot become another clock.
-                        link.followsReceiverClock = false
-                        report(.state("\(link.name) keeps its own PTP clock, but joins a stream on ours: it may stay silent"))
-                    }
+                    Self.keepTheTimeline(for: link, report: report)
                     do {
                         try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
                         try await link.sendAnchor(streamer.currentAnchor())
@@ -137,6 +133,14 @@ extension RAOPStreamSession {
         let progress = tags.duration.map { (trackStart, rtpTime, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
         for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: rtpTime) }
         return artwork
+    }
+
+    /// A receiver that keeps its own clock, joining a stream already playing, is served the
+    /// group's: the timeline of a stream that plays cannot become another clock.
+    static func keepTheTimeline(for link: RAOPLink, report: @Sendable (Report) -> Void) {
+        guard link.followsReceiverClock else { return }
+        link.followsReceiverClock = false
+        report(.state("\(link.name) keeps its own PTP clock, but joins a stream on the group's: it may stay silent"))
     }
 
     /// Receivers whose data connection broke were dropped by the streamer: say so, and let go.

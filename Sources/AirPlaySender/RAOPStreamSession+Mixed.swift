@@ -63,6 +63,7 @@ extension RAOPStreamSession {
             bufferedPlayer.start()
         }
         var ticks = 0, ended = 0, quitEarly = false
+        var joined: [RAOPLink] = []
         loop: for await event in events {
             if failure != nil { break }
             do throws(SenderError) {
@@ -80,8 +81,8 @@ extension RAOPStreamSession {
                 case .togglePause, .setPaused:
                     if realtime.isPaused {
                         let point = realtime.nextPoint
-                        for link in realtimeLinks { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
-                        for link in realtimeLinks { await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp) }
+                        for link in realtime.links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
+                        for link in realtime.links { await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp) }
                         // The realtime receivers hear again from the frame they had not heard,
                         // one latency after the new schedule starts: the buffered ones too.
                         guard let resumed = realtime.resume() else { continue loop }
@@ -91,7 +92,7 @@ extension RAOPStreamSession {
                         }
                         report(.state("playing"))
                     } else if let point = realtime.pause() {
-                        for link in realtimeLinks { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
+                        for link in realtime.links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
                         if let anchor = buffered.pause() {
                             for link in buffered.links { try await link.sendAnchor(anchor) }
                         }
@@ -108,8 +109,31 @@ extension RAOPStreamSession {
                 case .skip:
                     report(.state("next and previous move through files in realtime mode only"))
                 case .join(let link, let done):
-                    done(SenderError(.badInput, "receivers join a buffered stream of buffered receivers only"))
-                    await link.tearDown()
+                    // A receiver that takes buffered audio joins the buffered ones on the current
+                    // anchor; any other joins the realtime ones at their next packet, with a
+                    // first sync (or 0xD7 anchor) of its own: one timeline either way.
+                    Self.keepTheTimeline(for: link, report: report)
+                    do {
+                        if link.buffered {
+                            try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec,
+                                                         volumeDecibels: Self.decibels(volume), warn: warn)
+                            try await link.sendAnchor(buffered.currentAnchor())
+                            let caughtUp = buffered.join(link)
+                            report(.state("joined \(link.name) (\(caughtUp) packets to catch up)"))
+                        } else {
+                            let point = realtime.nextPoint
+                            try await link.setUp(sequence: point.sequence, rtpTime: point.timestamp, volumeDecibels: Self.decibels(volume),
+                                                 warn: warn)
+                            await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp)
+                            realtime.join(link)
+                            report(.state("joined \(link.name)"))
+                        }
+                        joined.append(link)
+                        done(nil)
+                    } catch {
+                        await link.tearDown()
+                        done(error)
+                    }
                 case .quit:
                     quitEarly = true
                     realtime.stop()
@@ -130,10 +154,10 @@ extension RAOPStreamSession {
                 break loop
             }
         }
-        for link in links { await link.tearDown() }
+        for link in links + joined { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        var result = summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly)
+        var result = summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly, joined: joined)
         result.timeline = timeline
         return result
     }

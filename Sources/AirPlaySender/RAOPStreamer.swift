@@ -18,8 +18,10 @@ public final class RAOPStreamer: @unchecked Sendable {
     public static let latencySeconds = Double(latencyFrames) / 44100
     static let sampleRate = 44100.0
 
-    /// The receivers.
-    public let links: [RAOPLink]
+    /// The receivers (more join while it plays: `join`).
+    public var links: [RAOPLink] { linkList.withLock { $0.playing } }
+    /// The receivers playing, and those set up to join at the next packet.
+    private let linkList: Mutex<(playing: [RAOPLink], joining: [RAOPLink])>
     /// RTP sequence number and time of the first packet (random, as RTP wants).
     public let firstSequence: UInt16
     /// RTP time of the first frame.
@@ -41,7 +43,7 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// A streamer to set-up links, starting at the given RTP point.
     public init(links: [RAOPLink], firstSequence: UInt16, firstTimestamp: UInt32, clock: any MonotonicClock = RAOPClock.monotonic) {
-        self.links = links
+        linkList = Mutex((links, []))
         self.clock = clock
         self.firstSequence = firstSequence
         self.firstTimestamp = firstTimestamp
@@ -80,27 +82,14 @@ public final class RAOPStreamer: @unchecked Sendable {
             let replayed = state.withLock { $0.pacer.takeReplay() }
             let samples = replayed ?? read()
             guard !samples.isEmpty else { return }
-            let (actions, nextDue) = state.withLock { state in (state.pacer.packet(samples), state.pacer.nextDue) }
-            for action in actions {
-                switch action {
-                case .sync(let named, let next, let first, let due):
-                    let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
-                    // On PTP the same promise as an anchor: `next`, due now, is heard one latency on.
-                    let ptpClock = links.lazy.compactMap(\.ptpClock).first
-                    let heardAt = ptpClock.map { ptpTime(atUptime: due + Self.latencySeconds, on: $0) }
-                    for link in links {
-                        if let heardAt, link.ptpClock != nil {
-                            link.sendAnchor(heard: next, at: heardAt, first: first)
-                        } else {
-                            link.sendSync(sync)
-                        }
-                    }
-                case .timingRequest:
-                    for link in links { link.sendTimingRequest() }
-                case .audio(let sequence, let timestamp, let marker, let samples):
-                    send(samples, sequence: sequence, timestamp: timestamp, marker: marker)
-                }
+            // Receivers that joined get their first sync before this packet, then play on with the rest.
+            let joining = linkList.withLock { list in
+                defer { list.playing += list.joining; list.joining = [] }
+                return list.joining
             }
+            if !joining.isEmpty { carryOut([state.withLock { $0.pacer.joinSync() }], to: joining) }
+            let (actions, nextDue) = state.withLock { state in (state.pacer.packet(samples), state.pacer.nextDue) }
+            carryOut(actions, to: links)
             sent(samples.count / 2)
             // Monotonic pacing: each packet leaves at anchor + frames / 44100, so nothing drifts.
             let wait = nextDue - clock.now()
@@ -108,8 +97,38 @@ public final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
+    /// Sends what the pacer asked for to `links`.
+    private func carryOut(_ actions: [RAOPPacer.Action], to links: [RAOPLink]) {
+        for action in actions {
+            switch action {
+            case .sync(let named, let next, let first, let due):
+                let sync = RAOPSync(rtpTimeNowMinusLatency: named, ntpTime: RAOPClock.ntp(atUptime: due), rtpTimeNext: next, isFirst: first)
+                // On PTP the same promise as an anchor: `next`, due now, is heard one latency on.
+                let ptpClock = links.lazy.compactMap(\.ptpClock).first
+                let heardAt = ptpClock.map { ptpTime(atUptime: due + Self.latencySeconds, on: $0) }
+                for link in links {
+                    if let heardAt, link.ptpClock != nil {
+                        link.sendAnchor(heard: next, at: heardAt, first: first)
+                    } else {
+                        link.sendSync(sync)
+                    }
+                }
+            case .timingRequest:
+                for link in links { link.sendTimingRequest() }
+            case .audio(let sequence, let timestamp, let marker, let samples):
+                send(samples, sequence: sequence, timestamp: timestamp, marker: marker, to: links)
+            }
+        }
+    }
+
+    /// A set-up receiver joins at the next packet: it gets a first sync (or 0xD7 anchor) for
+    /// that packet, then every packet and sync as the others do, on the same timeline.
+    public func join(_ link: RAOPLink) {
+        linkList.withLock { $0.joining.append(link) }
+    }
+
     /// Encodes once per codec in use, then sends to every receiver (each encrypts with its key).
-    private func send(_ samples: [Int32], sequence: UInt16, timestamp: UInt32, marker: Bool) {
+    private func send(_ samples: [Int32], sequence: UInt16, timestamp: UInt32, marker: Bool, to links: [RAOPLink]) {
         var pcm: [UInt8]?, compressed: [UInt8]?
         for link in links {
             let payload: [UInt8]

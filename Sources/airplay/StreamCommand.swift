@@ -181,13 +181,19 @@ struct StreamCommand: AsyncParsableCommand {
         defer { keys?.restore() }
         let interrupts = InterruptWatch(continuation)
         defer { interrupts.cancel() }
-        // A buffered stream takes receivers that join on the way (`airplay group add`).
-        let password = self.password
-        let control = mode == .buffered ? StreamControlServer { target in
+        // A buffered stream, or a mixed group, takes receivers that join on the way (`airplay
+        // group add`): buffered where they take it (all of them with --mode buffered), else
+        // realtime on the group's timeline, on PTP where they follow it.
+        let password = self.password, protocolVersion = self.protocolVersion, timing = self.timing
+        let groupClock = grandmaster
+        let control = mode != .realtime ? StreamControlServer { target in
             do throws(SenderError) {
                 let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
-                let link = try await ReceiverLinks.open(address, protocolVersion: 2, mode: .buffered, identity: identity,
-                                                        password: password, crypto: crypto)
+                let link = try await ReceiverLinks.open(address, protocolVersion: linkMode == .buffered ? 2 : protocolVersion, mode: linkMode,
+                                                        identity: identity, password: password, crypto: crypto)
+                if !link.buffered, link.airPlay2, timing != .ntp, timing == .ptp || (link.features.contains(.ptpClock) && !link.isOnThisHost) {
+                    link.ptpClock = groupClock
+                }
                 Self.obeyRemoteCommands(link, continuation)
                 let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
                     continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))

@@ -444,15 +444,34 @@ final class HiResSweep: @unchecked Sendable {
     /// `airplay group add` while a buffered stream plays to two rooms: the third room gets the
     /// anchor in force and the audio not yet heard, and plays in step with the others within 2 s.
     @Test func aReceiverAddedToARunningStreamJoinsInStepWithin2Seconds() throws {
+        try Self.join(label: "buffered-join", mode: "buffered", what: "a room added to a buffered stream")
+    }
+
+    /// `airplay group add` while `--mode auto` plays to a mixed group (a buffered room, an
+    /// AirPlay 1 room): a room that takes no buffered audio joins the realtime ones at their
+    /// next packet with a first sync of its own (an AirPlay 1 room), or a first 0xD7 anchor (a
+    /// room on PTP without a buffer), and plays in step with the others within 2 s.
+    @Test(arguments: ["AirPlay 1", "realtime on PTP"])
+    func aRealtimeRoomAddedToAMixedGroupJoinsInStep(joiner: String) throws {
+        let onPTP = joiner != "AirPlay 1"
+        try Self.join(label: "mixed-join-\(joiner.prefix(4))", mode: "auto", airPlay1Only: onPTP ? [1] : [1, 2],
+                      withoutBuffer: onPTP ? [2] : [], joinerSays: onPTP ? "realtime audio anchored on PTP" : nil,
+                      what: onPTP ? "a realtime room on PTP added to a mixed group" : "an AirPlay 1 room added to a mixed group")
+    }
+
+    /// Streams to rooms 1 and 2, adds room 3 2.5 s in, and checks it sounded within 2 s of the
+    /// add, the stream's own audio from there, in step with the others.
+    static func join(label: String, mode: String, airPlay1Only: Set<Int> = [], withoutBuffer: Set<Int> = [], joinerSays: String? = nil,
+                     what: String) throws {
         let sweep = try #require(RAOPInteropTests.sweep)
-        let group = try Group(label: "buffered-join", fifos: true)
+        let group = try Group(label: label, fifos: true)
         let reader = try group.read(with: "fifo_align", seconds: 60)
-        try group.start()
+        try group.start(airPlay1Only: airPlay1Only, withoutBuffer: withoutBuffer)
         let runtime = group.sender.directory + "/runtime"
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
         let environment = ["XDG_RUNTIME_DIR": runtime]
         let airplay = try Products.executable("airplay")
-        let stream = try group.sender.spawn(airplay, ["stream", sweep.directory + "/sweep.flac", "--mode", "buffered", "--json",
+        let stream = try group.sender.spawn(airplay, ["stream", sweep.directory + "/sweep.flac", "--mode", mode, "--json",
                                                       "--to", "10.94.1.2:7000", "--to", "10.94.2.2:7000"],
                                             environment: environment, label: "airplay-stream")
         #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
@@ -462,6 +481,7 @@ final class HiResSweep: @unchecked Sendable {
         #expect(add.status == 0 && add.stdout.hasPrefix("ok"), "\(add.stdout)\(add.stderr)")
         #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
         #expect(stream.stdout.contains("joined"), "\(stream.stdout)")
+        if let joinerSays { #expect(group.daemons[2].process.stderr.contains(joinerSays), "\(group.daemons[2].process.stderr.suffix(2000))") }
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         let (outputs, line) = try Self.alignedOutputs(reader)
         #expect(outputs.count == 3)
@@ -473,7 +493,7 @@ final class HiResSweep: @unchecked Sendable {
             let skews = output["skews_ms"] as? [Double] ?? []
             #expect(inStep(skews, atLeast: 1), "\(line)")
         }
-        print("measure: a room added to a buffered stream sounded \(String(format: "%.2f", startedAfter ?? -1)) s after `airplay group add`, skews \(late["skews_ms"] ?? []) ms")
+        print("measure: \(what) sounded \(String(format: "%.2f", startedAfter ?? -1)) s after `airplay group add`, skews \(late["skews_ms"] ?? []) ms")
     }
 
     /// Space pauses a buffered stream with a rate-0 anchor and resumes it with a new anchor at
