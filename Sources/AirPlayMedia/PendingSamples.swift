@@ -20,6 +20,13 @@ public struct PendingSamples: Sendable {
     /// Appends samples.
     public mutating func append(contentsOf more: some Sequence<Int32>) { samples.append(contentsOf: more) }
 
+    /// Appends `count` samples that `fill` writes in place (a decoder's whole block at once).
+    public mutating func append(count: Int, _ fill: (UnsafeMutableBufferPointer<Int32>) -> Void) {
+        let start = samples.count
+        samples.append(contentsOf: repeatElement(0, count: count))
+        samples.withUnsafeMutableBufferPointer { fill(UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+    }
+
     /// Up to `wanted` samples from the front (fewer when fewer wait).
     public mutating func take(_ wanted: Int) -> [Int32] {
         let count = min(wanted, self.count)

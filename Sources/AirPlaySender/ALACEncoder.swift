@@ -50,46 +50,60 @@ public struct ALACEncoder: Sendable {
     public func encode(_ samples: [Int32]) -> [UInt8] {
         let frames = samples.count / 2
         precondition(frames <= Self.framesPerPacket, "an ALAC packet holds at most 352 frames")
-        // Each channel takes whichever codes smaller: its samples as they are (no predictor),
-        // or their first differences (the order-31 shortcut, which costs 31 unused 16-bit
-        // coefficients in the header).
-        let coded = (0..<2).map { channel -> (order: UInt32, residuals: [Int32]) in
-            var plain = [Int32](repeating: 0, count: frames), differences = plain
-            var previous: Int32 = 0
-            for frame in 0..<frames {
-                let sample = samples[2 * frame + channel] >> Int32(shiftedBits)
-                plain[frame] = sample
-                differences[frame] = frame == 0 ? sample : sample - previous
-                previous = sample
+        // One scratch area a packet: each channel's samples as they are, then their first
+        // differences (the encoder runs for every packet of every stream).
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(1, 4 * frames)) { scratch in
+            let shift = Int32(shiftedBits)
+            // Each channel takes whichever codes smaller: its samples as they are (no predictor),
+            // or their first differences (the order-31 shortcut, which costs 31 unused 16-bit
+            // coefficients in the header).
+            var residuals: [(order: UInt32, start: Int)] = []
+            residuals.reserveCapacity(2)
+            samples.withUnsafeBufferPointer { input in
+                for channel in 0..<2 {
+                    let plain = 2 * channel * frames, differences = plain + frames
+                    var previous: Int32 = 0, plainMagnitude = 0, differenceMagnitude = 0
+                    for frame in 0..<frames {
+                        let sample = input[2 * frame + channel] >> shift
+                        let difference = frame == 0 ? sample : sample &- previous
+                        scratch[plain + frame] = sample
+                        scratch[differences + frame] = difference
+                        plainMagnitude += Int(sample.magnitude)
+                        differenceMagnitude += Int(difference.magnitude)
+                        previous = sample
+                    }
+                    // An adaptive Golomb code costs about log2 of the mean magnitude a value, so
+                    // the smaller sum codes smaller; one pass instead of coding both.
+                    let differencesWin = Self.codedBits(magnitude: differenceMagnitude, count: frames) + 31 * 16
+                        < Self.codedBits(magnitude: plainMagnitude, count: frames)
+                    residuals.append(differencesWin ? (31, differences) : (0, plain))
+                }
             }
-            // The cheaper coding by the residuals' magnitudes: an adaptive Golomb code costs
-            // about log2 of the mean magnitude a value, so the smaller sum codes smaller (the
-            // differences pay 31 coefficients of 16 bits); one pass instead of coding both.
-            let magnitudes = (plain: plain.reduce(0) { $0 + Int($1.magnitude) }, differences: differences.reduce(0) { $0 + Int($1.magnitude) })
-            return Self.codedBits(magnitude: magnitudes.differences, count: frames) + 31 * 16
-                < Self.codedBits(magnitude: magnitudes.plain, count: frames) ? (31, differences) : (0, plain)
+            let sampleBytes = bitDepth / 8
+            var bits = BitWriter(capacity: 2 * sampleBytes * frames + 16)
+            header(&bits, frames: frames, escaped: false, shiftedBytes: shiftedBits / 8)
+            bits.write(0, 8)   // mixBits: channels are coded as they are
+            bits.write(0, 8)   // mixRes
+            for channel in residuals {
+                bits.write(0, 4)   // prediction type 0 (the only one every decoder knows)
+                bits.write(9, 4)   // denominator shift: unused by orders 0 and 31, but decoders refuse 0
+                bits.write(4, 3)   // pbFactor: pb · 4 / 4
+                bits.write(channel.order, 5)
+                for _ in 0..<channel.order { bits.write(0, 16) }
+            }
+            if shiftedBits > 0 {
+                // The shifted-out low bits, frame by frame, left then right.
+                let mask = UInt32(1) << UInt32(shiftedBits) - 1
+                for sample in samples.prefix(2 * frames) { bits.write(UInt32(bitPattern: sample) & mask, shiftedBits) }
+            }
+            for channel in residuals {
+                Self.writeResiduals(UnsafeBufferPointer(rebasing: scratch[channel.start..<channel.start + frames]),
+                                    escapeBits: channelBits, to: &bits)
+            }
+            bits.write(7, 3)   // ID_END
+            let compressed = bits.finished()
+            return compressed.count < 2 * sampleBytes * frames + 8 ? compressed : escaped(samples)
         }
-        let sampleBytes = bitDepth / 8
-        var bits = BitWriter(capacity: 2 * sampleBytes * frames + 16)
-        header(&bits, frames: frames, escaped: false, shiftedBytes: shiftedBits / 8)
-        bits.write(0, 8)   // mixBits: channels are coded as they are
-        bits.write(0, 8)   // mixRes
-        for channel in coded {
-            bits.write(0, 4)   // prediction type 0 (the only one every decoder knows)
-            bits.write(9, 4)   // denominator shift: unused by orders 0 and 31, but decoders refuse 0
-            bits.write(4, 3)   // pbFactor: pb · 4 / 4
-            bits.write(channel.order, 5)
-            for _ in 0..<channel.order { bits.write(0, 16) }
-        }
-        if shiftedBits > 0 {
-            // The shifted-out low bits, frame by frame, left then right.
-            let mask = UInt32(1) << UInt32(shiftedBits) - 1
-            for sample in samples.prefix(2 * frames) { bits.write(UInt32(bitPattern: sample) & mask, shiftedBits) }
-        }
-        for channel in coded { Self.writeResiduals(channel.residuals, escapeBits: channelBits, to: &bits) }
-        bits.write(7, 3)   // ID_END
-        let compressed = bits.padded
-        return compressed.count < 2 * sampleBytes * frames + 8 ? compressed : escaped(samples)
     }
 
     /// The frame as an escape: the samples as they are, left and right interleaved.
@@ -98,7 +112,7 @@ public struct ALACEncoder: Sendable {
         header(&bits, frames: samples.count / 2, escaped: true, shiftedBytes: 0)
         for sample in samples { bits.write(UInt32(bitPattern: sample), bitDepth) }
         bits.write(7, 3)
-        return bits.padded
+        return bits.finished()
     }
 
     private func header(_ bits: inout BitWriter, frames: Int, escaped: Bool, shiftedBytes: Int) {
@@ -117,7 +131,7 @@ public struct ALACEncoder: Sendable {
 
     /// ALAC's adaptive Golomb code: the parameter k follows a running mean of the coded values,
     /// and after a stretch of small values a run of zeros is coded as one count.
-    static func writeResiduals(_ residuals: [Int32], escapeBits: Int, to bits: inout BitWriter) {
+    static func writeResiduals(_ residuals: UnsafeBufferPointer<Int32>, escapeBits: Int, to bits: inout BitWriter) {
         var mean = initialMean
         var afterZeros: UInt32 = 0
         var index = 0
@@ -195,6 +209,11 @@ struct BitWriter {
     /// Bits written so far.
     var bitCount: Int { bytes.count * 8 + pendingCount }
 
-    /// The bytes with the last one padded with zero bits.
-    var padded: [UInt8] { pendingCount == 0 ? bytes : bytes + [UInt8(truncatingIfNeeded: pending << UInt64(8 - pendingCount))] }
+    /// The bytes, the last one padded with zero bits, without copying them (the writer is done).
+    mutating func finished() -> [UInt8] {
+        if pendingCount > 0 { bytes.append(UInt8(truncatingIfNeeded: pending << UInt64(8 - pendingCount))) }
+        pendingCount = 0
+        pending = 0
+        return bytes
+    }
 }

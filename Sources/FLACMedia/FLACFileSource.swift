@@ -94,10 +94,11 @@ public final class FLACFileSource: PCMSource, @unchecked Sendable {
         // 20-bit samples are carried in 24 bits, as ALAC decoders write them.
         let widen = Int32(header.bits_per_sample == 20 ? 4 : 0)
         let count = Int(header.blocksize)
-        pending.reserve(2 * count)
-        for index in 0..<count {
-            pending.append(left[index] << widen)
-            pending.append(right[index] << widen)
+        pending.append(count: 2 * count) { out in
+            for index in 0..<count {
+                out[2 * index] = left[index] << widen
+                out[2 * index + 1] = right[index] << widen
+            }
         }
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
     }

@@ -437,7 +437,9 @@ final class StreamDisplay: @unchecked Sendable {
     func progress(elapsed: Double, paused: Bool, volume: Double) {
         let shown = max(0, elapsed)
         if json {
-            emit(["event": "progress", "elapsed": (shown * 10).rounded() / 10, "state": paused ? "paused" : "playing"])
+            // Once a second for the whole stream: our own JSON writer, not Foundation's.
+            let line: JSONValue = ["event": "progress", "elapsed": .number((shown * 10).rounded() / 10), "state": .string(paused ? "paused" : "playing")]
+            print(String(decoding: line.bytes, as: UTF8.self))
         } else if live {
             let total = duration.map { " / \(Self.clock($0))" } ?? ""
             print("\r\u{1B}[K\(paused ? "⏸" : "▶") \(title)  \(Self.clock(shown))\(total)  → \(receivers)  vol \(Int(volume))",
