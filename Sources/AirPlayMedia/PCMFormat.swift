@@ -37,18 +37,9 @@ public struct PCMFormat: Hashable, Sendable, CustomStringConvertible {
 
     /// Samples as the raw format's bytes: little-endian, 2 or 3 bytes each, interleaved as given.
     public func littleEndianBytes(_ samples: [Int32]) -> [UInt8] {
-        let width = bytesPerSample
-        return [UInt8](unsafeUninitializedCapacity: samples.count * width) { bytes, count in
-            var at = 0
-            for sample in samples {
-                let bits = UInt32(bitPattern: sample)
-                bytes[at] = UInt8(truncatingIfNeeded: bits)
-                bytes[at + 1] = UInt8(truncatingIfNeeded: bits >> 8)
-                if width == 3 { bytes[at + 2] = UInt8(truncatingIfNeeded: bits >> 16) }
-                at += width
-            }
-            count = at
-        }
+        var bytes: [UInt8] = []
+        writeLittleEndianBytes(samples, into: &bytes)
+        return bytes
     }
 
     /// `littleEndianBytes` into `bytes`, whose storage is reused when it is large enough and

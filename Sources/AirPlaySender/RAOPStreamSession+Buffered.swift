@@ -80,11 +80,8 @@ extension RAOPStreamSession {
                 case .join(let link, let done):
                     Self.keepTheTimeline(for: link, report: report)
                     do {
-                        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: codec, volumeDecibels: Self.decibels(volume))
-                        try await link.sendAnchor(streamer.currentAnchor())
-                        let caughtUp = streamer.join(link)
+                        try await joinBuffered(link, streamer: streamer, grandmaster: grandmaster, volume: volume, warn: warn, report: report)
                         joined.append(link)
-                        report(.state("joined \(link.name) (\(caughtUp) packets to catch up)"))
                         done(nil)
                     } catch {
                         await link.tearDown()
@@ -133,6 +130,16 @@ extension RAOPStreamSession {
         let progress = tags.duration.map { (trackStart, rtpTime, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
         for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: rtpTime) }
         return artwork
+    }
+
+    /// A receiver joins buffered: set up, given the anchor in force, then the audio not yet heard.
+    func joinBuffered(_ link: RAOPLink, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, volume: Double,
+                      warn: @escaping @Sendable (String) -> Void, report: @Sendable (Report) -> Void) async throws(SenderError) {
+        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: Self.decibels(volume),
+                                     warn: warn)
+        try await link.sendAnchor(streamer.currentAnchor())
+        let caughtUp = streamer.join(link)
+        report(.state("joined \(link.name) (\(caughtUp) packets to catch up)"))
     }
 
     /// A receiver that keeps its own clock, joining a stream already playing, is served the

@@ -115,11 +115,7 @@ extension RAOPStreamSession {
                     Self.keepTheTimeline(for: link, report: report)
                     do {
                         if link.buffered {
-                            try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec,
-                                                         volumeDecibels: Self.decibels(volume), warn: warn)
-                            try await link.sendAnchor(buffered.currentAnchor())
-                            let caughtUp = buffered.join(link)
-                            report(.state("joined \(link.name) (\(caughtUp) packets to catch up)"))
+                            try await joinBuffered(link, streamer: buffered, grandmaster: grandmaster, volume: volume, warn: warn, report: report)
                         } else {
                             let point = realtime.nextPoint
                             try await link.setUp(sequence: point.sequence, rtpTime: point.timestamp, volumeDecibels: Self.decibels(volume),
