@@ -17,8 +17,15 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
     /// What `presentationDelay` answers.
     public let presentationDelay: Double
 
-    /// An output reporting `presentationDelay` seconds of latency.
-    public init(presentationDelay: Double = 0) { self.presentationDelay = presentationDelay }
+    /// What `writeAhead` answers.
+    public let writeAhead: Double
+
+    /// An output reporting `presentationDelay` seconds of latency, taking writes up to
+    /// `writeAhead` seconds early.
+    public init(presentationDelay: Double = 0, writeAhead: Double = 0) {
+        self.presentationDelay = presentationDelay
+        self.writeAhead = writeAhead
+    }
 
     /// Records the samples.
     public func write(_ samples: [Int32]) {

@@ -38,6 +38,9 @@ struct PlayoutSchedule {
         case wait(Double)
         /// Write these samples, scaled by `gain`.
         case write([Int32], gain: Double)
+
+        /// Whether this step writes (the playout then asks for the next before it sleeps).
+        var isWrite: Bool { if case .write = self { true } else { false } }
     }
 
 

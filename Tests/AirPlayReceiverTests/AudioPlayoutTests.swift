@@ -1,0 +1,23 @@
+@testable import AirPlayReceiver
+import AirPlayMedia
+import AirPlayTesting
+import Glibc
+import Testing
+
+/// The playout's thread against an output: what it hands over, and in how many calls.
+@Suite struct AudioPlayoutTests {
+    /// An output that takes frames early (a file or FIFO) gets each pair of packets, fixed by
+    /// RTP time, in one call: one write(2) for two packets is most of what a stream costs the
+    /// receiver. Which pairs share a call can grow under load (a late wake writes all that is
+    /// due), but a call never ends inside a pair, and every frame goes out once, in order.
+    @Test func anOutputThatTakesFramesEarlyGetsEachPairInOneCall() {
+        let output = RecordingPCMOutput(writeAhead: 0.010)
+        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 352, bufferDelay: 0.05)
+        let packets = (0..<6).map { index in (0..<704).map { Int32(index * 704 + $0) } }
+        for (index, samples) in packets.enumerated() { playout.receive(timestamp: UInt32(index * 352), samples: samples) }
+        for _ in 0..<200 where output.samples.count < 6 * 704 { usleep(5_000) }
+        playout.stop()
+        #expect(output.samples == packets.flatMap { $0 })
+        #expect(output.writes.allSatisfy { $0.samples.count % (2 * 704) == 0 }, "\(output.writes.map(\.samples.count))")
+    }
+}
