@@ -42,8 +42,9 @@ let package = Package(
     ],
     targets: [
         // C layer: system libraries found through pkg-config.
-        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client",
-                       providers: [.apt(["libavahi-client-dev"])]),
+        // No pkgConfig: avahi-client.pc's only flag is -D_REENTRANT, which SwiftPM refuses with a
+        // warning on every build; the headers are in /usr/include and the modulemap links.
+        .systemLibrary(name: "CAvahi", providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CPlist", pkgConfig: "libplist-2.0",
                        providers: [.apt(["libplist-dev"])]),
         .systemLibrary(name: "CGStreamer", providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
