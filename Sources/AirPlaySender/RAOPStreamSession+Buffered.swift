@@ -7,7 +7,7 @@ extension RAOPStreamSession {
     func runBuffered(grandmaster: PTPGrandmaster, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation,
                      warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
         let start = Self.rtpStart()
-        var volume = initialVolume
+        let volume = initialVolume
         let encoder = try bufferedEncoder()
         let codec = bufferedCodec
         do {
@@ -28,84 +28,23 @@ extension RAOPStreamSession {
         var failure = await Self.send(anchor, to: links)
         report(.started)
         let source = self.source
-        let player = Thread {
-            streamer.play(read: { source.read(frames: streamer.framesPerPacket) })
-            continuation.yield(.ended)
-        }
-        if failure == nil { player.start() }
-        var ticks = 0, quitEarly = false
-        var joined: [RAOPLink] = []
-        loop: for await event in events {
-            if failure != nil { break }
-            do throws(SenderError) {
-                switch event {
-                case .tick:
-                    ticks += 1
-                    await Self.letGoOfDropped(streamer, report: report)
-                    report(.progress(elapsed: streamer.secondsPlayed, paused: streamer.isPaused, volume: volume))
-                    if ticks % 2 == 0 {
-                        // A receiver that stopped answering leaves the group; the others play on.
-                        for link in streamer.links {
-                            do {
-                                try await link.keepAlive(volumeDecibels: Self.decibels(volume))
-                            } catch {
-                                let remaining = streamer.leave(link)
-                                report(.state("left \(link.name): \(error.message)"))
-                                await link.tearDown()
-                                if remaining == 0 { throw error }
-                            }
-                        }
-                    }
-                case .setPaused(let paused) where paused == streamer.isPaused:
-                    continue loop
-                case .skip:
-                    // A queue in buffered mode would need FLUSHBUFFERED of what the receivers hold.
-                    report(.state("next and previous move through files in realtime mode only"))
-                case .setVolume(let target):
-                    volume = min(100, max(0, target))
-                    for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .togglePause, .setPaused:
-                    if let resume = streamer.resume() {
-                        for link in streamer.links { try await link.sendAnchor(resume) }
-                        report(.state("playing"))
-                    } else if let pause = streamer.pause() {
-                        for link in streamer.links { try await link.sendAnchor(pause) }
-                        report(.state("paused"))
-                    }
-                case .volume(let change):
-                    volume = min(100, max(0, volume + change))
-                    for link in streamer.links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .join(let link, let done):
-                    Self.keepTheTimeline(for: link, report: report)
-                    do {
-                        try await joinBuffered(link, streamer: streamer, grandmaster: grandmaster, volume: volume, warn: warn, report: report)
-                        joined.append(link)
-                        done(nil)
-                    } catch {
-                        await link.tearDown()
-                        done(error)
-                    }
-                case .quit:
-                    quitEarly = true
-                    streamer.stop()
-                    break loop
-                case .ended:
-                    // The receivers hold seconds of audio: let it sound before they are told to stop.
-                    try? await Task.sleep(for: .seconds(streamer.secondsToEnd + 0.3))
-                    break loop
-                }
+        var played = Played()
+        if failure == nil {
+            Thread {
+                streamer.play(read: { source.read(frames: streamer.framesPerPacket) })
+                continuation.yield(.ended)
+            }.start()
+            let playback = BufferedPlayback(session: self, streamer: streamer, grandmaster: grandmaster, warn: warn)
+            do {
+                played = try await drive(playback, control: StreamControl(mode: .buffered, volume: volume), events: events, report: report)
             } catch {
                 failure = error
-                streamer.stop()
-                break loop
             }
         }
         for link in streamer.links { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        var result = summary(seconds: Double(streamer.framesSent) / rate, quit: quitEarly, joined: joined)
+        var result = summary(seconds: Double(streamer.framesSent) / rate, quit: played.quit, joined: played.joined)
         result.timeline = timeline
         return result
     }
@@ -133,9 +72,9 @@ extension RAOPStreamSession {
     }
 
     /// A receiver joins buffered: set up, given the anchor in force, then the audio not yet heard.
-    func joinBuffered(_ link: RAOPLink, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, volume: Double,
+    func joinBuffered(_ link: RAOPLink, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, decibels: Double,
                       warn: @escaping @Sendable (String) -> Void, report: @Sendable (Report) -> Void) async throws(SenderError) {
-        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: Self.decibels(volume),
+        try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: decibels,
                                      warn: warn)
         try await link.sendAnchor(streamer.currentAnchor())
         let caughtUp = streamer.join(link)
@@ -167,4 +106,68 @@ extension RAOPStreamSession {
             return error
         }
     }
+}
+
+/// Buffered audio (AirPlay 2 type 103) from one `BufferedStreamer`, anchored on the PTP
+/// timeline: a pause and a resume are new anchors (rate 0, then 1 at the frame not yet heard),
+/// and a receiver that stops answering leaves the group while the others play on.
+final class BufferedPlayback: StreamPlayback {
+    private let session: RAOPStreamSession
+    private let streamer: BufferedStreamer
+    private let grandmaster: PTPGrandmaster
+    private let warn: @Sendable (String) -> Void
+
+    /// The playback of `streamer`'s links for `session`, on `grandmaster`'s timeline.
+    init(session: RAOPStreamSession, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, warn: @escaping @Sendable (String) -> Void) {
+        self.session = session
+        self.streamer = streamer
+        self.grandmaster = grandmaster
+        self.warn = warn
+    }
+
+    var elapsed: Double { streamer.secondsPlayed }
+
+    /// The receivers hold seconds of audio: it sounds before they are told to stop.
+    var playOutSeconds: Double { streamer.secondsToEnd + 0.3 }
+
+    func tend(report: @Sendable (RAOPStreamSession.Report) -> Void) async {
+        await RAOPStreamSession.letGoOfDropped(streamer, report: report)
+    }
+
+    func keepAlive(decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+        for link in streamer.links {
+            do {
+                try await link.keepAlive(volumeDecibels: decibels)
+            } catch {
+                let remaining = streamer.leave(link)
+                report(.state("left \(link.name): \(error.message)"))
+                await link.tearDown()
+                if remaining == 0 { throw error }
+            }
+        }
+    }
+
+    func setVolume(decibels: Double) async throws(SenderError) {
+        for link in streamer.links { try await link.setVolume(decibels: decibels) }
+    }
+
+    func pause() async throws(SenderError) {
+        guard let anchor = streamer.pause() else { return }
+        for link in streamer.links { try await link.sendAnchor(anchor) }
+    }
+
+    func resume() async throws(SenderError) {
+        guard let anchor = streamer.resume() else { return }
+        for link in streamer.links { try await link.sendAnchor(anchor) }
+    }
+
+    /// Never asked: `StreamControl` moves through files in realtime mode only.
+    func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool { true }
+
+    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+        RAOPStreamSession.keepTheTimeline(for: link, report: report)
+        try await session.joinBuffered(link, streamer: streamer, grandmaster: grandmaster, decibels: decibels, warn: warn, report: report)
+    }
+
+    func stop() { streamer.stop() }
 }

@@ -19,7 +19,7 @@ extension RAOPStreamSession {
                   warn: @escaping @Sendable (String) -> Void, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) -> Summary {
         let realtimeLinks = links.filter { !$0.buffered }, bufferedLinks = links.filter(\.buffered)
         let start = Self.rtpStart()
-        var volume = initialVolume
+        let volume = initialVolume
         let encoder = try bufferedEncoder()
         do {
             for link in Self.followedClocksFirst(realtimeLinks + bufferedLinks) {
@@ -58,103 +58,112 @@ extension RAOPStreamSession {
             buffered.play(read: { bufferedSource.read(frames: buffered.framesPerPacket) })
             continuation.yield(.ended)
         }
+        var played = Played()
         if failure == nil {
             realtimePlayer.start()
             bufferedPlayer.start()
-        }
-        var ticks = 0, ended = 0, quitEarly = false
-        var joined: [RAOPLink] = []
-        loop: for await event in events {
-            if failure != nil { break }
-            do throws(SenderError) {
-                switch event {
-                case .tick:
-                    ticks += 1
-                    await Self.letGoOfDropped(buffered, report: report)
-                    report(.progress(elapsed: Double(realtime.framesSent) / rate - RAOPStreamer.latencySeconds,
-                                     paused: realtime.isPaused, volume: volume))
-                    if ticks % 2 == 0 {
-                        for link in realtime.links + buffered.links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) }
-                    }
-                case .setPaused(let paused) where paused == realtime.isPaused:
-                    continue loop
-                case .togglePause, .setPaused:
-                    if realtime.isPaused {
-                        let point = realtime.nextPoint
-                        for link in realtime.links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
-                        for link in realtime.links { await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp) }
-                        // The realtime receivers hear again from the frame they had not heard,
-                        // one latency after the new schedule starts: the buffered ones too.
-                        guard let resumed = realtime.resume() else { continue loop }
-                        let heard = realtime.ptpTime(atUptime: resumed + RAOPStreamer.latencySeconds, on: grandmaster)
-                        if let anchor = buffered.resume(frame: realtime.framesSent, soundsAt: heard) {
-                            for link in buffered.links { try await link.sendAnchor(anchor) }
-                        }
-                        report(.state("playing"))
-                    } else if let point = realtime.pause() {
-                        for link in realtime.links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
-                        if let anchor = buffered.pause() {
-                            for link in buffered.links { try await link.sendAnchor(anchor) }
-                        }
-                        report(.state("paused"))
-                    }
-                case .setVolume(let target):
-                    volume = min(100, max(0, target))
-                    for link in realtime.links + buffered.links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .volume(let change):
-                    volume = min(100, max(0, volume + change))
-                    for link in realtime.links + buffered.links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .skip:
-                    report(.state("next and previous move through files in realtime mode only"))
-                case .join(let link, let done):
-                    // A receiver that takes buffered audio joins the buffered ones on the current
-                    // anchor; any other joins the realtime ones at their next packet, with a
-                    // first sync (or 0xD7 anchor) of its own: one timeline either way.
-                    Self.keepTheTimeline(for: link, report: report)
-                    do {
-                        if link.buffered {
-                            try await joinBuffered(link, streamer: buffered, grandmaster: grandmaster, volume: volume, warn: warn, report: report)
-                        } else {
-                            let point = realtime.nextPoint
-                            try await link.setUp(sequence: point.sequence, rtpTime: point.timestamp, volumeDecibels: Self.decibels(volume),
-                                                 warn: warn)
-                            await link.sendMetadata(item, artwork: artwork, progress: nil, rtpTime: point.timestamp)
-                            realtime.join(link)
-                            report(.state("joined \(link.name)"))
-                        }
-                        joined.append(link)
-                        done(nil)
-                    } catch {
-                        await link.tearDown()
-                        done(error)
-                    }
-                case .quit:
-                    quitEarly = true
-                    realtime.stop()
-                    buffered.stop()
-                    break loop
-                case .ended:
-                    // Both players end (the buffered one first: it reads ahead); then the
-                    // realtime receivers play out their latency.
-                    ended += 1
-                    guard ended == 2 else { continue loop }
-                    try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
-                    break loop
-                }
+            let playback = MixedPlayback(session: self, realtime: realtime, buffered: buffered, grandmaster: grandmaster, artwork: artwork,
+                                         warn: warn)
+            do {
+                played = try await drive(playback, control: StreamControl(mode: .mixed, volume: volume), events: events, report: report)
             } catch {
                 failure = error
-                realtime.stop()
-                buffered.stop()
-                break loop
             }
         }
-        for link in links + joined { await link.tearDown() }
+        for link in links + played.joined { await link.tearDown() }
         grandmaster.stop()
         if let failure { throw failure }
-        var result = summary(seconds: Double(realtime.framesSent) / rate, quit: quitEarly, joined: joined)
+        var result = summary(seconds: Double(realtime.framesSent) / rate, quit: played.quit, joined: played.joined)
         result.timeline = timeline
         return result
+    }
+}
+
+/// A mixed group: realtime audio from a `RAOPStreamer` to the receivers that take no buffered
+/// audio, buffered audio from a `BufferedStreamer` to the others, on one timeline. A pause
+/// stops both; a resume anchors the buffered receivers on the frame the realtime ones hear
+/// first again, when they hear it.
+final class MixedPlayback: StreamPlayback {
+    private let session: RAOPStreamSession
+    private let realtime: RAOPStreamer
+    private let buffered: BufferedStreamer
+    private let grandmaster: PTPGrandmaster
+    private let artwork: (type: String, bytes: [UInt8])?
+    private let warn: @Sendable (String) -> Void
+
+    /// The playback of both streamers' links for `session`, on `grandmaster`'s timeline.
+    init(session: RAOPStreamSession, realtime: RAOPStreamer, buffered: BufferedStreamer, grandmaster: PTPGrandmaster,
+         artwork: (type: String, bytes: [UInt8])?, warn: @escaping @Sendable (String) -> Void) {
+        self.session = session
+        self.realtime = realtime
+        self.buffered = buffered
+        self.grandmaster = grandmaster
+        self.artwork = artwork
+        self.warn = warn
+    }
+
+    var elapsed: Double { Double(realtime.framesSent) / Double(session.source.format.sampleRate) - RAOPStreamer.latencySeconds }
+
+    /// Both players have ended (the buffered one first: it reads ahead); the realtime receivers
+    /// play out their latency.
+    var playOutSeconds: Double { RAOPStreamer.latencySeconds + 0.5 }
+
+    private var links: [RAOPLink] { realtime.links + buffered.links }
+
+    func tend(report: @Sendable (RAOPStreamSession.Report) -> Void) async {
+        await RAOPStreamSession.letGoOfDropped(buffered, report: report)
+    }
+
+    func keepAlive(decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+        for link in links { try await link.keepAlive(volumeDecibels: decibels) }
+    }
+
+    func setVolume(decibels: Double) async throws(SenderError) {
+        for link in links { try await link.setVolume(decibels: decibels) }
+    }
+
+    func pause() async throws(SenderError) {
+        guard let point = realtime.pause() else { return }
+        for link in realtime.links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
+        if let anchor = buffered.pause() {
+            for link in buffered.links { try await link.sendAnchor(anchor) }
+        }
+    }
+
+    /// The realtime receivers hear again from the frame they had not heard, one latency after
+    /// the new schedule starts: the buffered ones too.
+    func resume() async throws(SenderError) {
+        let point = realtime.nextPoint
+        for link in realtime.links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
+        for link in realtime.links { await link.sendMetadata(session.item, artwork: artwork, progress: nil, rtpTime: point.timestamp) }
+        guard let resumed = realtime.resume() else { return }
+        let heard = realtime.ptpTime(atUptime: resumed + RAOPStreamer.latencySeconds, on: grandmaster)
+        if let anchor = buffered.resume(frame: realtime.framesSent, soundsAt: heard) {
+            for link in buffered.links { try await link.sendAnchor(anchor) }
+        }
+    }
+
+    /// Never asked: `StreamControl` moves through files in realtime mode only.
+    func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool { true }
+
+    /// A receiver that takes buffered audio joins the buffered ones on the current anchor; any
+    /// other joins the realtime ones at their next packet, with a first sync (or 0xD7 anchor)
+    /// of its own: one timeline either way.
+    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+        RAOPStreamSession.keepTheTimeline(for: link, report: report)
+        if link.buffered {
+            try await session.joinBuffered(link, streamer: buffered, grandmaster: grandmaster, decibels: decibels, warn: warn, report: report)
+            return
+        }
+        let point = realtime.nextPoint
+        try await link.setUp(sequence: point.sequence, rtpTime: point.timestamp, volumeDecibels: decibels, warn: warn)
+        await link.sendMetadata(session.item, artwork: artwork, progress: nil, rtpTime: point.timestamp)
+        realtime.join(link)
+        report(.state("joined \(link.name)"))
+    }
+
+    func stop() {
+        realtime.stop()
+        buffered.stop()
     }
 }

@@ -146,7 +146,7 @@ public final class RAOPStreamSession: Sendable {
             return try await runMixed(grandmaster: grandmaster, events: events, continuation: continuation, warn: warn, report: report)
         }
         let start = Self.rtpStart()
-        var volume = initialVolume
+        let volume = initialVolume
         do {
             for link in Self.followedClocksFirst(links) {
                 try await link.setUp(sequence: start.sequence, rtpTime: start.timestamp, volumeDecibels: Self.decibels(volume), warn: warn)
@@ -156,27 +156,8 @@ public final class RAOPStreamSession: Sendable {
             throw error
         }
         let streamer = RAOPStreamer(links: links, firstSequence: start.sequence, firstTimestamp: start.timestamp)
-        var artwork = Self.artwork(source.tags)
-        var shownItem = 0
-        let playlist = self.source as? PlaylistSource
-        // progress: start/current/end in RTP time; the file's first frame is `startOffset` seconds before ours.
-        let streamStart = start.timestamp
-        /// Where the current item's first frame is on the stream's RTP clock.
-        func itemStartTime() -> UInt32 {
-            let frames = playlist?.position.startFrame ?? 0
-            return frames == 0 ? streamStart &- UInt32(truncatingIfNeeded: Int64(startOffset * 44100))
-                               : streamStart &+ UInt32(truncatingIfNeeded: frames)
-        }
-        let progress = { (current: UInt32) -> (UInt32, UInt32, UInt32)? in
-            let trackStart = itemStartTime()
-            return (playlist?.tags ?? self.source.tags).duration.map {
-                (trackStart, current, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100)))
-            }
-        }
-        for link in links {
-            await link.sendMetadata(item, artwork: artwork, progress: progress(start.timestamp), rtpTime: start.timestamp)
-        }
-
+        let playback = RealtimePlayback(session: self, streamer: streamer, streamStart: start.timestamp)
+        await playback.sendItem(at: start.timestamp)
         report(.started)
         let source = self.source
         let player = Thread {
@@ -184,92 +165,16 @@ public final class RAOPStreamSession: Sendable {
             continuation.yield(.ended)
         }
         player.start()
-        var ticks = 0, failure: SenderError?, quitEarly = false
-        loop: for await event in events {
-            do throws(SenderError) {
-                switch event {
-                case .tick:
-                    ticks += 1
-                    report(.progress(elapsed: Double(streamer.framesSent) / 44100 - RAOPStreamer.latencySeconds,
-                                     paused: streamer.isPaused, volume: volume))
-                    // The playlist moved on by itself: the receivers learn the new item.
-                    if let playlist, playlist.position.index != shownItem {
-                        shownItem = playlist.position.index
-                        artwork = Self.artwork(playlist.tags)
-                        let now = streamer.playingTimestamp
-                        for link in links { await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(now), rtpTime: now) }
-                        report(.state("item \(shownItem + 1) of \(playlist.position.count): \(currentItem().title ?? "?")"))
-                    }
-                    if ticks % 2 == 0 { for link in links { try await link.keepAlive(volumeDecibels: Self.decibels(volume)) } }
-                case .setPaused(let paused) where paused == streamer.isPaused:
-                    continue loop
-                case .skip(let offset):
-                    guard let playlist else {
-                        report(.state("one file: nothing to skip to"))
-                        continue loop
-                    }
-                    // Stop, drop what the receivers hold of this item, go on with the other one.
-                    let wasPaused = streamer.isPaused
-                    let point = wasPaused ? streamer.nextPoint : streamer.pause()
-                    if let point, !wasPaused { for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) } }
-                    guard playlist.skip(by: offset) else {
-                        // Past the last file: the stream ends, as a player's queue does.
-                        quitEarly = true
-                        streamer.stop()
-                        break loop
-                    }
-                    shownItem = playlist.position.index
-                    artwork = Self.artwork(playlist.tags)
-                    let resumeAt = streamer.nextPoint
-                    if !wasPaused { for link in links { try await link.record(sequence: resumeAt.sequence, rtpTime: resumeAt.timestamp) } }
-                    for link in links {
-                        await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(resumeAt.timestamp), rtpTime: resumeAt.timestamp)
-                    }
-                    if !wasPaused { streamer.resume(replayUnheard: false) }
-                    report(.state("item \(shownItem + 1) of \(playlist.position.count): \(currentItem().title ?? "?")"))
-                case .setVolume(let target):
-                    volume = min(100, max(0, target))
-                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .togglePause, .setPaused:
-                    if streamer.isPaused {
-                        let point = streamer.nextPoint
-                        for link in links { try await link.record(sequence: point.sequence, rtpTime: point.timestamp) }
-                        // The item before the audio, as at the start (Sonos emits nothing until it has it).
-                        for link in links {
-                            await link.sendMetadata(currentItem(), artwork: artwork, progress: progress(point.timestamp), rtpTime: point.timestamp)
-                        }
-                        streamer.resume()
-                        report(.state("playing"))
-                    } else if let point = streamer.pause() {
-                        for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
-                        report(.state("paused"))
-                    }
-                case .volume(let change):
-                    volume = min(100, max(0, volume + change))
-                    for link in links { try await link.setVolume(decibels: Self.decibels(volume)) }
-                    report(.state("volume \(Int(volume))"))
-                case .quit:
-                    quitEarly = true
-                    streamer.stop()
-                    break loop
-                case .join(let link, let done):
-                    done(SenderError(.badInput, "receivers join only a buffered stream (--mode buffered)"))
-                    await link.tearDown()
-                case .ended:
-                    // Let the receivers play out their latency before they are told to stop.
-                    try? await Task.sleep(for: .seconds(RAOPStreamer.latencySeconds + 0.5))
-                    break loop
-                }
-            } catch {
-                failure = error
-                streamer.stop()
-                break loop
-            }
+        let control = StreamControl(mode: .realtime(playlist: source is PlaylistSource), volume: volume)
+        let played: Played
+        do {
+            played = try await drive(playback, control: control, events: events, report: report)
+        } catch {
+            for link in links { await link.tearDown() }
+            throw error
         }
         for link in links { await link.tearDown() }
-        if let failure { throw failure }
-        return summary(seconds: Double(streamer.framesSent) / 44100, quit: quitEarly)
+        return summary(seconds: Double(streamer.framesSent) / 44100, quit: played.quit)
     }
 
     /// The figures of a finished stream (with the receivers that joined it on the way).
