@@ -133,7 +133,7 @@ public protocol PCMOutput: AnyObject, Sendable {
     var presentationDelay: Double { get }
     /// Seconds before its time a write may come without changing when it is heard. An output
     /// with no clock of its own (a file, a FIFO read by another program's buffer) takes writes
-    /// early, so the playout writes two packets a wake-up (in one call) instead of one; a sink that stamps
+    /// early, so the playout writes several packets a wake-up, in one call; a sink that stamps
     /// buffers with the time they arrive must be written on time (0).
     var writeAhead: Double { get }
 }

@@ -220,6 +220,39 @@ import Testing
         #expect(schedule.stats.framesInserted == 0 && schedule.stats.framesRemoved == 0)
     }
 
+    /// A raw output's 30 ms of write-ahead: four 352-frame packets a wake-up at 44.1 kHz (the
+    /// first on time, the next three due within 24 ms), five at 48 kHz (7.3 ms each); a 1024-frame
+    /// AAC packet (23 ms) goes with one more; no write-ahead, one at a time.
+    @Test func theWriteAheadSetsHowManyPacketsGoInOneWakeUp() {
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 0.030, packetSeconds: 352.0 / 44100) == 4)
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 0.030, packetSeconds: 352.0 / 48000) == 5)
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 0.030, packetSeconds: 1024.0 / 44100) == 2)
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 0.010, packetSeconds: 352.0 / 44100) == 2)
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 0, packetSeconds: 352.0 / 44100) == 1)
+        #expect(PlayoutSchedule.packetsPerWrite(writeAhead: 10, packetSeconds: 352.0 / 44100) == 8, "bounded")
+    }
+
+    /// Groups of four start at multiples of four packets in RTP time: a stream starting at the
+    /// third packet of a group writes two, then whole groups, each group's first on time.
+    @Test func groupsOfFourAreFixedByRTPTime() {
+        var schedule = Self.schedule()
+        for index in 0..<8 {
+            _ = schedule.receive(timestamp: UInt32((2 + index) * Self.frames), samples: Self.samples(index), arrival: 0)
+        }
+        var wakeUps: [[Int]] = [], now = 0.5
+        for _ in 0..<8 {
+            var written: [Int] = []
+            while let samples = Self.written(schedule.next(now: now, delay: 0, writeAhead: 0.030)) {
+                written.append((0..<8).first { Self.samples($0) == samples } ?? -1)
+            }
+            if !written.isEmpty { wakeUps.append(written) }
+            guard case .wait(let seconds) = schedule.next(now: now, delay: 0, writeAhead: 0.030) else { break }
+            now += seconds
+        }
+        #expect(wakeUps == [[0, 1], [2, 3, 4, 5], [6, 7]])
+        #expect(schedule.stats.syncError.worst < 1e-6, "each wake-up's first packet on time")
+    }
+
     /// A FLUSH naming an RTP time the output already wrote past (a packet written early): when
     /// the sender sends from that time again, what was written is not written twice.
     @Test func whatWasWrittenBeforeAFlushIsNotWrittenAgain() {

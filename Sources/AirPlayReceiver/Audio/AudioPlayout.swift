@@ -171,8 +171,8 @@ public final class AudioPlayout: @unchecked Sendable {
     private func run() {
         var drained = false   // the port was read since the last sleep
         // What is due in this wake-up, written in one call before the thread sleeps: an output
-        // that takes writes early gets two packets a wake, and one write(2) costs the same for
-        // one packet as for two (the largest part of what playing a stream costs).
+        // that takes writes early gets several packets a wake, and one write(2) costs about the
+        // same for one packet as for four (the largest part of what playing a stream costs).
         var due: [Int32] = []
         while true {
             let input = state.withLock { $0.input }

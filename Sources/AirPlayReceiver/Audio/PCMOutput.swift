@@ -37,9 +37,10 @@ public final class RawPCMOutput: PCMOutput, @unchecked Sendable {
     }
 
     /// A file has no clock and a FIFO's reader buffers far more than this: frames may arrive
-    /// up to 10 ms (a little more than one 352-frame packet) before their time. This halves
-    /// the playout's wake-ups, the largest part of what receiving a stream costs.
-    public var writeAhead: Double { 0.010 }
+    /// up to 30 ms before their time, so the playout writes four 352-frame packets a wake-up,
+    /// in one call (the first on time): wake-ups and writes are most of what receiving a
+    /// stream costs.
+    public var writeAhead: Double { 0.030 }
 
     deinit { close() }
 

@@ -53,6 +53,13 @@ struct PlayoutSchedule {
     /// Where a correction stops (22 frames).
     static let settled = 0.0005
 
+    /// How many packets an output taking writes `writeAhead` seconds early gets in one wake-up:
+    /// the first on time and those due within the write-ahead after it (at most 8).
+    static func packetsPerWrite(writeAhead: Double, packetSeconds: Double) -> Int {
+        guard writeAhead > 0, packetSeconds > 0 else { return 1 }
+        return 1 + Int(min(7, (writeAhead / packetSeconds).rounded(.down)))
+    }
+
     /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
     static let maximumBuffered = 800
 
@@ -136,7 +143,7 @@ struct PlayoutSchedule {
     /// is kept and plays on the new schedule; older packets are dropped.
     mutating func restart(at rtpTime: UInt32) {
         // A resume anchors where the sender believes playing stopped; the output got a little
-        // further (the pause took a round trip, and a raw output writes up to 10 ms early).
+        // further (the pause took a round trip, and a raw output writes up to 30 ms early).
         // What it already wrote is not written again: playing goes on from there, on time.
         var start = rtpTime
         if let run, run.framesOut > 0 {
@@ -181,11 +188,12 @@ struct PlayoutSchedule {
             return .wait(0.01)
         }
         // Within half a millisecond is on time. An output with write-ahead takes packets in
-        // pairs: the first on time, the second (due within the write-ahead) with it. Pairs are
+        // groups: the first on time, the others (due within the write-ahead) with it. Groups are
         // fixed by RTP time, not by when this run started, so every receiver of a sender's
         // stream writes the same frames at the same moment (multi-room stays in step).
-        let secondOfPair = (key / UInt32(max(1, framesPerPacket))) % 2 == 1
-        let early = writeAhead > 0 && secondOfPair ? max(0.0005, writeAhead) : 0.0005
+        let group = UInt32(Self.packetsPerWrite(writeAhead: writeAhead, packetSeconds: Double(framesPerPacket) / sampleRate))
+        let firstOfGroup = (key / UInt32(max(1, framesPerPacket))) % group == 0
+        let early = firstOfGroup ? 0.0005 : max(0.0005, writeAhead)
         self.waitingForData = self.packets[key] == nil
         guard let samples = self.packets[key] else {
             // Missing. With nothing newer buffered the stream has not gone on (its end, or a

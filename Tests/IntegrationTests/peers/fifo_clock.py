@@ -10,10 +10,10 @@ second of the output, how much later the others played its frames than A (millis
 more than two outputs, the largest difference of any of them), and whether all outputs hold
 the same samples.
 
-A raw output may write a packet up to 10 ms before it is due (in pairs, the same pairs on every
-receiver), and this reader sometimes wakes between the two writes of a pair: one frame's
-arrival can then be off by a packet for one receiver alone. So each second's skew is the
-median over 100 frames spread through it, not one frame's.
+A raw output writes packets in groups fixed by RTP time (the same groups on every receiver),
+the first on time and the others up to 30 ms early, in one write; a receiver that wakes late
+writes two groups at once, and one frame's arrival is then off by a group for that receiver
+alone. So each second's skew is the median over 100 frames spread through it, not one frame's.
 """
 import json, sys
 
