@@ -147,9 +147,7 @@ final class BufferedPlayback: StreamPlayback {
         }
     }
 
-    func setVolume(decibels: Double) async throws(SenderError) {
-        for link in streamer.links { try await link.setVolume(decibels: decibels) }
-    }
+    func setVolume(decibels: Double) async throws(SenderError) { try await streamer.links.setVolume(decibels: decibels) }
 
     func pause() async throws(SenderError) {
         guard let anchor = streamer.pause() else { return }
@@ -160,9 +158,6 @@ final class BufferedPlayback: StreamPlayback {
         guard let anchor = streamer.resume() else { return }
         for link in streamer.links { try await link.sendAnchor(anchor) }
     }
-
-    /// Never asked: `StreamControl` moves through files in realtime mode only.
-    func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool { true }
 
     func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
         RAOPStreamSession.keepTheTimeline(for: link, report: report)

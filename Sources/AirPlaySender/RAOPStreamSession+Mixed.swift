@@ -115,12 +115,10 @@ final class MixedPlayback: StreamPlayback {
     }
 
     func keepAlive(decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
-        for link in links { try await link.keepAlive(volumeDecibels: decibels) }
+        try await links.keepAlive(decibels: decibels)
     }
 
-    func setVolume(decibels: Double) async throws(SenderError) {
-        for link in links { try await link.setVolume(decibels: decibels) }
-    }
+    func setVolume(decibels: Double) async throws(SenderError) { try await links.setVolume(decibels: decibels) }
 
     func pause() async throws(SenderError) {
         guard let point = realtime.pause() else { return }
@@ -142,9 +140,6 @@ final class MixedPlayback: StreamPlayback {
             for link in buffered.links { try await link.sendAnchor(anchor) }
         }
     }
-
-    /// Never asked: `StreamControl` moves through files in realtime mode only.
-    func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool { true }
 
     /// A receiver that takes buffered audio joins the buffered ones on the current anchor; any
     /// other joins the realtime ones at their next packet, with a first sync (or 0xD7 anchor)

@@ -58,12 +58,10 @@ final class RealtimePlayback: StreamPlayback {
     }
 
     func keepAlive(decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
-        for link in links { try await link.keepAlive(volumeDecibels: decibels) }
+        try await links.keepAlive(decibels: decibels)
     }
 
-    func setVolume(decibels: Double) async throws(SenderError) {
-        for link in links { try await link.setVolume(decibels: decibels) }
-    }
+    func setVolume(decibels: Double) async throws(SenderError) { try await links.setVolume(decibels: decibels) }
 
     func pause() async throws(SenderError) {
         guard let point = streamer.pause() else { return }
@@ -92,11 +90,6 @@ final class RealtimePlayback: StreamPlayback {
         if !paused { streamer.resume(replayUnheard: false) }
         report(.state(itemLine(of: playlist)))
         return true
-    }
-
-    /// Never asked: `StreamControl` turns joins to a realtime stream away.
-    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
-        throw SenderError(.badInput, "receivers join only a buffered stream (--mode buffered)")
     }
 
     func stop() { streamer.stop() }

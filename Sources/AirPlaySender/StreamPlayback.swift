@@ -24,6 +24,29 @@ protocol StreamPlayback: AnyObject {
     func stop()
 }
 
+extension StreamPlayback {
+    /// Only a realtime playlist moves through files (`StreamControl` asks no one else).
+    func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool { true }
+
+    /// Only buffered streams and mixed groups take receivers joining (`StreamControl` turns the
+    /// others away before asking).
+    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+        throw SenderError(.badInput, "this stream takes no receivers joining")
+    }
+}
+
+extension Array where Element == RAOPLink {
+    /// Keeps every link's session alive, in order; the first failure ends it.
+    func keepAlive(decibels: Double) async throws(SenderError) {
+        for link in self { try await link.keepAlive(volumeDecibels: decibels) }
+    }
+
+    /// Sets every link's volume, in order; the first failure ends it.
+    func setVolume(decibels: Double) async throws(SenderError) {
+        for link in self { try await link.setVolume(decibels: decibels) }
+    }
+}
+
 extension RAOPStreamSession {
     /// How a stream's events went: whether it was stopped early, and who joined.
     struct Played {
