@@ -20,17 +20,22 @@ public final class RecordingPCMOutput: PCMOutput, Sendable {
     /// What `writeAhead` answers.
     public let writeAhead: Double
 
+    /// How long each `write` takes (a slow sink), in seconds.
+    public let writeDuration: Double
+
     /// An output reporting `presentationDelay` seconds of latency, taking writes up to
-    /// `writeAhead` seconds early.
-    public init(presentationDelay: Double = 0, writeAhead: Double = 0) {
+    /// `writeAhead` seconds early, each write taking `writeDuration` seconds.
+    public init(presentationDelay: Double = 0, writeAhead: Double = 0, writeDuration: Double = 0) {
         self.presentationDelay = presentationDelay
         self.writeAhead = writeAhead
+        self.writeDuration = writeDuration
     }
 
-    /// Records the samples.
+    /// Records the samples (with the time the write began), then takes `writeDuration`.
     public func write(_ samples: [Int32]) {
         let now = SystemClock().now()
         state.withLock { $0.writes.append(Write(time: now, samples: samples)) }
+        if writeDuration > 0 { usleep(UInt32(writeDuration * 1e6)) }
     }
 
     /// Records that the output was closed.

@@ -20,4 +20,22 @@ import Testing
         #expect(output.samples == packets.flatMap { $0 })
         #expect(output.writes.allSatisfy { $0.samples.count % (2 * 704) == 0 }, "\(output.writes.map(\.samples.count))")
     }
+
+    /// The thread sleeps until a time on the clock, not for a length decided before its write:
+    /// a sink that takes 5 ms a write (or a yield to another room, or the port's read) would
+    /// otherwise make every write after the first 5 ms late. Each packet's write begins on its
+    /// time: the median over ten is well within a millisecond and a half.
+    @Test func aSlowWriteDoesNotMakeTheNextLate() {
+        let output = RecordingPCMOutput(writeDuration: 0.005)
+        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 352, bufferDelay: 0.05)
+        let packets = (0..<11).map { index in (0..<704).map { Int32(index * 704 + $0) } }
+        for (index, samples) in packets.enumerated() { playout.receive(timestamp: UInt32(index * 352), samples: samples) }
+        for _ in 0..<200 where output.samples.count < 11 * 704 { usleep(5_000) }
+        playout.stop()
+        let writes = output.writes
+        #expect(output.samples == packets.flatMap { $0 })
+        guard let first = writes.first?.time, writes.count == 11 else { return }
+        let lateness = writes.enumerated().dropFirst().map { ($0.element.time - first - Double($0.offset * 352) / 44100) * 1000 }.sorted()
+        #expect(lateness[lateness.count / 2] < 1.5, "milliseconds late: \(lateness)")
+    }
 }

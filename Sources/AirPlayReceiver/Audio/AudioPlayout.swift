@@ -40,7 +40,7 @@ protocol PlayoutInput: AnyObject, Sendable {
 /// One thread per playout writes the output and, with an attached `PlayoutInput`, reads the
 /// audio port before each sleep, after whatever was due is written: one wake-up per packet in
 /// all, not one to receive and one to write, and a write never waits for a packet to be
-/// decoded. It listens to the port only while it waits for data, and never sleeps more than
+/// decoded, neither its own room's nor (it yields the processor between the two) another's. It listens to the port only while it waits for data, and never sleeps more than
 /// 50 ms, so datagrams wait in the socket for at most that long.
 public final class AudioPlayout: @unchecked Sendable {
     /// What the playout measured, for logs and the benchmark.
@@ -179,11 +179,12 @@ public final class AudioPlayout: @unchecked Sendable {
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
             let writeAhead = output.writeAhead
-            var step: PlayoutSchedule.Step?, listen = false, received = 0
+            var step: PlayoutSchedule.Step?, listen = false, received = 0, asked = 0.0
             repeat {
+                asked = Self.now()
                 (step, listen, received) = state.withLock { state -> (PlayoutSchedule.Step?, Bool, Int) in
                     guard state.running else { return (nil, false, 0) }
-                    let step = state.schedule.next(now: Self.now(), delay: delay, writeAhead: writeAhead)
+                    let step = state.schedule.next(now: asked, delay: delay, writeAhead: writeAhead)
                     return (step, state.schedule.waitingForData, state.schedule.stats.received)
                 }
                 // What is due goes out before the port is read: decrypting and decoding packets
@@ -195,15 +196,22 @@ public final class AudioPlayout: @unchecked Sendable {
             if !due.isEmpty {
                 output.write(due)
                 due.removeAll(keepingCapacity: true)
+                // Rooms in step wake at the same instant. On a box with fewer cores than
+                // rooms, one room decoding the packets that came meanwhile kept another from
+                // its write for a millisecond or more (three zones on two cores: 1.3 ms in
+                // stretches, 0.1 ms with this): let any room woken with us write first.
+                sched_yield()
             }
-            let timeout: Int64
+            // When to wake, on the clock: the write, the yield and the read below take time
+            // (a yield, milliseconds on a busy box), which a sleep of the length asked would add.
+            let wakeAt: Double
             switch step {
             case nil, .write:   // stopped (the loop above ends on any step but a write)
                 return
             case .idle:
-                timeout = 100_000_000
+                wakeAt = asked + 0.1
             case .wait(let seconds):
-                timeout = Int64(max(200_000, min(seconds * 1e9, 50_000_000)))
+                wakeAt = asked + min(seconds, 0.05)
             }
             // About to sleep: read what arrived meanwhile (once per sleep), and decide again if
             // anything came (it may be the packet waited for, or change how long to sleep).
@@ -212,7 +220,9 @@ public final class AudioPlayout: @unchecked Sendable {
                 input.drain()
                 if state.withLock({ $0.schedule.stats.received }) != received { continue }
             }
-            wakeEvent.wait(input: listen ? input?.descriptor ?? -1 : -1, timeoutNanoseconds: timeout)
+            let remaining = wakeAt - Self.now()
+            if remaining <= 0 { continue }
+            wakeEvent.wait(input: listen ? input?.descriptor ?? -1 : -1, timeoutNanoseconds: Int64(remaining * 1e9))
             drained = false
         }
     }
