@@ -126,7 +126,7 @@ import Testing
         #expect(result.stdout.contains("⏸"), "the live line shows the pause: \(result.stdout.suffix(400))")
         let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         // Around the pause a packet or two may play twice or not at all (the FLUSH takes a round
-        // trip, and a raw output takes a packet up to 10 ms early): so the audio before the pause
+        // trip, and a raw output takes packets up to 30 ms early): so the audio before the pause
         // and the audio after it are each found in place, each at its own offset, at most two
         // packets apart; everything else comes out once, in order.
         let before = sweep.compare(samples), after = sweep.compare(samples, from: 5 * 44100)

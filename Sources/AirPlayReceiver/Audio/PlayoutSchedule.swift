@@ -143,7 +143,7 @@ struct PlayoutSchedule {
     /// is kept and plays on the new schedule; older packets are dropped.
     mutating func restart(at rtpTime: UInt32) {
         // A resume anchors where the sender believes playing stopped; the output got a little
-        // further (the pause took a round trip, and a raw output writes up to 10 ms early).
+        // further (the pause took a round trip, and a raw output writes up to 30 ms early).
         // What it already wrote is not written again: playing goes on from there, on time.
         var start = rtpTime
         if let run, run.framesOut > 0 {

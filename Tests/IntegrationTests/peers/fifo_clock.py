@@ -11,7 +11,7 @@ more than two outputs, the largest difference of any of them), and whether all o
 the same samples.
 
 A raw output writes packets in groups fixed by RTP time (the same groups on every receiver),
-the first on time and the other up to 10 ms early, in one write; a receiver that wakes late
+the first on time and the others up to 30 ms early, in one write; a receiver that wakes late
 writes two groups at once, and one frame's arrival is then off by a group for that receiver
 alone. So each second's skew is the median over 100 frames spread through it, not one frame's.
 """
