@@ -12,11 +12,7 @@ import Testing
     /// due), but a call never ends inside a pair, and every frame goes out once, in order.
     @Test func anOutputThatTakesFramesEarlyGetsEachPairInOneCall() {
         let output = RecordingPCMOutput(writeAhead: 0.010)
-        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 352, bufferDelay: 0.05)
-        let packets = (0..<6).map { index in (0..<704).map { Int32(index * 704 + $0) } }
-        for (index, samples) in packets.enumerated() { playout.receive(timestamp: UInt32(index * 352), samples: samples) }
-        for _ in 0..<200 where output.samples.count < 6 * 704 { usleep(5_000) }
-        playout.stop()
+        let packets = Self.play(6, into: output)
         #expect(output.samples == packets.flatMap { $0 })
         #expect(output.writes.allSatisfy { $0.samples.count % (2 * 704) == 0 }, "\(output.writes.map(\.samples.count))")
     }
@@ -27,15 +23,22 @@ import Testing
     /// time: the median over ten is well within a millisecond and a half.
     @Test func aSlowWriteDoesNotMakeTheNextLate() {
         let output = RecordingPCMOutput(writeDuration: 0.005)
-        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 352, bufferDelay: 0.05)
-        let packets = (0..<11).map { index in (0..<704).map { Int32(index * 704 + $0) } }
-        for (index, samples) in packets.enumerated() { playout.receive(timestamp: UInt32(index * 352), samples: samples) }
-        for _ in 0..<200 where output.samples.count < 11 * 704 { usleep(5_000) }
-        playout.stop()
+        let packets = Self.play(11, into: output)
         let writes = output.writes
         #expect(output.samples == packets.flatMap { $0 })
         guard let first = writes.first?.time, writes.count == 11 else { return }
         let lateness = writes.enumerated().dropFirst().map { ($0.element.time - first - Double($0.offset * 352) / 44100) * 1000 }.sorted()
         #expect(lateness[lateness.count / 2] < 1.5, "milliseconds late: \(lateness)")
+    }
+
+    /// Plays `count` packets of 352 stereo frames, their samples numbered in order, through a
+    /// playout into `output`; returns them once all are written (or after a second).
+    private static func play(_ count: Int, into output: RecordingPCMOutput) -> [[Int32]] {
+        let playout = AudioPlayout(output: output, format: .cd, framesPerPacket: 352, bufferDelay: 0.05)
+        let packets = (0..<count).map { index in (0..<704).map { Int32(index * 704 + $0) } }
+        for (index, samples) in packets.enumerated() { playout.receive(timestamp: UInt32(index * 352), samples: samples) }
+        for _ in 0..<200 where output.samples.count < count * 704 { usleep(5_000) }
+        playout.stop()
+        return packets
     }
 }

@@ -38,10 +38,11 @@ protocol PlayoutInput: AnyObject, Sendable {
 /// that is due within that time in the same wake-up as the one before it.
 ///
 /// One thread per playout writes the output and, with an attached `PlayoutInput`, reads the
-/// audio port before each sleep, after whatever was due is written: one wake-up per packet in
-/// all, not one to receive and one to write, and a write never waits for a packet to be
-/// decoded, neither its own room's nor (it yields the processor between the two) another's. It listens to the port only while it waits for data, and never sleeps more than
-/// 50 ms, so datagrams wait in the socket for at most that long.
+/// audio port before each sleep, after whatever was due is written: one wake-up per write in
+/// all, not one to receive and one to write. A write never waits for a packet to be decoded,
+/// neither its own room's nor (the thread yields the processor between the two) another's.
+/// The thread sleeps until a time on the clock, listens to the port only while it waits for
+/// data, and never sleeps more than 50 ms, so datagrams wait in the socket at most that long.
 public final class AudioPlayout: @unchecked Sendable {
     /// What the playout measured, for logs and the benchmark.
     public struct Statistics: Hashable, Sendable {
