@@ -121,6 +121,12 @@ public final class ManagedProcess: @unchecked Sendable {
         (inStdout ? stdout : stderr).components(separatedBy: text).count - 1
     }
 
+    /// The lines of stderr that contain `text`, in order (a daemon's `audio session ended`
+    /// figures, for a failing test to show).
+    public func lines(containing text: String) -> [String] {
+        stderr.split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+    }
+
     /// Waits until `text` has appeared more than `count` times on stderr (or stdout); whether it did.
     @discardableResult
     public func waitForOutput(_ text: String, moreThan count: Int, timeout: Double, inStdout: Bool = false) -> Bool {

@@ -14,7 +14,7 @@ import Testing
 
     /// The daemon's closing line for the session: `received=…`, `dropped=…`.
     private func sessionSummary(_ daemon: LocalDaemon) -> String {
-        daemon.process.stderr.split(separator: "\n").last { $0.contains("audio session ended") }.map(String.init) ?? ""
+        daemon.process.lines(containing: "audio session ended").last ?? ""
     }
 
     @Test(arguments: ["RSA", "none"])

@@ -151,7 +151,7 @@ final class SweepMedia: @unchecked Sendable {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(daemon.process.stderr.contains("lost=0"))
         let comparison = sweep.compare(try output(file))
-        let summary = daemon.process.stderr.split(separator: "\n").filter { $0.contains("audio session ended") }
+        let summary = daemon.process.lines(containing: "audio session ended")
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact) at \(comparison.offset ?? -1); \(summary)")
     }
 
