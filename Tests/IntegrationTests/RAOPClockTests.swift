@@ -99,6 +99,12 @@ import Testing
     /// whole, in order and with its channels in place: a reader of the raw FIFO that falls
     /// behind gets the rest of a frame begun, never a sample shifted (the one-sample shift seen
     /// once under load came from a FIFO write cut mid-frame).
+    ///
+    /// Not every frame bit-exact: starved of CPU, the Python sender answers timing requests
+    /// milliseconds late, unevenly, so its clock may seem to move by over 2 ms for a second and
+    /// the playout rightly adds or removes a few frames (CI, session 33: 4 frames inserted, the
+    /// rest shifted by them, 27.5 % bit-exact at the same place). Frames found whole and in order
+    /// around those few is what this test is about; the daemon's count of them is printed.
     @Test func underLoadEveryFrameStaysWholeAndInOrder() throws {
         try TestHost.require(["stress-ng"])
         let python = try Products.peerTool("python")
@@ -113,8 +119,13 @@ import Testing
         let line = try #require(result.stdout.split(separator: "\n").last.map(String.init), "\(result.stdout)\(result.stderr)")
         #expect(result.status == 0 && line.hasPrefix("OK "), "\(result.stdout)\(result.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any])
-        let exact = report["exact"] as? Double ?? 0
-        #expect(exact >= 0.999, "whole frames, in order, channels in place: \(report)")
-        print("measure: under stress-ng on every core, bit-exact \(exact * 100) %, heard against the promise \(report["errors_ms"] ?? "?") ms")
+        let stream = try Self.streamFigures(daemon.port)
+        let corrected = (stream["framesInserted"] as? Int ?? 0) + (stream["framesRemoved"] as? Int ?? 0)
+        let inOrder = report["in_order"] as? Double ?? 0
+        #expect(inOrder >= 0.999, "whole frames, in order, channels in place: \(report); the playout: \(stream)")
+        // Corrections are a frame a packet, and only past 2 ms: a few dozen at most in 10 s.
+        #expect(corrected < 200, "\(stream)")
+        print("measure: under stress-ng on every core, whole and in order \(inOrder * 100) %, bit-exact \(report["exact"] ?? "?"), "
+              + "frames corrected \(corrected), packets lost \(stream["lost"] ?? "?"), heard against the promise \(report["errors_ms"] ?? "?") ms")
     }
 }

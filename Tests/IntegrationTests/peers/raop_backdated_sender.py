@@ -16,7 +16,9 @@ frame k at t0 + START_IN + k / 44100, and the receiver must play it then: nothin
 stalled. Answers timing requests (0x52 -> 0x53) and resend requests from a backlog.
 
 It reads the receiver's raw S16LE output from FIFO while it streams (a raw output writes frames
-when they are due), then prints "OK {json}": the share of frames bit-exact, and when the frames
+when they are due), then prints "OK {json}": the share of frames bit-exact (exact), the share
+found whole and in order when a drift correction may have added or removed a frame (in_order),
+and when the frames
 were heard against the promise (the median per second, ms: start_error_ms for the first
 second, errors_ms for each), or "FAIL reason".
 """
@@ -37,6 +39,28 @@ def signal(frames):
     """Interleaved stereo samples no frame of which is silent, the same every run."""
     rng = random.Random(1234)
     return [rng.randint(-20000, 20000) or 1 for _ in range(2 * frames)]
+
+
+def whole_frames_in_order(received, samples, start):
+    """The share of the stream's frames found whole in the output (samples from `start`), in
+    order, where a drift correction may have added or removed a frame here and there. After a
+    frame that differs, the stream is found again by its next 20 frames within 64 frames either
+    way, on frame boundaries only: a sample shifted or channels swapped find nothing again."""
+    frames, position, found, f, misses = len(samples) // 2, start, 0, 0, 0
+    while f < frames and position + 2 <= len(received):
+        if received[position:position + 2] == tuple(samples[2 * f:2 * f + 2]):
+            found, f, position, misses = found + 1, f + 1, position + 2, 0
+            continue
+        run = tuple(samples[2 * f:2 * min(frames, f + 20)])
+        # Past a packet's worth of misses, look again only now and then (a shifted output
+        # would otherwise be searched at every frame).
+        search = misses < 64 or misses % 64 == 0
+        again = next((p for p in range(max(start, position - 128), position + 130, 2) if received[p:p + len(run)] == run), None) if search else None
+        if again is None:
+            f, position, misses = f + 1, position + 2, misses + 1   # lost (silence) or corrected away: step over it
+        else:
+            position = again
+    return found / max(1, frames)
 
 
 def main():
@@ -133,10 +157,11 @@ def main():
         fail(f"the first frames are not in the output ({len(received) // 2} frames written)")
     exact = sum(1 for f in range(len(samples) // 2)
                 if received[start + 2 * f:start + 2 * f + 2] == tuple(samples[2 * f:2 * f + 2])) / (len(samples) // 2)
+    in_order = whole_frames_in_order(received, samples, start)
     base = start // 2
 
     errors = fifo_read.errors_against_promise(chunks, base, len(samples) // 2, t0 + start_in)
-    print("OK " + json.dumps({"packets": packets, "exact": round(exact, 5), "start_error_ms": errors[0] if errors else None,
+    print("OK " + json.dumps({"packets": packets, "exact": round(exact, 5), "in_order": round(in_order, 5), "start_error_ms": errors[0] if errors else None,
                               "errors_ms": errors, "timing_answers": answered["timing"], "resent": answered["resent"]}))
 
 
