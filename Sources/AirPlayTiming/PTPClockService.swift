@@ -92,7 +92,7 @@ public final class PTPClockService: PTPClock {
     /// followed, and how far the followed master's clock is from this box's system clock.
     public func status() -> JSONValue {
         let now = PTPSockets.monotonicNanoseconds()
-        let wall = PTPSockets.realtimeNanoseconds()
+        let wall = now - PTPSockets.realtimeToMonotonic()
         let (statuses, masterTime, ignored, unmatched, implausible) = follower.withLock {
             ($0.statuses(now: now), $0.masterTime(at: now), $0.ignored, $0.unmatched, $0.implausible)
         }
@@ -116,7 +116,7 @@ public final class PTPClockService: PTPClock {
         while !stopped.load(ordering: .acquiring) {
             PTPSockets.wait(all, milliseconds: 50)
             // Kernel stamps are CLOCK_REALTIME; the follower works on our monotonic clock.
-            let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() - PTPSockets.realtimeNanoseconds()
+            let realtimeToMonotonic = PTPSockets.realtimeToMonotonic()
             for descriptor in all {
                 for _ in 0..<64 {
                     guard let datagram = PTPSockets.receive(descriptor, into: &buffer, realtimeToMonotonic: realtimeToMonotonic) else { break }

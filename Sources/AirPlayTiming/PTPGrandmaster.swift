@@ -72,7 +72,7 @@ public final class PTPGrandmaster: Sendable {
 
     /// The timeline's time when this host's CLOCK_REALTIME read `realtime` (a kernel stamp).
     func time(atRealtime realtime: Int64) -> Int64 {
-        let monotonic = realtime &+ (PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds())
+        let monotonic = realtime &+ PTPSockets.realtimeToMonotonic()
         return following.withLock { $0.isFollowing ? $0.clockTime(at: monotonic) : nil } ?? realtime
     }
 
@@ -185,7 +185,7 @@ public final class PTPGrandmaster: Sendable {
     /// hands what a followed receiver's clock sends (Sync, Follow_Up, Announce, Delay_Resp) to
     /// its follower.
     private func readMessages(buffer: inout [UInt8]) {
-        let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds()
+        let realtimeToMonotonic = PTPSockets.realtimeToMonotonic()
         for socket in [sockets.event, sockets.general] {
             for _ in 0..<64 {
                 guard let datagram = PTPSockets.receive(socket, into: &buffer, realtimeToMonotonic: 0) else { break }
@@ -205,7 +205,7 @@ public final class PTPGrandmaster: Sendable {
 
     /// Sends the followed clocks the Delay_Reqs due, from the event port, noting when each left.
     private func followReceiverClocks() {
-        let realtimeToMonotonic = PTPSockets.monotonicNanoseconds() &- PTPSockets.realtimeNanoseconds()
+        let realtimeToMonotonic = PTPSockets.realtimeToMonotonic()
         let actions = following.withLock { $0.tick(now: PTPSockets.monotonicNanoseconds()) }
         for case .sendDelayRequest(let message, let address) in actions {
             PTPSockets.dropTransmitStamps(sockets.event)

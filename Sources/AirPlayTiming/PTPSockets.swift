@@ -214,6 +214,33 @@ public enum PTPSockets {
 
     /// CLOCK_MONOTONIC in nanoseconds (the playout's clock).
     public static func monotonicNanoseconds() -> Int64 { clock(CLOCK_MONOTONIC) }
+
+    /// CLOCK_MONOTONIC minus CLOCK_REALTIME in nanoseconds: what turns a kernel stamp (realtime)
+    /// into the playout's clock. Two reads back to back may be a preemption apart; read as they
+    /// were, the offset is off by that time slice, and every Sync converted with it looks
+    /// milliseconds early: the quickest of the follower's samples, which its line is raised
+    /// through (one room of three once moved by 2 ms for 16 s that way). So the realtime read is
+    /// bracketed by two monotonic ones, a few times, and the tightest bracket is taken.
+    public static func realtimeToMonotonic() -> Int64 {
+        realtimeToMonotonic { (monotonicNanoseconds(), realtimeNanoseconds(), monotonicNanoseconds()) }
+    }
+
+    /// A bracket this tight (10 µs) is taken at once; on a quiet machine the first one is.
+    static let tightBracket: Int64 = 10_000
+
+    /// `realtimeToMonotonic()` from `read`, which returns monotonic, realtime, monotonic read in
+    /// that order: the tightest of at most four brackets, its monotonic mid-point less its realtime.
+    static func realtimeToMonotonic(_ read: () -> (before: Int64, realtime: Int64, after: Int64)) -> Int64 {
+        var best: (width: Int64, offset: Int64)?
+        for _ in 0..<4 {
+            let (before, realtime, after) = read()
+            let width = after &- before
+            let offset = before &+ width / 2 &- realtime
+            if best == nil || width < best!.width { best = (width, offset) }
+            if width <= tightBracket { break }
+        }
+        return best!.offset
+    }
     /// CLOCK_REALTIME in nanoseconds.
     public static func realtimeNanoseconds() -> Int64 { clock(CLOCK_REALTIME) }
 

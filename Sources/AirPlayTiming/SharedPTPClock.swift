@@ -110,7 +110,8 @@ public final class SharedPTPClock: PTPClock {
             object["shared"] = .string("owner")
             return .object(object)
         }
-        let now = PTPSockets.monotonicNanoseconds(), wall = PTPSockets.realtimeNanoseconds()
+        let now = PTPSockets.monotonicNanoseconds()
+        let wall = now - PTPSockets.realtimeToMonotonic()
         let masters = aged(now: now)
         let chosen = chosenMaster(now: now)
         return .object([
