@@ -6,8 +6,8 @@
 /// too small by however long it waited. The fit therefore runs three times: through all samples,
 /// then twice more through those at or above the median residual of the fit before (the
 /// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share, and is
-/// finally raised through the quickest sixteenth. Drift comes out as the slope, when the
-/// samples can tell it: on a link so noisy that the slope's own uncertainty is above
+/// finally raised through the quickest sixteenth (strays left out). Drift comes out as the
+/// slope, when the samples can tell it: on a link so noisy that the slope's own uncertainty is above
 /// `driftResolution` (milliseconds of jitter over a few seconds) and the plain fit does not
 /// show it clearly, a slope would be noise that moves every frame's time, so the line is level
 /// there and follows the clock by being refitted as the samples slide.
@@ -74,13 +74,13 @@ public struct ClockLine: Hashable, Sendable {
     }
 
     /// The same slope, moved up through the quickest sixteenth of `samples` (the mean of their
-    /// residuals): on a jittery link the quickest few of a window tell the clock far better
-    /// than the quickest quarter, whose mean wanders by a millisecond as the window slides.
-    /// The path delay is taken from the same share of Delay_Req answers, so the two biases
-    /// left (the quickest are still a little late) cancel.
+    /// residuals, strays left out): on a jittery link the quickest few of a window tell the
+    /// clock far better than the quickest quarter, whose mean wanders by a millisecond as the
+    /// window slides. The path delay is taken from the same share of Delay_Req answers, so the
+    /// two biases left (the quickest are still a little late) cancel.
     func raised(toQuickest samples: [(local: Int64, offset: Double)]) -> ClockLine {
         let residuals = samples.map { $0.offset - offset(at: $0.local) }.sorted(by: >)
-        let quickest = residuals.prefix(Self.quickestCount(of: residuals.count))
+        let quickest = Self.quickestShare(ofQuickestFirst: residuals)
         var line = self
         line.offset += quickest.reduce(0, +) / Double(quickest.count)
         return line
@@ -88,6 +88,29 @@ public struct ClockLine: Hashable, Sendable {
 
     /// How many of `count` samples count as the quickest: a sixteenth, at least one.
     public static func quickestCount(of count: Int) -> Int { max(1, count / 16) }
+
+    /// The quickest sixteenth of `values` (nanoseconds, sorted quickest first), without the
+    /// strays at its front: a sample further ahead of the next than four times the spread of
+    /// the share after it (and by over 100 µs) did not travel quicker, it was stamped wrong. A
+    /// Sync converted to our clock with an offset read across a preemption looks a time slice
+    /// early, and a master that stamps a Follow_Up late does the same: one 16 ms stray in a
+    /// 128-sample window raised its line by 2 ms, for the 16 s it stayed in it. Queueing never
+    /// sets one sample that far apart: the quickest of a jittery link's are close together.
+    static func quickestShare(ofQuickestFirst values: [Double]) -> ArraySlice<Double> {
+        let share = quickestCount(of: values.count)
+        var start = 0
+        while start < max(1, share / 4), values.count - start >= 2 {
+            let gap = values[start] - values[start + 1]
+            let spread = values[start + 1] - values[min(values.count - 1, start + share)]
+            guard gap > max(Self.strayFloor, 4 * spread) else { break }
+            start += 1
+        }
+        return values[start..<min(values.count, start + share)]
+    }
+
+    /// The least a stray stands ahead of the rest (100 µs): one nearer moves a line by less
+    /// than that, far inside the playout's 2 ms tolerance.
+    static let strayFloor = 100_000.0
 
     /// Two passes: the first fit leans toward the queued samples, so the upper half of its
     /// residuals may still hold a few that waited a little; the second pass drops those. Returns

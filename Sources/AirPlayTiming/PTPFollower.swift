@@ -131,7 +131,7 @@ public struct PTPFollower: Sendable {
         var pathDelay: Int64? {
             guard let line, !requests.isEmpty else { return nil }
             let delays = requests.map { Double($0.masterMinusSent) - line.offset(at: $0.sent) }.sorted()
-            let quickest = delays.prefix(ClockLine.quickestCount(of: delays.count))
+            let quickest = ClockLine.quickestShare(ofQuickestFirst: delays.map { -$0 }).map { -$0 }
             let delay = ClockLine.nanoseconds(quickest.reduce(0, +) / Double(quickest.count) / 2)
             return min(PTPFollower.longestPathDelay, max(0, delay))
         }

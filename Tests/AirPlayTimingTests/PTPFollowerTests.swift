@@ -251,6 +251,27 @@ import Testing
         #expect(abs(line.offset + 10_000_000) < 3_000_000, "offset \(line.offset) ns: the quickest samples")
     }
 
+    /// One Sync of a 16 s window that looks 16 ms quicker than it was (our clocks' relation read
+    /// across a preemption, or a master stamping a Follow_Up late) does not move the line: the
+    /// line goes through the median of the quickest sixteenth, not its mean (which moved by
+    /// 2.0 ms, as one room of three did in a clean clone, and for as long).
+    @Test(arguments: [0, 10, 64, 127])
+    func oneStraySampleDoesNotMoveTheLine(at stray: Int) throws {
+        var generator = SeededGenerator(state: UInt64(stray) + 7)
+        var samples = (0..<128).map { step -> (local: Int64, offset: Double) in
+            (Int64(step) * 125_000_000, -Double.random(in: 0...40_000, using: &generator))
+        }
+        let clean = try #require(ClockLine.fit(samples))
+        samples[stray].offset += 16_000_000
+        let line = try #require(ClockLine.fit(samples))
+        let moved = line.offset(at: samples[127].local) - clean.offset(at: samples[127].local)
+        #expect(abs(moved) < 20_000, "the line moved by \(moved / 1e6) ms")
+        // While the window holds few Syncs (the first of a master's), the best three's middle one.
+        let few = Array(samples[max(0, stray - 10)...min(127, stray + 10)])
+        let fewLine = try #require(ClockLine.fit(few))
+        #expect(fewLine.offset(at: few.last!.local) < 1_000_000, "a stray among \(few.count) moved the line to \(fewLine.offset / 1e6) ms")
+    }
+
     /// A seeded generator, so a simulated link's delays are the same every run.
     struct SeededGenerator: RandomNumberGenerator {
         var state: UInt64
