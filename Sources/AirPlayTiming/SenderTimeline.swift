@@ -345,23 +345,33 @@ public final class SenderTimeline: PlayoutTimeline {
     }
 
     /// The offset as a line over our time: through (`local`, `offset`) with slope `drift`. With
-    /// a drift, through the usable exchanges' mean. Without one, flat through the quickest
-    /// exchange (the least skewed by queueing): in the first 10 s the quickest of the last
-    /// three, as a recent one lags little behind a drifting clock not yet measured; after that,
-    /// when the drift is too small to tell from the link's jitter, the quickest of all, which
-    /// changes only when a quicker one comes, so jitter does not move the audio every 2 s.
+    /// a drift, through the usable exchanges' mean. Without one, flat through the exchange
+    /// whose offset can be the least wrong now: half its round trip (how far queueing one way
+    /// can skew it) plus, in the first 10 s, how far a clock drifting `maximumDrift` can have
+    /// moved since (0.5 ms a second), as the drift is not measured yet; after that, when the
+    /// drift is too small to tell from the link's jitter, the quickest of all. Either changes
+    /// only when a better exchange comes, so jitter does not move the audio at every answer.
+    /// (The quickest of the last three, as it once was, took whichever three came last: behind
+    /// 20 ± 10 ms each way it moved the timeline by over 20 ms, and the playout removed 888
+    /// frames following it.) On a quiet link the newest wins, and a drifting clock is followed.
     static func line(_ exchanges: [Exchange]) -> (local: Double, offset: Double, drift: Double)? {
         let chosen = usable(exchanges)
-        guard !chosen.isEmpty else { return nil }
+        guard !chosen.isEmpty, let newest = exchanges.last?.local else { return nil }
         let slope = drift(chosen)
         guard slope != 0 else {
-            let candidates = spansEnough(chosen) ? exchanges[...] : exchanges.suffix(3)
-            let quickest = candidates.min { $0.roundTrip < $1.roundTrip }!
-            return (quickest.local, quickest.offset, 0)
+            let ageing = spansEnough(chosen) ? 0 : maximumDrift
+            let best = exchanges.min { errorBound($0, newest: newest, ageing: ageing) < errorBound($1, newest: newest, ageing: ageing) }!
+            return (best.local, best.offset, 0)
         }
         let meanLocal = chosen.map(\.local).reduce(0, +) / Double(chosen.count)
         let meanOffset = chosen.map(\.offset).reduce(0, +) / Double(chosen.count)
         return (meanLocal, meanOffset, slope)
+    }
+
+    /// How wrong `exchange`'s offset can be at the time of the `newest` exchange: half its round
+    /// trip, plus `ageing` (a drift) for the time between.
+    static func errorBound(_ exchange: Exchange, newest: Double, ageing: Double) -> Double {
+        exchange.roundTrip / 2 + (newest - exchange.local) * ageing
     }
 
     /// Whether the exchanges are enough to fit a line through: three, over 10 s at least.

@@ -180,6 +180,29 @@ import Testing
         #expect(abs(local - 125) < 0.01, "within the link's asymmetry: \(local)")
     }
 
+    /// Before a drift can be told (10 s), the offset comes from the exchange that can be the
+    /// least wrong: half its round trip, plus 0.5 ms for every second since (a clock drifting
+    /// as fast as any crystal does). One quick, even answer followed by slow, lopsided ones
+    /// (Wi-Fi on a bad day) keeps the timeline where the quick one put it; taking the quickest
+    /// of the last three, as it once did, moved it by 8 ms three answers later (and behind
+    /// 20 ± 10 ms each way, in a clean clone, by over 20 ms: 888 frames removed following it).
+    @Test func aQuickAnswerOutweighsLaterSlowOnes() {
+        let sender = FakeSender()
+        let timeline = SenderTimeline(sampleRate: 44100)
+        let out = [11.0, 29, 30, 28, 29, 30, 27], back = [11.0, 12, 13, 12, 14, 12, 13]
+        for step in out.indices {
+            let (reply, arrival) = sender.reply(sentAt: 100 + Double(step) * 1.25, oneWay: out[step] / 1000, back: back[step] / 1000)
+            timeline.addTimingReply(reply, arrival: arrival)
+            if step == 0 { timeline.addSync(Self.sync(playing: 0, next: 0, at: sender.clock(100.5)), arrival: 100.5) }
+            let local = timeline.localTime(of: 0) ?? 0
+            #expect(abs(local - 100.5) < 0.001, "after answer \(step + 1): frame 0 at \(local), meant at 100.5")
+        }
+        // A quicker answer than the first still wins at once.
+        let (reply, arrival) = sender.reply(sentAt: 109, oneWay: 0.0105, back: 0.0105)
+        timeline.addTimingReply(reply, arrival: arrival)
+        #expect(abs((timeline.localTime(of: 0) ?? 0) - 100.5) < 0.001)
+    }
+
     @Test func withoutTimingAnswersNothingIsTrusted() {
         let timeline = SenderTimeline(sampleRate: 44100)
         timeline.addSync(Self.sync(playing: 0, next: 88200, at: 1_000_100), arrival: 100)
