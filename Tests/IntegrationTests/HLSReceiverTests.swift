@@ -277,7 +277,7 @@ import Testing
         #expect(try airplay(["rate", "1"] + to).status == 0)
         var normal: [String: Any] = [:]
         #expect(poll(timeout: 10, interval: 0.2) { normal = status(); return normal["rate"] as? Double == 1 && normal["state"] as? String == "playing" },
-                "\(normal); daemon running: \(daemon.process.isRunning); \(daemon.process.stderr.suffix(3000))")
+                "\(normal); daemon running: \(daemon.process.isRunning); GLib's messages: \(daemon.process.lines(containing: "**")); \(daemon.process.stderr.suffix(3000))")
         #expect(daemon.process.stderr.contains("video reloaded"))
         print("measure: 8x on the I-frame playlist moved \(String(format: "%.1f", after - before)) s in 1.5 s")
         _ = try airplay(["stop"] + to)
