@@ -7,10 +7,10 @@
 /// then twice more through those at or above the median residual of the fit before (the
 /// messages that waited least), the idea NTP's and PTP's "lucky packet" filters share, and is
 /// finally raised through the quickest sixteenth (strays left out). Drift comes out as the
-/// slope, when the samples can tell it: on a link so noisy that the slope's own uncertainty is above
-/// `driftResolution` (milliseconds of jitter over a few seconds) and the plain fit does not
-/// show it clearly, a slope would be noise that moves every frame's time, so the line is level
-/// there and follows the clock by being refitted as the samples slide.
+/// slope, when the samples can tell it: on a link so noisy that the slope's own uncertainty is
+/// above `driftResolution` (milliseconds of jitter over a few seconds) and the plain fit does
+/// not show it clearly, a slope would be noise that moves every frame's time, so the line is
+/// level there and follows the clock by being refitted as the samples slide.
 public struct ClockLine: Hashable, Sendable {
     /// Our time the line is anchored at, in nanoseconds.
     public var local: Int64

@@ -130,9 +130,10 @@ public struct PTPFollower: Sendable {
         /// meet half way, whatever the link's queueing.
         var pathDelay: Int64? {
             guard let line, !requests.isEmpty else { return nil }
-            let delays = requests.map { Double($0.masterMinusSent) - line.offset(at: $0.sent) }.sorted()
-            let quickest = ClockLine.quickestShare(ofQuickestFirst: delays.map { -$0 }).map { -$0 }
-            let delay = ClockLine.nanoseconds(quickest.reduce(0, +) / Double(quickest.count) / 2)
+            // Each delay negated, largest first: the quickest first, as `quickestShare` takes them.
+            let negated = requests.map { line.offset(at: $0.sent) - Double($0.masterMinusSent) }.sorted(by: >)
+            let quickest = ClockLine.quickestShare(ofQuickestFirst: negated)
+            let delay = ClockLine.nanoseconds(-quickest.reduce(0, +) / Double(quickest.count) / 2)
             return min(PTPFollower.longestPathDelay, max(0, delay))
         }
     }

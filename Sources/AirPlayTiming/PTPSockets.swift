@@ -215,6 +215,9 @@ public enum PTPSockets {
     /// CLOCK_MONOTONIC in nanoseconds (the playout's clock).
     public static func monotonicNanoseconds() -> Int64 { clock(CLOCK_MONOTONIC) }
 
+    /// CLOCK_REALTIME in nanoseconds.
+    public static func realtimeNanoseconds() -> Int64 { clock(CLOCK_REALTIME) }
+
     /// CLOCK_MONOTONIC minus CLOCK_REALTIME in nanoseconds: what turns a kernel stamp (realtime)
     /// into the playout's clock. Two reads back to back may be a preemption apart; read as they
     /// were, the offset is off by that time slice, and every Sync converted with it looks
@@ -241,8 +244,6 @@ public enum PTPSockets {
         }
         return best!.offset
     }
-    /// CLOCK_REALTIME in nanoseconds.
-    public static func realtimeNanoseconds() -> Int64 { clock(CLOCK_REALTIME) }
 
     private static func clock(_ id: clockid_t) -> Int64 {
         var time = timespec()
