@@ -75,6 +75,8 @@ import Testing
         ], timeout: 90)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)\n\(daemon.process.stderr.suffix(3000))")
         #expect(daemon.process.waitForOutput("audio session ended", timeout: 10))
+        // A clean clone once found no output at all here, with the stream's exit 0: say what both ends said.
+        try #require(FileManager.default.fileExists(atPath: raw), "nothing played:\n\(result.stdout)\(result.stderr)\n\(daemon.process.stderr.suffix(4000))")
         let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let comparison = sweep.compare(samples)
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact)\n\(daemon.process.stderr.suffix(2000))")
