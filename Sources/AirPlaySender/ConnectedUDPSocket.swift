@@ -12,11 +12,20 @@ final class ConnectedUDPSocket: @unchecked Sendable {
     private let lock = NSLock()
     private var descriptor: Int32
 
-    /// A socket connected to `address`; nil when the system refuses one.
-    init?(to address: SocketAddress) {
+    /// A socket connected to `address`, sending from `local` (any port) when given; nil when
+    /// the system refuses one.
+    ///
+    /// A receiver takes a session's datagrams only from the address its RTSP connection came
+    /// from, so they must leave from that same address. Left to the kernel, the source is
+    /// picked when the socket connects, and it can differ: a host whose IPv6 link-local address
+    /// was still tentative when the RTSP connection opened (it went out from a ULA) but valid by
+    /// SETUP sent all its audio from the link-local one, and the box dropped every packet.
+    init?(to address: SocketAddress, from local: SocketAddress? = nil) {
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return nil }
+        // A refused bind (never seen: the address is ours) leaves the choice to the kernel.
+        _ = local?.withSockAddr { bind(descriptor, $0, socklen_t($1)) }
         let connected = address.withSockAddr { connect(descriptor, $0, socklen_t($1)) }
         guard connected == 0 else {
             Glibc.close(descriptor)

@@ -164,7 +164,8 @@ public final class RAOPLink: @unchecked Sendable {
     func aim(audioPort: Int, controlPort: Int, timingPort: Int?) {
         let connection = client.connection
         audioAddress = connection.remote(port: audioPort)
-        audioSocket = audioAddress.flatMap(ConnectedUDPSocket.init(to:))
+        // From our address on the control connection, as the UDP port: the receiver's only sender.
+        audioSocket = audioAddress.flatMap { ConnectedUDPSocket(to: $0, from: connection.localAddress?.withPort(0)) }
         controlAddress = connection.remote(port: controlPort)
         timingAddress = timingPort.flatMap { connection.remote(port: $0) }
     }
