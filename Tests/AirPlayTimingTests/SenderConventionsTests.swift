@@ -142,6 +142,55 @@ import Testing
         #expect(timeline.localTime(of: 66150) == nil)
     }
 
+    /// Wi-Fi holds packets back behind later ones. pyatv's frames come about 50 ms before they
+    /// are due, so one held back 40 ms on a jittery link arrives after its time: behind a later
+    /// packet already here, that is the path's doing, and the timeline keeps its trust. A
+    /// packet as late in its place, after every earlier one, still undoes it.
+    @Test func aPacketHeldBackOnTheWayIsNotHeldAgainstTheTimeline() {
+        let sender = Sender()
+        let timeline = Self.timeline(sender)
+        let setUp = 100.0
+        timeline.addSync(SenderTimelineTests.sync(playing: 0, next: 66150, at: sender.clock(setUp), flags: 7, first: true), arrival: setUp + 0.1)
+        // Frame 66150 is due at 101.75 s, each packet of 352 frames 7.98 ms after the one before.
+        let due = { (rtp: UInt32) in 101.75 + Double(rtp - 66150) / 44100 }
+        timeline.audioArrived(rtp: 66150, arrival: due(66150) - 0.05)
+        timeline.audioArrived(rtp: 66854, arrival: due(66854) - 0.05)
+        timeline.audioArrived(rtp: 66502, arrival: due(66502) + 0.024)
+        #expect(timeline.figures.senderClock && timeline.figures.overdueAudio == 0, "held back behind 66854")
+        timeline.audioArrived(rtp: 67206, arrival: due(67206) + 0.024)
+        #expect(!timeline.figures.senderClock && timeline.figures.overdueAudio == 1, "the newest yet, and overdue")
+    }
+
+    /// pyatv's stamps run a fixed time behind its audio for the whole stream. When its first
+    /// packet came 27 ms overdue, its later syncs promise every newest frame a little late too,
+    /// by 3 ms in a quiet moment: within the slack a sender is given, but not for one that has
+    /// broken its promise already. It stays timed by arrival, not won back to be cut 0.5 s.
+    @Test func aSenderThatBrokeItsPromiseIsNotTrustedAgainOnSyncsThatBarelyAgree() {
+        let sender = Sender()
+        let timeline = Self.timeline(sender)
+        let setUp = 100.0
+        timeline.addSync(SenderTimelineTests.sync(playing: 0, next: 66150, at: sender.clock(setUp), flags: 7, first: true), arrival: setUp + 0.1)
+        timeline.audioArrived(rtp: 66150, arrival: setUp + 1.75 + 0.027)
+        #expect(!timeline.figures.senderClock && timeline.figures.overdueAudio == 1)
+        for second in 1...4 {
+            let next = 66150 + UInt32(second) * 44100
+            timeline.addSync(SenderTimelineTests.sync(playing: next - 66150, next: next, at: sender.clock(setUp + Double(second)), flags: 7),
+                             arrival: setUp + Double(second) + 1.75 + 0.003)
+        }
+        #expect(!timeline.figures.senderClock && timeline.figures.trustChanges == 2 && timeline.figures.implausibleSyncs == 4)
+
+        // The same syncs from a sender whose audio came in time agree: a late stamp is allowed for.
+        let kept = Self.timeline(sender)
+        kept.addSync(SenderTimelineTests.sync(playing: 0, next: 66150, at: sender.clock(setUp), flags: 7, first: true), arrival: setUp + 0.1)
+        kept.audioArrived(rtp: 66150, arrival: setUp + 1.7)
+        for second in 1...4 {
+            let next = 66150 + UInt32(second) * 44100
+            kept.addSync(SenderTimelineTests.sync(playing: next - 66150, next: next, at: sender.clock(setUp + Double(second)), flags: 7),
+                         arrival: setUp + Double(second) + 1.75 + 0.003)
+        }
+        #expect(kept.figures.senderClock && kept.figures.implausibleSyncs == 0)
+    }
+
     /// A resumed stream's RTP times go on where they stopped while its clock moved on: after a
     /// FLUSH the next sync starts a new timeline, first-flagged or not, with no stretch of
     /// arrival timing in between.
