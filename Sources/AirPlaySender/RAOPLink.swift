@@ -140,10 +140,14 @@ public final class RAOPLink: @unchecked Sendable {
     /// Whether the receiver wants a kind of metadata (`md`): 0 text, 1 artwork, 2 progress.
     public func wants(_ kind: Int) -> Bool { traits.metadata.contains(kind) }
 
+    /// Our address on the control connection, any port, its scope kept (an IPv6 link-local one
+    /// needs it): every datagram of the link leaves from it, as the receiver takes them only
+    /// from the address its RTSP connection came from.
+    private var ourAddress: SocketAddress? { client.connection.localAddress?.withPort(0) }
+
     /// Binds the link's one UDP port (sync, resend requests and answers, timing both ways).
     func openUDPPort() async throws(SenderError) {
-        // Our address on the control connection, its scope kept (an IPv6 link-local one needs it).
-        let local = client.connection.localAddress?.withPort(0) ?? (try? SocketAddress(ipAddress: "0.0.0.0", port: 0))
+        let local = ourAddress ?? (try? SocketAddress(ipAddress: "0.0.0.0", port: 0))
         do {
             guard let local else { throw SenderError(.connectionLost, "no local address") }
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -164,8 +168,7 @@ public final class RAOPLink: @unchecked Sendable {
     func aim(audioPort: Int, controlPort: Int, timingPort: Int?) {
         let connection = client.connection
         audioAddress = connection.remote(port: audioPort)
-        // From our address on the control connection, as the UDP port: the receiver's only sender.
-        audioSocket = audioAddress.flatMap { ConnectedUDPSocket(to: $0, from: connection.localAddress?.withPort(0)) }
+        audioSocket = audioAddress.flatMap { ConnectedUDPSocket(to: $0, from: ourAddress) }
         controlAddress = connection.remote(port: controlPort)
         timingAddress = timingPort.flatMap { connection.remote(port: $0) }
     }

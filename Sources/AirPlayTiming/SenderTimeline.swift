@@ -231,17 +231,18 @@ public final class SenderTimeline: PlayoutTimeline {
                 return
             }
             let offset = line.offset + line.drift * (arrival - line.local)
-            // A first sync (after RECORD or FLUSH) starts a timeline; any other continues the one in force.
-            let jump = state.trusted && !sync.isFirst && !state.restarting ? state.anchor.map { previous in
+            // A first sync (after RECORD or FLUSH) starts a timeline, with a new promise to
+            // keep; any other continues the one in force.
+            let startsTimeline = sync.isFirst || state.restarting
+            if startsTimeline { state.promiseBroken = false }
+            let jump = state.trusted && !startsTimeline ? state.anchor.map { previous in
                 anchor.senderTime - (previous.senderTime + Double(Int32(bitPattern: anchor.rtp &- previous.rtp)) / sampleRate)
             } : nil
-            // A first sync starts a new timeline, with a new promise to keep.
-            if sync.isFirst || state.restarting { state.promiseBroken = false }
             // A sender whose audio came overdue is not given the benefit of the doubt again:
             // its syncs must promise the newest frame in time to the letter (see `promiseBroken`).
-            let uncertainty = state.promiseBroken ? 0 : Self.quickestRoundTrip(state.exchanges) / 2
+            let (slack, uncertainty) = state.promiseBroken ? (0, 0) : (Self.overdueSlack, Self.quickestRoundTrip(state.exchanges) / 2)
             switch Self.judge(stampLocal: Self.seconds(sync.ntpTime) - offset, arrival: arrival, latency: latency + lift,
-                              uncertainty: uncertainty, slack: state.promiseBroken ? 0 : Self.overdueSlack, jump: jump) {
+                              uncertainty: uncertainty, slack: slack, jump: jump) {
             case .contradicts:
                 state.implausible += 1
                 Self.contradict(&state)
