@@ -42,6 +42,8 @@ def main():
     server_port, control, sync_port = start_session(sock, sdp, 1, with_control_port=True)
     backlog, stop = {}, threading.Event()
     answered = {"timing": 0, "resent": 0}
+    first_request = []   # when the receiver's first timing request came, on our clock
+    early_requests = [0]   # timing requests within a second of the first (the start's burst)
 
     def serve():
         control.settimeout(0.1)
@@ -52,6 +54,9 @@ def main():
                 continue
             if len(data) >= 32 and data[1] & 0x7F == 0x52:
                 received = clock()
+                first_request[:1] = first_request[:1] or [received]
+                if received - first_request[0] < 1.0:
+                    early_requests[0] += 1
                 control.sendto(bytes([0x80, 0xD3, 0, 7, 0, 0, 0, 0]) + data[24:32] + ntp(received) + ntp(clock()), source)
                 answered["timing"] += 1
             elif len(data) >= 8 and data[1] & 0x7F == 0x55:
@@ -91,7 +96,8 @@ def main():
     time.sleep(2.5)  # the receiver plays the last packets one latency later
     stop.set()
     request(sock, "TEARDOWN", 10)
-    print("OK " + json.dumps({"packets": packets, "timing_answers": answered["timing"], "resent": answered["resent"]}))
+    print("OK " + json.dumps({"packets": packets, "timing_answers": answered["timing"],
+                            "timing_requests_first_second": early_requests[0], "resent": answered["resent"]}))
 
 
 if __name__ == "__main__":
