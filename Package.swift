@@ -33,6 +33,9 @@ let package = Package(
         // The parsers' fuzz bodies, for the nested fuzz package (Fuzz/), which builds one libFuzzer
         // executable per target with `-sanitize=fuzzer,address`.
         .library(name: "AirPlayFuzzTargets", targets: ["AirPlayFuzzTargets"]),
+        // Test-only: the simulated sound card, an alsa-lib plugin a test's asoundrc loads by path
+        // (its file name is what alsa-lib expects of a `type simcard` PCM).
+        .library(name: "asound_module_pcm_simcard", type: .dynamic, targets: ["SimulatedSoundCard"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -80,6 +83,9 @@ let package = Package(
         .target(name: "AirPlayMedia", dependencies: ["LinuxIO"]),
         .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "CGLibLazy", "AirPlayMedia"], swiftSettings: glibSwiftSettings),
         .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
+        // alsa-lib, opened on its first call (headers from libasound2-dev): the native ALSA output.
+        .target(name: "CALSA", dependencies: ["CLazyLink"]),
+        .target(name: "ALSAMedia", dependencies: ["CALSA", "AirPlayMedia"]),
 
         // Stateless wire codecs.
         .target(name: "AirPlayWire", dependencies: [
@@ -131,7 +137,7 @@ let package = Package(
         // systemd, the journal, the page, the media engine and probe, and the wiring.
         .target(name: "AirPlayDaemon", dependencies: [
             "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
-            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia",
+            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -179,6 +185,8 @@ let package = Package(
             "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire", "AirPlayPlist",
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // A sound card whose crystal runs fast or slow, recording when each frame left it (tests only).
+        .target(name: "SimulatedSoundCard", path: "Tests/SimulatedSoundCard", cSettings: [.define("PIC")], linkerSettings: [.linkedLibrary("asound")]),
         .target(name: "AirPlayTesting", dependencies: [
             "AirPlayMedia", "AirPlayWire",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -7,17 +7,25 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
     case sink(String)
     /// Raw S16LE PCM written to a file or FIFO (`raw:PATH`).
     case raw(path: String)
+    /// An ALSA device played through alsa-lib, following the card's own clock (`alsa:hw:CARD=Device`).
+    case alsa(device: String)
 
-    /// Reads the key's text: `raw:PATH`, or else a sink description.
+    /// Reads the key's text: `raw:PATH`, `alsa:DEVICE`, or else a sink description.
     public init(parsing text: String) throws(ConfigurationError) {
         if text.hasPrefix("raw:") {
             guard !text.dropFirst(4).isEmpty else {
                 throw ConfigurationError(key: "audio_output", message: "raw: needs a file or FIFO path, e.g. raw:/tmp/airplay.pcm")
             }
             self = .raw(path: String(text.dropFirst(4)))
+        } else if text.hasPrefix("alsa:") {
+            let device = String(text.dropFirst(5))
+            guard !device.trimmingWhitespace().isEmpty, !device.contains(where: { $0.isNewline }) else {
+                throw ConfigurationError(key: "audio_output", message: "alsa: needs an ALSA device name, e.g. alsa:hw:CARD=Device or alsa:default")
+            }
+            self = .alsa(device: device)
         } else {
             guard !text.trimmingWhitespace().isEmpty else {
-                throw ConfigurationError(key: "audio_output", message: "must be a GStreamer sink description or raw:PATH, got an empty string")
+                throw ConfigurationError(key: "audio_output", message: "must be a GStreamer sink description, alsa:DEVICE or raw:PATH, got an empty string")
             }
             self = .sink(text)
         }
@@ -28,11 +36,12 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
         if case .sink(let description) = self { description } else { nil }
     }
 
-    /// The text the key takes (`raw:PATH` or the description).
+    /// The text the key takes (`raw:PATH`, `alsa:DEVICE` or the description).
     public var description: String {
         switch self {
         case .sink(let description): description
         case .raw(let path): "raw:" + path
+        case .alsa(let device): "alsa:" + device
         }
     }
 }

@@ -1,3 +1,4 @@
+import ALSAMedia
 import AirPlayDiscovery
 import AirPlayHLS
 import AirPlayHLSGateway
@@ -94,13 +95,15 @@ public final class ReceiverDaemon: Service, Sendable {
 
     /// RAOP sessions playing to the configured audio output.
     private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: (any PTPClock)?) -> AudioSessions {
-        let (output, media) = (configuration.audioOutput, self.media)
+        let (output, media, logger) = (configuration.audioOutput, self.media, self.logger)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
             makeOutput: { format throws -> any PCMOutput in
                 switch output {
                 case .raw(let path): return RawPCMOutput(path: path, format: format)
                 case .sink(let description): return try media.makePCMOutput(sink: description, format: format)
+                case .alsa(let device):
+                    return try ALSAPCMOutput(device: device, format: format, events: { logger.warning("\($0)") })
                 }
             },
             decoders: media.raopDecoders,

@@ -136,9 +136,39 @@ public protocol PCMOutput: AnyObject, Sendable {
     /// early, so the playout writes several packets a wake-up, in one call; a sink that stamps
     /// buffers with the time they arrive must be written on time (0).
     var writeAhead: Double { get }
+    /// The output's own clock, read now: how many frames it holds that have not left it yet.
+    /// nil for an output with no clock of its own (a file, a FIFO); a sound card answers, and
+    /// the playout then follows the card's crystal rather than the system clock.
+    func clockReading() -> OutputClockReading?
+}
+
+/// One reading of a sound card's clock: at `time`, `queuedFrames` of the `writtenFrames` given
+/// since the card (re)started had not left it yet. The frames that left by `time` are
+/// `writtenFrames - queuedFrames`; their count over time is the card's real rate.
+public struct OutputClockReading: Hashable, Sendable {
+    /// When it was read, in seconds on CLOCK_MONOTONIC.
+    public var time: Double
+    /// Frames written since the card last started (a restart after an underrun or a reopen
+    /// begins again at 0 and raises `restarts`).
+    public var writtenFrames: Int
+    /// Frames written that had not left the card at `time` (ALSA's delay).
+    public var queuedFrames: Int
+    /// How many times the card stopped and started again (underrun, reopen): a new count means
+    /// the readings before say nothing about where the card is now.
+    public var restarts: Int
+
+    /// A reading.
+    public init(time: Double, writtenFrames: Int, queuedFrames: Int, restarts: Int) {
+        self.time = time
+        self.writtenFrames = writtenFrames
+        self.queuedFrames = queuedFrames
+        self.restarts = restarts
+    }
 }
 
 extension PCMOutput {
+    /// No clock of its own: the playout keeps time on the system's monotonic clock.
+    public func clockReading() -> OutputClockReading? { nil }
     /// No delay: a file or FIFO receives the frames the moment they are written.
     public var presentationDelay: Double { 0 }
     /// Written on time: the safe default for a sink that plays what it gets when it gets it.

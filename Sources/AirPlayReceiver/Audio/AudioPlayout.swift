@@ -67,8 +67,24 @@ public final class AudioPlayout: @unchecked Sendable {
         public var reanchors = 0
         /// Worst lateness of the output thread against the schedule, in milliseconds.
         public var worstLatenessMilliseconds = 0.0
-        /// Each packet's output time (plus the output's delay) minus the time it was meant for.
+        /// Each packet's output time (plus the output's delay) minus the time it was meant for;
+        /// on a sound card, the moment the card says it leaves it.
         public var syncError = SyncErrorTally()
+        /// The sound card's own clock, when the output has one (nil for a file or FIFO).
+        public var output: OutputFigures?
+    }
+
+    /// What a sound card's readings say: how fast its crystal runs, how much it holds.
+    public struct OutputFigures: Hashable, Sendable {
+        /// The card's rate off nominal, in parts per million (nil until its readings tell).
+        public var ratePPM: Double?
+        /// The uncertainty of `ratePPM` (one standard deviation).
+        public var rateUncertaintyPPM: Double?
+        /// Milliseconds of audio the card held at its last reading (what is written now is
+        /// heard that much later).
+        public var delayMilliseconds: Double
+        /// Times the card stopped and started again (underruns, reopens).
+        public var restarts: Int
     }
 
     private struct Locked {
@@ -180,6 +196,10 @@ public final class AudioPlayout: @unchecked Sendable {
             // Asked outside the lock: a GStreamer sink answers through its own locks.
             let delay = output.presentationDelay
             let writeAhead = output.writeAhead
+            // A sound card's clock, read once a wake-up: the schedule then follows its crystal.
+            if let reading = output.clockReading() {
+                state.withLock { $0.schedule.observe(card: reading) }
+            }
             var step: PlayoutSchedule.Step?, listen = false, received = 0, asked = 0.0
             repeat {
                 asked = Self.now()

@@ -145,6 +145,9 @@ final class DeferredPCMOutput: PCMOutput, @unchecked Sendable {
     /// The built output's write-ahead (0 until it is built: on time is always safe).
     var writeAhead: Double { lock.withLock { output }?.writeAhead ?? 0 }
 
+    /// The built output's clock (nil until it is built).
+    func clockReading() -> OutputClockReading? { lock.withLock { output }?.clockReading() }
+
     /// Writes to the built output.
     func write(_ samples: [Int32]) { built()?.write(samples) }
 

@@ -1,3 +1,4 @@
+import AirPlayMedia
 import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
@@ -10,7 +11,7 @@ import Glibc
 struct PlayoutSchedule {
     /// One stretch of contiguous playback, from the first packet after RECORD/FLUSH (or after
     /// the stream went idle) on.
-    private struct Run {
+    struct Run {
         var nextTimestamp: UInt32
         /// Arrival schedule: `anchorTimestamp` plays at `anchorTime`.
         var anchorTimestamp: UInt32
@@ -27,6 +28,8 @@ struct PlayoutSchedule {
         var delay: Double?
         /// The last packet was timed by the sender's clock (not the arrival schedule).
         var followsTimeline = false
+        /// On a sound card: frames owed to its known rate, one inserted or removed per whole.
+        var cardFraction = 0.0
     }
 
 
@@ -63,25 +66,33 @@ struct PlayoutSchedule {
     /// The most packets kept waiting (about 6 s): every byte from the network is bounded.
     static let maximumBuffered = 800
 
-    private let timeline: (any PlayoutTimeline)?
-    private let sampleRate: Double
-    private let channels: Int
-    private let framesPerPacket: Int
-    private let bufferDelay: Double
+    let timeline: (any PlayoutTimeline)?
+    let sampleRate: Double
+    let channels: Int
+    let framesPerPacket: Int
+    let bufferDelay: Double
     /// Packets in a second: how long the output must be out of tolerance before it is corrected.
     private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
 
-    private var packets: [UInt32: [Int32]] = [:]   // by RTP timestamp
-    private var run: Run?
-    private var lastArrival: Double = 0
-    private var gain: Double = 1
-    private(set) var stats = AudioPlayout.Statistics()
+    var packets: [UInt32: [Int32]] = [:]   // by RTP timestamp
+    var run: Run?
+    var lastArrival: Double = 0
+    var gain: Double = 1
+    var stats = AudioPlayout.Statistics()
     private var flushedBefore: UInt32?
     /// Ranges of RTP time dropped on arrival (deferred flushes of a buffered stream).
     private var discarded: [(from: UInt32, until: UInt32)] = []
+    /// The output's own clock, once it reported one (`observe(card:)`), and the frames handed
+    /// out for writing since its last reading (written after it was read).
+    var cardClock: CardClock?
+    var cardReading: OutputClockReading?
+    var framesSinceReading = 0
+    /// How much less than the lead this wake-up leaves queued, and the state it is drawn from.
+    var cardDither = 0.0
+    var ditherState: UInt64 = 0x9E37_79B9_7F4A_7C15
     /// Set while the output thread waits for a packet (idle or a gap): only then does an
     /// arrival need to wake it; otherwise it sleeps until the next packet is due.
-    private(set) var waitingForData = true
+    var waitingForData = true
 
     /// A schedule for a stream's format; without a trusted `timeline`, packets play
     /// `bufferDelay` seconds after the first of a run arrived.
@@ -175,8 +186,10 @@ struct PlayoutSchedule {
 
     /// Decides what the output thread does at `now`, for an output `delay` seconds behind its
     /// writes that takes frames up to `writeAhead` seconds before their time; consumes a packet
-    /// only when it is written.
+    /// only when it is written. After `observe(card:)` the output's own clock decides instead
+    /// (`nextOnCard`), and `writeAhead` is how much audio the card is kept holding.
     mutating func next(now: Double, delay: Double, writeAhead: Double = 0) -> Step {
+        if cardReading != nil { return nextOnCard(now: now, lead: writeAhead) }
         guard var run = self.run else {
             self.waitingForData = true
             return .idle

@@ -1,0 +1,173 @@
+import AirPlayMedia
+import AirPlayTiming
+
+/// The playout on a sound card's own clock (shairport-sync's design): the card, not the system
+/// clock, says when a frame written now will be heard, and the schedule keeps that moment on the
+/// sender's timeline.
+///
+/// Each wake-up of the playout reads the card's delay (`observe(card:)`); a `CardClock` fits the
+/// card's real rate through those readings and tells when the next frame written will leave it.
+/// A packet is written once the card holds no more than `lead` seconds before it (the card's
+/// buffer is never left to run dry, nor filled past what it holds), and its error is that leave
+/// time minus the time the sender means:
+/// - more than 20 ms early (a run's start, a pause in the stream): silence first, so its first
+///   frame leaves on time;
+/// - more than 20 ms late (the card underran, the sender jumped): its overdue frames are cut;
+/// - otherwise, beyond `cardTolerance` (0.2 ms, or three times what the line cannot yet tell: a young
+///   line is not chased through its own noise): one frame more or less per packet (averaged with its
+///   neighbours, no click) until within `cardSettled`. The card's line is smooth (fitted over
+///   seconds), so no second of confirmation is needed as on the system clock: a card 200 ppm off
+///   is followed to within a few tenths of a millisecond. Between corrections a card known to
+///   drift (`cardFeedForwardPPM`) gets its frame at its own pace.
+extension PlayoutSchedule {
+    /// Beyond this (seconds), the card's error is corrected, one frame per packet.
+    static let cardTolerance = 0.0002
+    /// Where a correction on the card stops (under a frame): a correction that stopped short
+    /// would leave a card that drifts one way a steady bias of half the tolerance.
+    static let cardSettled = 0.00001
+    /// A card this far off nominal (ppm), and three times further than the line's own
+    /// uncertainty, is followed at its own rate between corrections; closer, its drift is too
+    /// slow to matter between them, and a card on time stays bit-exact.
+    static let cardFeedForwardPPM = 10.0
+    /// Seconds of readings before the card's line is followed.
+    static let cardLineAge = 1.0
+    /// Wake-ups come up to this much early, at random, so readings see the card's pointer at
+    /// every point of its steps (a USB card's moves a millisecond at a time).
+    static let cardDitherSpan = 0.003
+    /// Packets due within this after the first of a wake-up go with it, in one write.
+    static let cardGroup = 0.03
+
+    /// Takes the card's clock, read at the start of a wake-up; from now on `next` follows it.
+    mutating func observe(card reading: OutputClockReading) {
+        if cardClock == nil { cardClock = CardClock(nominalRate: sampleRate) }
+        cardClock!.add(reading)
+        cardReading = reading
+        framesSinceReading = 0
+        // The next wake-up comes a random 0-3 ms early. Wake-ups follow the card (each comes when
+        // it holds the lead), so without this every reading would catch its pointer at the same
+        // point of its step, and the line would follow that point as it slips (0.6 ms over 2 s
+        // at 300 ppm with 1 ms steps) instead of the card.
+        ditherState = ditherState &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        cardDither = Double(ditherState >> 11) / Double(1 << 53) * Self.cardDitherSpan
+        stats.output = AudioPlayout.OutputFigures(
+            ratePPM: cardClock?.estimate?.ppm, rateUncertaintyPPM: cardClock?.estimate?.ppmUncertainty,
+            delayMilliseconds: Double(reading.queuedFrames) / sampleRate * 1000, restarts: reading.restarts)
+    }
+
+    /// When the next frame written will leave the card: on the fitted line, or, before it has
+    /// one, the reading's delay at the nominal rate.
+    private func nextLeaveTime(now: Double) -> Double {
+        guard let reading = cardReading else { return now }
+        let index = reading.writtenFrames + framesSinceReading
+        if let time = cardClock?.leaveTime(ofFrame: index) { return max(time, now) }
+        return max(now, reading.time) + Double(reading.queuedFrames + framesSinceReading) / sampleRate
+    }
+
+    /// `next` on the card's clock, keeping `lead` seconds queued in it.
+    mutating func nextOnCard(now: Double, lead: Double) -> Step {
+        guard var run = self.run else {
+            waitingForData = true
+            return .idle
+        }
+        let key = run.nextTimestamp
+        if let timeline, timeline.holdsWithoutTime, timeline.localTime(of: key) == nil {
+            waitingForData = false
+            return .wait(0.01)
+        }
+        let heard = nextLeaveTime(now: now)
+        let rate = cardClock?.realRate ?? sampleRate
+        let window = framesSinceReading == 0 ? lead + cardDither : lead + Self.cardGroup
+        waitingForData = packets[key] == nil
+        guard let samples = packets[key] else {
+            guard let newer = packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
+                .min(by: { ($0 &- key) < ($1 &- key) }) else {
+                if now - lastArrival > bufferDelay + 0.5 {
+                    self.run = nil
+                    return .idle
+                }
+                return .wait(0.01)
+            }
+            let gap = Int(newer &- key)
+            if gap > Int(sampleRate) {
+                self.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: heard)
+                stats.reanchors += 1
+                return .wait(0)
+            }
+            // A real gap: silence in its place, when the card needs it.
+            if heard - now > window { return .wait(heard - window - now) }
+            let frames = min(gap, framesPerPacket)
+            stats.lost += 1
+            run.nextTimestamp = key &+ UInt32(frames)
+            run.framesOut += frames
+            stats.framesPlayed += frames
+            framesSinceReading += frames
+            self.run = run
+            return .write([Int32](repeating: 0, count: frames * channels), gain: gain)
+        }
+
+        let timed = timeline?.localTime(of: key)
+        if timed != nil {
+            run.followsTimeline = true
+        } else if run.followsTimeline, run.framesOut > 0 {
+            // The sender's clock was lost: play on from where the card is.
+            run.anchorTimestamp = key
+            run.anchorTime = heard
+            (run.followsTimeline, run.correcting) = (false, false)
+        }
+        let meant = timed ?? run.anchorTime + Double(key &- run.anchorTimestamp) / sampleRate
+        self.run = run
+        // Written once the card holds no more than the lead before it (and never so early that
+        // the silence before a run's first frame would overfill the card).
+        let writeAt = max(heard, meant) - window
+        if writeAt > now { return .wait(writeAt - now) }
+
+        let error = heard - meant   // > 0: the card would play it late
+        var frames = samples
+        var shift = 0   // frames put before (+) or cut from (-) the packet
+        if error < -Self.stepThreshold {
+            shift = Int((-error * rate).rounded())
+            frames = [Int32](repeating: 0, count: shift * channels) + samples
+            if run.framesOut > 0 { stats.reanchors += 1 }
+        } else if error > Self.stepThreshold {
+            let cut = min(samples.count / channels, Int((error * rate).rounded()))
+            shift = -cut
+            frames = Array(samples.dropFirst(cut * channels))
+            stats.reanchors += 1
+            if frames.isEmpty { stats.skipped += 1 }
+        } else if (cardClock?.estimate?.span ?? 0) < Self.cardLineAge {
+            // A line through less than a second of readings is mostly its own noise: the
+            // card cannot have drifted far yet (0.5 ms at 500 ppm), so nothing is corrected.
+        } else if abs(error) > max(Self.cardTolerance, 3 * (cardClock?.estimate?.leaveTimeUncertainty ?? 0),
+                                   timed != nil ? timeline?.uncertainty ?? 0 : 0)
+                    || (run.correcting && abs(error) > Self.cardSettled) {
+            frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+            if error > 0 { stats.framesRemoved += 1 } else { stats.framesInserted += 1 }
+            run.correcting = true
+        } else if let estimate = cardClock?.estimate,
+                  abs(estimate.ppm) >= max(Self.cardFeedForwardPPM, 3 * estimate.ppmUncertainty) {
+            // In tolerance on a card known to drift: one frame at the card's own pace, so the
+            // error stays where it is rather than swinging to the tolerance and back (which would
+            // leave a card running fast half a tolerance early, one running slow as late).
+            run.correcting = false
+            run.cardFraction += Double(samples.count / channels) * estimate.ppm * 1e-6
+            if abs(run.cardFraction) >= 1 {
+                let change = run.cardFraction > 0 ? 1 : -1
+                frames = Self.stretch(samples, channels: channels, by: change)
+                if change > 0 { stats.framesInserted += 1 } else { stats.framesRemoved += 1 }
+                run.cardFraction -= Double(change)
+            }
+        } else {
+            run.correcting = false
+        }
+        packets[key] = nil
+        run.nextTimestamp = key &+ UInt32(samples.count / channels)
+        run.framesOut += frames.count / channels
+        self.run = run
+        framesSinceReading += frames.count / channels
+        stats.framesPlayed += frames.count / channels
+        if timed != nil { stats.framesOnSenderClock += frames.count / channels }
+        stats.worstLatenessMilliseconds = max(stats.worstLatenessMilliseconds, (now - writeAt) * 1000)
+        stats.syncError.add(error + Double(shift) / rate)
+        return frames.isEmpty ? .wait(0) : .write(frames, gain: gain)
+    }
+}
