@@ -118,7 +118,10 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         device.withLock { device in
             guard let pcm = reopenedIfNeeded(&device, report: &report) else { return }
             if device.underran {
+                // Counted when the card is started again: one that ran dry at a stream's end and
+                // is never written again did not underrun anything.
                 device.underran = false
+                device.restarts += 1
                 report = "ALSA device \"\(deviceName)\" underran; restarted"
             }
             Self.encode(samples, format: format, as: device.container, into: &device.bytes)
@@ -136,6 +139,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
                     restart(&device, pcm)
                     report = "ALSA device \"\(deviceName)\" underran; restarted"
                     device.underran = false
+                    device.restarts += 1
                 } else if done == -Int(EAGAIN) || done == 0 {
                     report = "ALSA device \"\(deviceName)\" was full; \(frames - offset) frames dropped"
                     break
@@ -193,7 +197,6 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         _ = snd_pcm_prepare(pcm)
         device.underran = true
         device.written = 0
-        device.restarts += 1
     }
 
     /// A card that errors otherwise is gone (unplugged, or taken): closed, to be reopened.

@@ -65,10 +65,13 @@ final class HiResSweep: @unchecked Sendable {
         /// Starts a room per host; the rooms listed in `airPlay1Only` speak AirPlay 1 alone (no
         /// PTP follower), as an older speaker does, and those in `withoutBuffer` follow PTP but
         /// offer no buffered audio (`--buffered-audio off`), as a Sonos does.
-        func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = [], withoutBuffer: Set<Int> = []) throws {
+        /// `audioOutput` names each room's output (default: its FIFO or file, `raw:`).
+        func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = [], withoutBuffer: Set<Int> = [],
+                   audioOutput: ((Int) -> String)? = nil) throws {
             daemons = try receivers.enumerated().map { index, receiver in
                 try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
-                    "--airplay2", airPlay1Only.contains(index) ? "off" : "on", "--audio-output", "raw:\(outputs[index])",
+                    "--airplay2", airPlay1Only.contains(index) ? "off" : "on",
+                    "--audio-output", audioOutput?(index) ?? "raw:\(outputs[index])",
                     "--video-sink", "fakesink sync=true", "--buffered-audio", withoutBuffer.contains(index) ? "off" : "on",
                 ], environment: environment)
             }
@@ -124,9 +127,9 @@ final class HiResSweep: @unchecked Sendable {
         }
 
         /// `airplay stream FILE --mode buffered` to every receiver, from the sender's namespace.
-        func stream(_ file: String, mode: String = "buffered", extra: [String] = []) throws -> CommandResult {
+        func stream(_ file: String, mode: String = "buffered", extra: [String] = [], timeout: Double = 90) throws -> CommandResult {
             let targets = receivers.indices.flatMap { ["--to", "10.94.\($0 + 1).2:7000"] }
-            return try sender.run(try Products.executable("airplay"), ["stream", file, "--mode", mode, "--json"] + targets + extra, timeout: 90)
+            return try sender.run(try Products.executable("airplay"), ["stream", file, "--mode", mode, "--json"] + targets + extra, timeout: timeout)
         }
 
         deinit {

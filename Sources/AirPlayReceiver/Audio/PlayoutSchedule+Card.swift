@@ -49,9 +49,14 @@ extension PlayoutSchedule {
         // at 300 ppm with 1 ms steps) instead of the card.
         ditherState = ditherState &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         cardDither = Double(ditherState >> 11) / Double(1 << 53) * Self.cardDitherSpan
+        // What the card said while it played: a card drained at a stream's end, or restarted
+        // and not yet read enough to tell again, keeps its last rate and delay.
+        let before = stats.output
         stats.output = AudioPlayout.OutputFigures(
-            ratePPM: cardClock?.estimate?.ppm, rateUncertaintyPPM: cardClock?.estimate?.ppmUncertainty,
-            delayMilliseconds: Double(reading.queuedFrames) / sampleRate * 1000, restarts: reading.restarts)
+            ratePPM: cardClock?.estimate?.ppm ?? before?.ratePPM,
+            rateUncertaintyPPM: cardClock?.estimate?.ppmUncertainty ?? before?.rateUncertaintyPPM,
+            delayMilliseconds: reading.queuedFrames > 0 ? Double(reading.queuedFrames) / sampleRate * 1000 : before?.delayMilliseconds ?? 0,
+            restarts: reading.restarts)
     }
 
     /// When the next frame written will leave the card: on the fitted line, or, before it has

@@ -1,4 +1,5 @@
 import AirPlayWire
+import Logging
 
 /// The last few audio sessions as they ended: who sent, what, for how long, why it ended and
 /// what its packets went through. `GET /diagnostics` shows it; `airplay doctor` reads "another
@@ -83,7 +84,12 @@ extension AudioSessions {
     /// The per-session log line, and one per reason datagrams were dropped.
     func logEnd(_ session: RAOPSessionStateMachine.Session, reason: String, figures: StreamFigures) {
         let sync = figures.playout.syncError
-        logger.info("audio session ended", metadata: [
+        var card: Logger.Metadata = [:]
+        if let output = figures.playout.output {
+            card = ["output.ppm": "\(output.ratePPM.map(Self.rounded) ?? .nan)", "output.delay.ms": "\(Self.rounded(output.delayMilliseconds))",
+                    "output.restarts": "\(output.restarts)"]
+        }
+        logger.info("audio session ended", metadata: card.merging([
             "session": "\(session.number)", "reason": "\(reason)", "received": "\(figures.playout.received)",
             "lost": "\(figures.playout.lost)", "requested": "\(figures.requested)", "requestedAgain": "\(figures.requestedAgain)",
             "retransmitted": "\(figures.retransmitted)",
@@ -92,7 +98,7 @@ extension AudioSessions {
             "sync.max.ms": "\(Self.milliseconds(sync.worst))", "drift.ppm": "\(Self.rounded(figures.clock.driftPPM))",
             "frames.inserted": "\(figures.playout.framesInserted)", "frames.removed": "\(figures.playout.framesRemoved)",
             "dropped": "\(figures.drops.values.reduce(0, +))",
-        ])
+        ]) { $1 })
         for (why, count) in figures.dropped.sorted(by: { $0.key < $1.key }) {
             logger.notice("audio datagrams dropped", metadata: ["session": "\(session.number)", "reason": "\(why)", "count": "\(count)"])
         }

@@ -32,6 +32,15 @@ extension AudioSessions.StreamFigures {
             "jumps": .integer(clock.jumps), "largestJumpMs": .number((clock.largestJumpMilliseconds * 100).rounded() / 100),
         ]
         object["clock"] = .object(clockFigures)
+        // The sound card's own clock, when the output has one: its rate, what it holds, its restarts.
+        if let output = playout.output {
+            object["output"] = .object([
+                "ratePPM": .number(output.ratePPM.map { ($0 * 100).rounded() / 100 }),
+                "rateUncertaintyPPM": .number(output.rateUncertaintyPPM.map { ($0 * 100).rounded() / 100 }),
+                "delayMs": .number((output.delayMilliseconds * 100).rounded() / 100), "restarts": .integer(output.restarts),
+                "framesCorrected": .integer(playout.framesInserted + playout.framesRemoved),
+            ])
+        }
         return .object(object)
     }
 }

@@ -1,0 +1,125 @@
+import AirPlayTesting
+import Foundation
+import Testing
+
+/// Simulated sound cards (Tests/SimulatedSoundCard): alsa-lib PCMs whose crystals run a set
+/// number of ppm fast or slow against the system clock, each recording what it played and when
+/// each frame left it, loaded from the test's own ALSA configuration.
+final class SimulatedCards: @unchecked Sendable {
+    let directory: String
+    /// The configuration the rooms read (`ALSA_CONFIG_PATH`), naming PCM `cardN` for each rate.
+    let environment: [String: String]
+    let ppm: [Double]
+
+    /// One card per entry of `ppm`, named `card0`, `card1`, ….
+    init(label: String, ppm: [Double]) throws {
+        self.ppm = ppm
+        let directory = Products.scratchDirectory("cards-" + label)
+        self.directory = directory
+        let plugin = Products.buildDirectory + "/libasound_module_pcm_simcard.so"
+        guard FileManager.default.fileExists(atPath: plugin) else {
+            throw TestHostError("\(plugin) is missing: swift build --build-tests builds it (libasound2-dev)")
+        }
+        var config = "pcm_type.simcard { lib \"\(plugin)\" }\n"
+        for (index, rate) in ppm.enumerated() {
+            config += "pcm.card\(index) { type simcard ppm \(rate) record \"\(directory)/card\(index)\" granularity_us 1000 unplug \"\(directory)/card\(index).gone\" }\n"
+        }
+        try config.write(toFile: directory + "/asoundrc", atomically: true, encoding: .utf8)
+        environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:" + directory + "/asoundrc"]
+    }
+
+    /// Where card `index` records (`.pcm`, `.timing`).
+    func record(_ index: Int) -> String { directory + "/card\(index)" }
+
+    /// While this file exists, card `index` is unplugged.
+    func unplugFile(_ index: Int) -> String { directory + "/card\(index).gone" }
+
+    /// What `card_skew.py` found: the per-second skews at the cards (ms, the largest of the
+    /// other cards against card 0), their p99, and the cards' restarts mid-stream.
+    struct Report {
+        let line: String
+        let skews: [Double]
+        let p99: Double
+        let restarts: [Int]
+        let matched: Int
+    }
+
+    /// Compares the cards' recordings.
+    func compare(skip seconds: Double = 1) throws -> Report {
+        let result = try runCommand(try Products.peerTool("python"),
+                                    [Products.repositoryRoot + "/Tests/IntegrationTests/peers/card_skew.py", "--skip", "\(seconds)"]
+                                        + ppm.indices.map(record), timeout: 120)
+        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? result.stderr
+        guard result.status == 0, line.hasPrefix("OK "),
+              let report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any] else {
+            throw TestHostError("card_skew: \(line) \(result.stderr)")
+        }
+        return Report(line: line, skews: report["skews_ms"] as? [Double] ?? [], p99: report["p99_ms"] as? Double ?? .infinity,
+                      restarts: report["restarts"] as? [Int] ?? [], matched: report["matched"] as? Int ?? 0)
+    }
+}
+
+/// How the sender times the stream: buffered on PTP, realtime on PTP, AirPlay 1 on NTP.
+enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
+    case bufferedOnPTP = "buffered on PTP"
+    case realtimeOnPTP = "realtime on PTP"
+    case airPlay1OnNTP = "AirPlay 1 on NTP"
+    var testDescription: String { rawValue }
+
+    var streamArguments: (mode: String, extra: [String]) {
+        switch self {
+        case .bufferedOnPTP: ("buffered", [])
+        case .realtimeOnPTP: ("realtime", ["--protocol", "2", "--timing", "ptp"])
+        case .airPlay1OnNTP: ("realtime", ["--protocol", "1"])
+        }
+    }
+}
+
+/// Rooms in step where the sound leaves the box, not where it is written: each room plays to
+/// its own sound card, whose crystal runs 200 ppm fast in one room and 200 ppm slow in the
+/// other (0.4 ms a second apart), and airplayd follows each card's clock (`alsa:DEVICE`). Every
+/// second, the same frames leave the two cards within a millisecond of each other, whichever
+/// way the sender times the stream.
+@Suite(.serialized) struct SoundCardTests {
+    /// A chirp long enough for its every 4-frame stretch to be found again on the other card.
+    static func music(seconds: Int, in directory: String) throws -> String {
+        let file = directory + "/music-\(seconds).flac"
+        if FileManager.default.fileExists(atPath: file) { return file }
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+            "aevalsrc=0.5*sin(2*PI*(110+7*t)*t)|0.4*sin(2*PI*(330-3*t)*t):s=44100:d=\(seconds)", "-ac", "2", "-ar", "44100", file,
+        ], timeout: 60)
+        guard made.status == 0 else { throw TestHostError("ffmpeg: \(made.stderr)") }
+        return file
+    }
+
+    @Test(arguments: CardTestTiming.allCases)
+    func twoRoomsOnCards400PPMApartStayInStepAtTheCards(timing: CardTestTiming) throws {
+        let seconds = 122
+        let group = try BufferedAudioTests.Group(label: "cards-\(timing.streamArguments.extra.last ?? "b")", count: 2, fifos: false)
+        let cards = try SimulatedCards(label: "\(timing)".replacingOccurrences(of: " ", with: "-"), ppm: [200, -200])
+        let file = try Self.music(seconds: seconds, in: group.sender.directory)
+        try group.start(environment: cards.environment, airPlay1Only: timing == .airPlay1OnNTP ? [0, 1] : [],
+                        audioOutput: { "alsa:card\($0)" })
+        let (mode, extra) = timing.streamArguments
+        let result = try group.stream(file, mode: mode, extra: extra, timeout: Double(seconds) + 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        Thread.sleep(forTimeInterval: 1)   // the cards play out what they hold
+        let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let report = try cards.compare()
+        #expect(report.skews.count >= seconds - 4, "\(report.line)\n\(ended)")
+        #expect(report.p99 <= 1 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)\n\(ended)")
+        #expect(report.restarts == [0, 0], "no underrun mid-stream: \(report.line)\n\(ended)")
+        // Each room said what its card does: about +200 and -200 ppm.
+        for (index, daemon) in group.daemons.enumerated() {
+            let line = daemon.process.lines(containing: "audio session ended").last ?? ""
+            #expect(line.contains("output.ppm="), "\(line)")
+            if let ppm = line.split(separator: " ").first(where: { $0.hasPrefix("output.ppm=") }).flatMap({ Double($0.dropFirst(11)) }) {
+                #expect(abs(ppm - cards.ppm[index]) < 20, "\(line)")
+            }
+        }
+        let sorted = report.skews.map(abs).sorted()
+        print("measure: \(timing.rawValue), two rooms on cards at +200/-200 ppm, \(seconds) s: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms, max \(sorted.last ?? -1) ms")
+    }
+}
