@@ -30,6 +30,16 @@ void g_object_set(gpointer object, const gchar *first_property_name, ...) {
     va_end(arguments);
 }
 
+CAIRPLAY_LAZY_FORWARD_VOID(gobject, g_object_get_valist, (GObject *object, const gchar *first_property_name, va_list var_args),
+                           (object, first_property_name, var_args))
+
+void g_object_get(gpointer object, const gchar *first_property_name, ...) {
+    va_list arguments;
+    va_start(arguments, first_property_name);
+    g_object_get_valist(object, first_property_name, arguments);
+    va_end(arguments);
+}
+
 void g_set_error(GError **err, GQuark domain, gint code, const gchar *format, ...) {
     if (err == NULL) return;
     va_list arguments;
@@ -117,6 +127,15 @@ CAIRPLAY_LAZY_FORWARD(gstreamer, GstStateChangeReturn, gst_element_get_state, (G
 CAIRPLAY_LAZY_FORWARD(gstreamer, gboolean, gst_element_query, (GstElement *element, GstQuery *query), (element, query))
 CAIRPLAY_LAZY_FORWARD(gstreamer, gboolean, gst_element_query_duration, (GstElement *element, GstFormat format, gint64 *duration), (element, format, duration))
 CAIRPLAY_LAZY_FORWARD(gstreamer, gboolean, gst_element_query_position, (GstElement *element, GstFormat format, gint64 *cur), (element, format, cur))
+CAIRPLAY_LAZY_FORWARD(gstreamer, GstClock *, gst_element_get_clock, (GstElement *element), (element))
+CAIRPLAY_LAZY_FORWARD_VOID(gstreamer, gst_pipeline_set_latency, (GstPipeline *pipeline, GstClockTime latency), (pipeline, latency))
+CAIRPLAY_LAZY_FORWARD(gstreamer, GstIterator *, gst_bin_iterate_sinks, (GstBin *bin), (bin))
+CAIRPLAY_LAZY_FORWARD(gstreamer, GstIteratorResult, gst_iterator_next, (GstIterator *it, GValue *elem), (it, elem))
+CAIRPLAY_LAZY_FORWARD_VOID(gstreamer, gst_iterator_free, (GstIterator *it), (it))
+CAIRPLAY_LAZY_FORWARD(gobject, gpointer, g_value_get_object, (const GValue *value), (value))
+CAIRPLAY_LAZY_FORWARD_VOID(gobject, g_value_unset, (GValue *value), (value))
+CAIRPLAY_LAZY_FORWARD(gstreamer, GstClockTime, gst_element_get_base_time, (GstElement *element), (element))
+CAIRPLAY_LAZY_FORWARD(gstreamer, GstClockTime, gst_clock_get_time, (GstClock *clock), (clock))
 CAIRPLAY_LAZY_FORWARD(gstreamer, gboolean, gst_element_seek, (GstElement *element, gdouble rate, GstFormat format, GstSeekFlags flags, GstSeekType start_type, gint64 start, GstSeekType stop_type, gint64 stop), (element, rate, format, flags, start_type, start, stop_type, stop))
 CAIRPLAY_LAZY_FORWARD(gstreamer, gboolean, gst_element_seek_simple, (GstElement *element, GstFormat format, GstSeekFlags seek_flags, gint64 seek_pos), (element, format, seek_flags, seek_pos))
 CAIRPLAY_LAZY_FORWARD(gstreamer, GstStateChangeReturn, gst_element_set_state, (GstElement *element, GstState state), (element, state))

@@ -133,6 +133,35 @@ static inline GstFlowReturn cairplay_push_samples_at(GstElement *appsrc, const v
     GST_BUFFER_DURATION(buffer) = duration;
     return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
+/// The pipeline's running time now (its clock less its base time), in nanoseconds; -1 before it
+/// has a clock. An audio sink's clock counts the samples its card played.
+static inline gint64 cairplay_running_time(GstElement *pipeline) {
+    GstClock *clock = gst_element_get_clock(pipeline);
+    if (clock == NULL) return -1;
+    GstClockTime now = gst_clock_get_time(clock);
+    GstClockTime base = gst_element_get_base_time(pipeline);
+    gst_object_unref(clock);
+    if (now == GST_CLOCK_TIME_NONE || base == GST_CLOCK_TIME_NONE || now < base) return -1;
+    return (gint64)(now - base);
+}
+/// The largest `buffer-time` (µs) of the pipeline's audio sinks (alsasink, pulsesink: the
+/// audio their ring buffer holds before the card starts), or 0 when no sink has one.
+static inline gint64 cairplay_sink_buffer_time(GstElement *pipeline) {
+    GstIterator *sinks = gst_bin_iterate_sinks((GstBin *)pipeline);
+    GValue item = G_VALUE_INIT;
+    gint64 longest = 0;
+    while (gst_iterator_next(sinks, &item) == GST_ITERATOR_OK) {
+        GObject *sink = g_value_get_object(&item);
+        if (g_object_class_find_property(G_OBJECT_GET_CLASS(sink), "buffer-time") != NULL) {
+            gint64 microseconds = 0;
+            g_object_get(sink, "buffer-time", &microseconds, NULL);
+            if (microseconds > longest) longest = microseconds;
+        }
+        g_value_unset(&item);
+    }
+    gst_iterator_free(sinks);
+    return longest;
+}
 /// Tells an app source that no more buffers come (the pipeline drains, then its sink sees EOS).
 static inline GstFlowReturn cairplay_end_of_stream(GstElement *appsrc) {
     return gst_app_src_end_of_stream(GST_APP_SRC(appsrc));

@@ -39,7 +39,8 @@ typedef struct {
     unsigned char *ring;        // buffer_size frames, indexed by absolute frame % buffer_size
     uint64_t written;           // frames the application gave this run
     uint64_t recorded;          // frames of this run already in RECORD.pcm
-    uint64_t pcm_frames;        // frames in RECORD.pcm over all runs
+    uint64_t pcm_frames;        // frames in RECORD.pcm over all runs and opens
+    uint64_t pcm_bytes_at_open; // bytes RECORD.pcm held when this open began
     int64_t start_ns;           // when this run's first frame left; 0 while stopped
     int running;
     int xrun;
@@ -172,6 +173,7 @@ static int simcard_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) 
     (void)params;
     simcard_t *card = io->private_data;
     card->frame_bytes = (size_t)snd_pcm_format_physical_width(io->format) / 8 * io->channels;
+    if (card->pcm_frames == 0 && card->frame_bytes > 0) card->pcm_frames = card->pcm_bytes_at_open / card->frame_bytes;
     free(card->ring);
     card->ring = calloc(io->buffer_size, card->frame_bytes);
     return card->ring ? 0 : -ENOMEM;
@@ -229,9 +231,10 @@ static int set_constraints(snd_pcm_ioplug_t *io) {
     if ((error = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_FORMAT, 3, formats)) < 0) return error;
     if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_CHANNELS, 1, 8)) < 0) return error;
     if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_RATE, 8000, 192000)) < 0) return error;
-    if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 256, 1 << 20)) < 0) return error;
-    if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 64)) < 0) return error;
-    return snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 1024, 4 << 20);
+    if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 256, 128 << 10)) < 0) return error;
+    // As a USB card allows: at most 32 periods and 512 KiB of buffer (about 3 s of CD audio).
+    if ((error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 32)) < 0) return error;
+    return snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 1024, 512 << 10);
 }
 
 SND_PCM_PLUGIN_DEFINE_FUNC(simcard) {
@@ -270,6 +273,12 @@ SND_PCM_PLUGIN_DEFINE_FUNC(simcard) {
     if (record) {
         card->pcm_file = open_record(record, ".pcm");
         card->timing_file = open_record(record, ".timing");
+    }
+    // The record is appended to: a card opened again (a player that reopens it, a reopen after
+    // an unplug) numbers its frames after those already there.
+    if (card->pcm_file) {
+        fseek(card->pcm_file, 0, SEEK_END);
+        card->pcm_bytes_at_open = (uint64_t)ftell(card->pcm_file);   // in frames once their size is known
     }
     card->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     card->io.version = SND_PCM_IOPLUG_VERSION;
