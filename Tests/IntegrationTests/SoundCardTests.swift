@@ -81,13 +81,15 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
 /// second, the same frames leave the two cards within a millisecond of each other, whichever
 /// way the sender times the stream.
 @Suite(.serialized) struct SoundCardTests {
-    /// A chirp long enough for its every 4-frame stretch to be found again on the other card.
+    /// A chirp long enough for its every 4-frame stretch to be found again on the other card,
+    /// 16-bit (ffmpeg would write a 24-bit FLAC, played as S24LE: the cards' records are read as S16LE).
     static func music(seconds: Int, in directory: String) throws -> String {
         let file = directory + "/music-\(seconds).flac"
         if FileManager.default.fileExists(atPath: file) { return file }
         let made = try runCommand(try #require(TestHost.which("ffmpeg")), [
             "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-            "aevalsrc=0.5*sin(2*PI*(110+7*t)*t)|0.4*sin(2*PI*(330-3*t)*t):s=44100:d=\(seconds)", "-ac", "2", "-ar", "44100", file,
+            "aevalsrc=0.5*sin(2*PI*(110+7*t)*t)|0.4*sin(2*PI*(330-3*t)*t):s=44100:d=\(seconds)", "-ac", "2", "-ar", "44100",
+            "-sample_fmt", "s16", file,
         ], timeout: 60)
         guard made.status == 0 else { throw TestHostError("ffmpeg: \(made.stderr)") }
         return file
@@ -132,5 +134,56 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         }
         let sorted = report.skews.map(abs).sorted()
         print("measure: \(timing.rawValue) to \(output(0)), two rooms on cards at +200/-200 ppm, \(seconds) s: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms, max \(sorted.last ?? -1) ms")
+    }
+
+    /// A room whose card runs 300 ppm fast (18 ms a minute) against the sender's promise: the
+    /// sender says when the stream's first frame is heard on its PTP clock, and after the first
+    /// 10 s every second of the file leaves the card within a millisecond of that promise.
+    @Test func aCard300PPMFastPlaysEachSecondWhenTheSenderMeansIt() throws {
+        let seconds = 62
+        let group = try BufferedAudioTests.Group(label: "cards-p", count: 1, fifos: false)
+        let cards = try SimulatedCards(label: "promise", ppm: [300])
+        let file = try Self.music(seconds: seconds, in: group.sender.directory)
+        let reference = group.sender.directory + "/music.raw"
+        let decoded = try runCommand(try #require(TestHost.which("ffmpeg")),
+                                     ["-loglevel", "error", "-y", "-i", file, "-f", "s16le", "-ac", "2", "-ar", "44100", reference], timeout: 60)
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
+        let result = try group.stream(file, timeout: Double(seconds) + 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["timeline"] as? [String: Any], "\(result.stdout)")
+        let first = try #require(summary["firstFrameHeardAtPTPNs"] as? Int, "\(summary)")
+        let errors = try Self.promiseErrors(reference: reference, record: cards.record(0), firstFrameRealtimeNs: first)
+        let settled = errors.dropFirst(10)
+        #expect(settled.count >= seconds - 14, "\(errors)\n\(ended)")
+        #expect(settled.allSatisfy { abs($0) <= 1 }, "each second's error at the card (ms): \(errors)\n\(ended)")
+        let sorted = settled.map(abs).sorted()
+        print("measure: a card at +300 ppm against the sender's promise, \(seconds) s buffered on PTP: after 10 s, error p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, max \(sorted.last ?? -1) ms; first ten seconds \(errors.prefix(10)) ms")
+    }
+
+    /// Each second's error at the card against the promise (`card_promise.py`), in ms.
+    static func promiseErrors(reference: String, record: String, firstFrameRealtimeNs: Int) throws -> [Double] {
+        // Realtime minus monotonic, read between two monotonic reads (the kernel's clocks are
+        // shared by every namespace).
+        var before = timespec(), realtime = timespec(), after = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &before)
+        clock_gettime(CLOCK_REALTIME, &realtime)
+        clock_gettime(CLOCK_MONOTONIC, &after)
+        func ns(_ time: timespec) -> Int { time.tv_sec * 1_000_000_000 + time.tv_nsec }
+        let offset = ns(realtime) - (ns(before) + ns(after)) / 2
+        let result = try runCommand(try Products.peerTool("python"),
+                                    [Products.repositoryRoot + "/Tests/IntegrationTests/peers/card_promise.py", reference, record,
+                                     "\(firstFrameRealtimeNs)", "\(offset)"], timeout: 120)
+        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? result.stderr
+        guard result.status == 0, line.hasPrefix("OK "),
+              let report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any],
+              let errors = report["errors_ms"] as? [Double] else {
+            throw TestHostError("card_promise: \(line) \(result.stderr)")
+        }
+        return errors
     }
 }

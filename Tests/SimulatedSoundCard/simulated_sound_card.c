@@ -6,8 +6,10 @@
 //
 //   RECORD.pcm     the frames played, in order, in the stream's own format
 //   RECORD.timing  one line per run of the card:
-//                    run START_NS FIRST_FRAME RATE      frame FIRST_FRAME + i of RECORD.pcm left the
-//                                                       card at START_NS + i / RATE seconds
+//                    run START_NS FIRST_FRAME RATE FRAME_BYTES
+//                                                       frame FIRST_FRAME + i of RECORD.pcm (frames
+//                                                       of FRAME_BYTES) left the card at
+//                                                       START_NS + i / RATE seconds
 //                  and one line per underrun:  xrun NS FRAMES_PLAYED_IN_THE_RUN
 //
 // Loaded from a test's own asoundrc:
@@ -104,7 +106,8 @@ static int simcard_start(snd_pcm_ioplug_t *io) {
     card->running = 1;
     card->xrun = 0;
     if (card->timing_file) {
-        fprintf(card->timing_file, "run %" PRId64 " %" PRIu64 " %.6f\n", card->start_ns, card->pcm_frames, crystal_rate(card));
+        fprintf(card->timing_file, "run %" PRId64 " %" PRIu64 " %.6f %zu\n", card->start_ns, card->pcm_frames, crystal_rate(card),
+                card->frame_bytes);
         fflush(card->timing_file);
     }
     struct itimerspec tick = {0};

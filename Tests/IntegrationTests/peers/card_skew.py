@@ -27,6 +27,8 @@ def load(record, frame_bytes):
             parts = line.split()
             if parts and parts[0] == "run":
                 runs.append((int(parts[1]), int(parts[2]), float(parts[3])))
+                if len(parts) > 4 and int(parts[4]) != frame_bytes:
+                    raise SystemExit(f"FAIL {record} holds {parts[4]}-byte frames, not {frame_bytes} (--frame-bytes)")
             elif parts and parts[0] == "xrun":
                 xruns += 1
     return pcm, runs, xruns
