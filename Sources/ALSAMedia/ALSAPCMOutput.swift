@@ -135,8 +135,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
                 if done > 0 {
                     offset += done
                     device.written += done
-                } else if done == -Int(EPIPE) || done == -Int(ESTRPIPE) {
-                    restart(&device, pcm)
+                } else if done == -Int(EPIPE) || done == -Int(ESTRPIPE), restart(&device, pcm) {
                     report = "ALSA device \"\(deviceName)\" underran; restarted"
                     device.underran = false
                     device.restarts += 1
@@ -156,20 +155,33 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
     public func clockReading() -> OutputClockReading? {
         var report: String?
         let reading = device.withLock { device -> OutputClockReading? in
-            guard let pcm = device.pcm else { return nil }
-            let state = snd_pcm_state(pcm)
-            if state == SND_PCM_STATE_XRUN { restart(&device, pcm) }
+            // A card gone holds nothing: the playout goes on writing in time (into nothing until
+            // it is back), so it comes back at the right place in the stream.
+            guard let pcm = device.pcm else {
+                return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+            }
+            switch snd_pcm_state(pcm) {
+            case SND_PCM_STATE_XRUN:
+                if !restart(&device, pcm) {
+                    report = lost(&device, pcm, code: -ENODEV)
+                    return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                }
+            case SND_PCM_STATE_DISCONNECTED:
+                report = lost(&device, pcm, code: -ENODEV)
+                return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+            default:
+                break
+            }
             var available = snd_pcm_sframes_t(0), delay = snd_pcm_sframes_t(0)
             let before = Self.now()
             let result = snd_pcm_avail_delay(pcm, &available, &delay)
             let after = Self.now()
             if result < 0 {
-                if result == -EPIPE || result == -ESTRPIPE {
-                    restart(&device, pcm)
+                if result == -EPIPE || result == -ESTRPIPE, restart(&device, pcm) {
                     return OutputClockReading(time: after, writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
                 }
                 report = lost(&device, pcm, code: result)
-                return nil
+                return OutputClockReading(time: after, writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
             }
             // A stopped or just prepared card holds nothing yet, whatever it says.
             let queued = snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING ? max(0, delay) : 0
@@ -192,11 +204,13 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         }
     }
 
-    /// Prepares the card again after an underrun; the next write starts it.
-    private func restart(_ device: inout Device, _ pcm: OpaquePointer) {
-        _ = snd_pcm_prepare(pcm)
+    /// Prepares the card again after an underrun; the next write starts it. False when the
+    /// card will not be prepared (it is gone).
+    private func restart(_ device: inout Device, _ pcm: OpaquePointer) -> Bool {
+        guard snd_pcm_prepare(pcm) >= 0 else { return false }
         device.underran = true
         device.written = 0
+        return true
     }
 
     /// A card that errors otherwise is gone (unplugged, or taken): closed, to be reopened.

@@ -42,20 +42,24 @@ final class SimulatedCards: @unchecked Sendable {
         let p99: Double
         let restarts: [Int]
         let matched: Int
+
+        /// `card_skew.py`'s last line, or why there is none.
+        static func parse(_ result: CommandResult) throws -> Report {
+            let line = result.stdout.split(separator: "\n").last.map(String.init) ?? result.stderr
+            guard result.status == 0, line.hasPrefix("OK "),
+                  let report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any] else {
+                throw TestHostError("card_skew: \(line) \(result.stderr)")
+            }
+            return Report(line: line, skews: report["skews_ms"] as? [Double] ?? [], p99: report["p99_ms"] as? Double ?? .infinity,
+                          restarts: report["restarts"] as? [Int] ?? [], matched: report["matched"] as? Int ?? 0)
+        }
     }
 
     /// Compares the cards' recordings.
     func compare(skip seconds: Double = 1) throws -> Report {
-        let result = try runCommand(try Products.peerTool("python"),
-                                    [Products.repositoryRoot + "/Tests/IntegrationTests/peers/card_skew.py", "--skip", "\(seconds)"]
-                                        + ppm.indices.map(record), timeout: 120)
-        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? result.stderr
-        guard result.status == 0, line.hasPrefix("OK "),
-              let report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any] else {
-            throw TestHostError("card_skew: \(line) \(result.stderr)")
-        }
-        return Report(line: line, skews: report["skews_ms"] as? [Double] ?? [], p99: report["p99_ms"] as? Double ?? .infinity,
-                      restarts: report["restarts"] as? [Int] ?? [], matched: report["matched"] as? Int ?? 0)
+        try Report.parse(try runCommand(try Products.peerTool("python"),
+                                        [Products.repositoryRoot + "/Tests/IntegrationTests/peers/card_skew.py", "--skip", "\(seconds)"]
+                                            + ppm.indices.map(record), timeout: 120))
     }
 }
 
@@ -163,6 +167,37 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         #expect(settled.allSatisfy { abs($0) <= 1 }, "each second's error at the card (ms): \(errors)\n\(ended)")
         let sorted = settled.map(abs).sorted()
         print("measure: a card at +300 ppm against the sender's promise, \(seconds) s buffered on PTP: after 10 s, error p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, max \(sorted.last ?? -1) ms; first ten seconds \(errors.prefix(10)) ms")
+    }
+
+    /// A USB DAC pulled out mid-stream and plugged in again three seconds later: its room says
+    /// so, reopens the card once it is back and plays on in step with the other room, which
+    /// never noticed; the daemon stays up.
+    @Test func aCardUnpluggedMidStreamIsReopenedAndTheOtherRoomPlaysOn() throws {
+        let group = try BufferedAudioTests.Group(label: "cards-u", count: 2, fifos: false)
+        let cards = try SimulatedCards(label: "unplug", ppm: [100, -100])
+        let file = try Self.music(seconds: 24, in: group.sender.directory)
+        try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
+        let stream = try group.startStream(file)
+        Thread.sleep(forTimeInterval: 8)
+        #expect(FileManager.default.createFile(atPath: cards.unplugFile(0), contents: Data()))
+        Thread.sleep(forTimeInterval: 3)
+        try FileManager.default.removeItem(atPath: cards.unplugFile(0))
+        #expect(stream.waitForExit(timeout: 60) == 0, "\(stream.stdout)\(stream.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        let log = group.daemons[0].process.stderr
+        #expect(log.contains("ALSA device \"card0\" failed") && log.contains("ALSA device \"card0\" reopened"), "\(log.split(separator: "\n").filter { $0.contains("ALSA") })")
+        #expect(group.daemons.allSatisfy { $0.process.isRunning }, "both daemons still up")
+        #expect(!group.daemons[1].process.stderr.contains("ALSA device"), "the other room noticed nothing")
+        let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        // The room that stayed is the reference: the other's card is matched to it once it is back.
+        let uninterrupted = try SimulatedCards.Report.parse(try runCommand(try Products.peerTool("python"), [
+            Products.repositoryRoot + "/Tests/IntegrationTests/peers/card_skew.py", cards.record(1), cards.record(0),
+        ], timeout: 120))
+        #expect(uninterrupted.restarts.first == 0, "\(uninterrupted.line)")
+        #expect((uninterrupted.restarts.last ?? 0) >= 1, "card0 played again after it came back: \(uninterrupted.line)")
+        let last = uninterrupted.skews.suffix(5)
+        #expect(last.count == 5 && last.allSatisfy { abs($0) <= 1 }, "in step again: \(uninterrupted.line)\n\(ended)")
     }
 
     /// Each second's error at the card against the promise (`card_promise.py`), in ms.

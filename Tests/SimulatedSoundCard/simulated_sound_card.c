@@ -132,7 +132,11 @@ static int simcard_stop(snd_pcm_ioplug_t *io) {
 // The hardware pointer: what left the card, rounded down to the card's granularity.
 static snd_pcm_sframes_t simcard_pointer(snd_pcm_ioplug_t *io) {
     simcard_t *card = io->private_data;
-    if (unplugged(card)) return -ENODEV;
+    if (unplugged(card)) {
+        // As a USB card pulled out: every call on it fails with ENODEV from now on.
+        snd_pcm_ioplug_set_state(io, SND_PCM_STATE_DISCONNECTED);
+        return -ENODEV;
+    }
     if (!card->running) return (snd_pcm_sframes_t)(card->recorded % io->buffer_size);
     advance(card);
     if (card->xrun) return -EPIPE;
