@@ -43,6 +43,20 @@ import Testing
         #expect(findings.allSatisfy { $0.severity == .fine })
     }
 
+    /// On a sound card with a clock of its own, the box says how fast the card runs, what it
+    /// holds and how many frames followed it; a card that had to be restarted is a warning.
+    @Test func theSoundCardsRateAndRestartsAreSaid() throws {
+        let card = Self.healthyStream.dropLast() + #","output":{"ratePPM":201.4,"rateUncertaintyPPM":0.8,"delayMs":100.2,"restarts":0,"framesCorrected":530}}"#
+        let findings = BoxDiagnosis.findings(DoctorObservations(
+            target: "127.0.0.1:7000", local: true, reach: .answered,
+            report: try Self.report(["session": Self.playing(stream: String(card)), "nowPlaying": #"{"state":"playing","volume":-10}"#])))
+        let playing = try #require(findings.first { $0.code == "playing" })
+        #expect(playing.summary.contains("+201 ppm") && playing.summary.contains("530 frames"), "\(playing.summary)")
+        let restarted = card.replacingOccurrences(of: #""restarts":0"#, with: #""restarts":2"#)
+        let codes = Self.codes(try Self.report(["session": Self.playing(stream: restarted), "nowPlaying": #"{"state":"playing","volume":-10}"#]))
+        #expect(codes.contains("card-restarted"))
+    }
+
     @Test func aPlayingSessionIsDescribed() throws {
         let codes = Self.codes(try Self.report(["session": Self.playing(stream: Self.healthyStream),
                                                 "nowPlaying": #"{"state":"playing","volume":-10}"#]))

@@ -229,9 +229,19 @@ public enum BoxDiagnosis {
             findings.append(DoctorFinding("paused", .note, "\(who) has paused."))
         }
         findings += packets(stream, of: session)
+        if let restarts = stream.output?.restarts, restarts > 0 {
+            findings.append(DoctorFinding(
+                "card-restarted", .warning, "The box's sound card stopped and started again \(restarts) time(s) while \(who) played (an underrun, or the card was gone).",
+                evidence: "output restarts \(restarts)",
+                fix: "If it keeps happening: a box too busy to feed the card in time (`top`), or a USB DAC losing its connection (`dmesg`)."))
+        }
         if findings.allSatisfy({ $0.severity >= .note }), played > 0 {
             let p95 = stream.sync?.p95Ms.map { ", within \(format($0)) ms of its clock (p95)" } ?? ""
-            findings.append(DoctorFinding("playing", .fine, "Playing \(who)'s \(stream.codec ?? "audio")\(p95)."))
+            let card = stream.output.map { output in
+                let rate = output.ratePPM.map { "its sound card running \($0 >= 0 ? "+" : "")\(format($0)) ppm" } ?? "its sound card's rate not yet known"
+                return "; \(rate), holding \(format(output.delayMs ?? 0)) ms, \(output.framesCorrected ?? 0) frames inserted or removed to follow it"
+            } ?? ""
+            findings.append(DoctorFinding("playing", .fine, "Playing \(who)'s \(stream.codec ?? "audio")\(p95)\(card)."))
         }
         return findings
     }

@@ -88,6 +88,20 @@ public struct BoxReport: Decodable, Hashable, Sendable {
             /// Mean error, ms.
             public var meanMs: Double?
         }
+        /// What the box's sound card said of its own clock (an output with one: ALSA, an
+        /// audio sink).
+        public struct Output: Decodable, Hashable, Sendable {
+            /// How fast the card's crystal runs off nominal, ppm.
+            public var ratePPM: Double?
+            /// The uncertainty of that rate, ppm.
+            public var rateUncertaintyPPM: Double?
+            /// Milliseconds of audio the card held.
+            public var delayMs: Double?
+            /// Times the card stopped and started again (underruns, reopens).
+            public var restarts: Int?
+            /// Frames inserted or removed to follow it.
+            public var framesCorrected: Int?
+        }
         /// L16, ALAC, AAC or AAC-ELD.
         public var codec: String?
         /// Audio packets received (resends included).
@@ -118,6 +132,8 @@ public struct BoxReport: Decodable, Hashable, Sendable {
         public var clock: Clock?
         /// The playout's error.
         public var sync: Sync?
+        /// The sound card's clock, when the output has one.
+        public var output: Output?
     }
 
     /// A session playing now, or one that ended.
