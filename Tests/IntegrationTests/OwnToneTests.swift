@@ -19,7 +19,7 @@ import Testing
         var owntone: OwnToneSender?
         static let title = "OwnTone Noise"
 
-        init(label: String, count: Int, secondTrack: Bool = false) throws {
+        init(label: String, count: Int, secondTrack: Bool = false, trackSeconds: Int = 30) throws {
             sender = try TestHost(label: label + "-owntone")
             var rooms: [TestHost] = [], links: [String] = []
             for index in 1...count {
@@ -34,7 +34,7 @@ import Testing
             try sender.startAvahi(interfaces: links)
             // `link(to:)` names the room's end like OwnTone's, ending in p.
             for (room, link) in zip(rooms, links) { try room.startAvahi(interfaces: [String(link.dropLast()) + "p"]) }
-            let pcm = try OwnToneSender.makeTrack(in: sender.directory + "/music", title: Self.title, seconds: 30)
+            let pcm = try OwnToneSender.makeTrack(in: sender.directory + "/music", title: Self.title, seconds: trackSeconds)
             source = Array(try Data(contentsOf: URL(fileURLWithPath: pcm)))
             if secondTrack {
                 // Made beside the library (its PCM lands next to the folder), then moved in.
@@ -48,10 +48,11 @@ import Testing
 
         /// Starts a room per host (`airplay2` on: AirPlay 2 with PTP; off: AirPlay 1 only), each
         /// with `config` and `environment` when given, then OwnTone.
-        func start(airplay2: Bool = true, config: String? = nil, environment: [String: String] = [:]) throws {
+        func start(airplay2: Bool = true, config: String? = nil, environment: [String: String] = [:],
+                   audioOutput: ((Int) -> String)? = nil) throws {
             daemons = try rooms.enumerated().map { index, room in
                 var extra = ["--airplay2", airplay2 ? "on" : "off", "--ptp", airplay2 ? "on" : "off", "--video", "off",
-                             "--audio-output", "raw:\(outputs[index])"]
+                             "--audio-output", audioOutput?(index) ?? "raw:\(outputs[index])"]
                 if let config {
                     try config.write(toFile: room.directory + "/airplayd.toml", atomically: true, encoding: .utf8)
                     extra += ["--config", room.directory + "/airplayd.toml"]
@@ -139,6 +140,30 @@ import Testing
         #expect(inStep(report.skews, atLeast: 25), "\(report.skews)")
         print("measure: OwnTone AirPlay 2 (PTP, realtime) to two airplayd, room 1 bit-exact \(exact * 100) %, "
               + "skew per second \(report.skews) ms")
+    }
+
+    /// OwnTone's two-room AirPlay 2 group (realtime on its PTP clock) on two sound cards whose
+    /// crystals run 200 ppm fast and 200 ppm slow: each room follows its card, and every second
+    /// the same frames leave the two cards within a millisecond of each other.
+    @Test func twoOwnToneRoomsOnCards400PPMApartStayInStepAtTheCards() throws {
+        try TestHost.require(["ffmpeg", "curl"])
+        let setup = try Setup(label: "otc", count: 2, trackSeconds: 62)
+        let cards = try SimulatedCards(label: "owntone", ppm: [200, -200])
+        try setup.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
+        let owntone = try #require(setup.owntone)
+        let outputs = try owntone.waitForOutputs(setup.names)
+        try owntone.play(title: Setup.title, to: outputs)
+        #expect(poll(timeout: 10, interval: 0.2) { (try? owntone.state()) == "play" }, "\(owntone.log)")
+        #expect(poll(timeout: 90, interval: 1) { (try? owntone.state()) != "play" }, "the track ends")
+        Thread.sleep(forTimeInterval: 2)
+        let ended = setup.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
+        for daemon in setup.daemons { daemon.process.stop(grace: 2) }
+        let report = try cards.compare(skip: 2)
+        #expect(report.skews.count >= 50, "\(report.line)\n\(ended)")
+        #expect(report.p99 <= 1 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)\n\(ended)")
+        #expect(report.restarts == [0, 0], "\(report.line)\n\(ended)")
+        let sorted = report.skews.map(abs).sorted()
+        print("measure: OwnTone AirPlay 2 group to two rooms on cards at +200/-200 ppm: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms")
     }
 
     /// OwnTone to a room that speaks only AirPlay 1: RAOP with flags-7 syncs on its NTP clock,
