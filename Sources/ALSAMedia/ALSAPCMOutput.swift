@@ -64,11 +64,14 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         deviceName = device
         self.format = format
         self.events = events
-        self.lead = lead
         if let missing = cairplay_alsa_load() {
             throw MediaError(code: -1, domain: "airplayd.alsa", message: "libasound.so.2 \(String(cString: missing))")
         }
         let (pcm, container) = try Self.open(device, format: format)
+        // A card that gave less buffer than asked is kept at most half full.
+        var buffer = snd_pcm_uframes_t(0), period = snd_pcm_uframes_t(0)
+        let held = snd_pcm_get_params(pcm, &buffer, &period) >= 0 && buffer > 0 ? Double(buffer) / Double(format.sampleRate) : 2 * lead
+        self.lead = min(lead, held / 2)
         self.device = Mutex(Device(pcm: pcm, container: container))
     }
 
@@ -126,8 +129,8 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             }
             Self.encode(samples, format: format, as: device.container, into: &device.bytes)
             let frames = samples.count / max(1, format.channels)
-            var offset = 0
-            while offset < frames {
+            var offset = 0, restarts = 0
+            while offset < frames, restarts < 3 {   // a card that underruns at once is not retried forever
                 let done = device.bytes.withUnsafeBytes { raw in
                     snd_pcm_writei(pcm, raw.baseAddress! + offset * device.container.bytes * format.channels,
                                    snd_pcm_uframes_t(frames - offset))
@@ -136,6 +139,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
                     offset += done
                     device.written += done
                 } else if done == -Int(EPIPE) || done == -Int(ESTRPIPE), restart(&device, pcm) {
+                    restarts += 1
                     report = "ALSA device \"\(deviceName)\" underran; restarted"
                     device.underran = false
                     device.restarts += 1
