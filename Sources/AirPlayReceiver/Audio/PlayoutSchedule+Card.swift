@@ -84,23 +84,12 @@ extension PlayoutSchedule {
         let window = framesSinceReading == 0 ? lead + cardDither : lead + Self.cardGroup
         waitingForData = packets[key] == nil
         guard let samples = packets[key] else {
-            guard let newer = packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
-                .min(by: { ($0 &- key) < ($1 &- key) }) else {
-                if now - lastArrival > bufferDelay + 0.5 {
-                    self.run = nil
-                    return .idle
-                }
-                return .wait(0.01)
+            let frames: Int
+            switch missing(key, now: now, jumpAnchor: heard) {
+            case .step(let step): return step
+            case .silence(let count): frames = count   // a real gap: silence when the card needs it
             }
-            let gap = Int(newer &- key)
-            if gap > Int(sampleRate) {
-                self.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: heard)
-                stats.reanchors += 1
-                return .wait(0)
-            }
-            // A real gap: silence in its place, when the card needs it.
             if heard - now > window { return .wait(heard - window - now) }
-            let frames = min(gap, framesPerPacket)
             stats.lost += 1
             run.nextTimestamp = key &+ UInt32(frames)
             run.framesOut += frames

@@ -209,25 +209,11 @@ struct PlayoutSchedule {
         let early = firstOfGroup ? 0.0005 : max(0.0005, writeAhead)
         self.waitingForData = self.packets[key] == nil
         guard let samples = self.packets[key] else {
-            // Missing. With nothing newer buffered the stream has not gone on (its end, or a
-            // stall): wait, and after a while let the next packet start a new run.
-            guard let newer = self.packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 })
-                .min(by: { ($0 &- key) < ($1 &- key) }) else {
-                if now - self.lastArrival > bufferDelay + 0.5 {
-                    self.run = nil
-                    return .idle
-                }
-                return .wait(0.01)
+            let frames: Int
+            switch missing(key, now: now, jumpAnchor: now) {
+            case .step(let step): return step
+            case .silence(let count): frames = count   // a real gap: silence when its time comes
             }
-            let gap = Int(newer &- key)
-            if gap > Int(sampleRate) {
-                // The sender jumped ahead without a FLUSH: continue there, on a fresh schedule.
-                self.run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: now)
-                self.stats.reanchors += 1
-                return .wait(0)
-            }
-            // A real gap: its frames become silence when their time comes.
-            let frames = min(gap, framesPerPacket)
             let due = (run.outputStart ?? now) + Double(run.framesOut) / sampleRate
             if due - now > early { return .wait(due - now) }
             self.stats.lost += 1
@@ -304,6 +290,35 @@ struct PlayoutSchedule {
         let outputTime = writeAhead > 0 ? max(now, due) : now
         self.stats.syncError.add(outputTime - target - Double(cut) / sampleRate)
         return frames.isEmpty ? .wait(0) : .write(frames, gain: self.gain)
+    }
+
+    /// What a missing packet calls for.
+    enum Missing {
+        /// Nothing to write now: this step.
+        case step(Step)
+        /// A gap: this many frames of silence in its place when their time comes.
+        case silence(frames: Int)
+    }
+
+    /// Packet `key` is not here. With nothing newer buffered the stream has not gone on (its
+    /// end, or a stall): wait, and after a while let the next packet start a new run. A packet
+    /// more than a second ahead is the sender jumping without a FLUSH: a fresh run starts there,
+    /// anchored at `jumpAnchor`. Otherwise the gap is silence.
+    mutating func missing(_ key: UInt32, now: Double, jumpAnchor: Double) -> Missing {
+        guard let newer = packets.keys.filter({ Int32(bitPattern: $0 &- key) > 0 }).min(by: { ($0 &- key) < ($1 &- key) }) else {
+            if now - lastArrival > bufferDelay + 0.5 {
+                run = nil
+                return .step(.idle)
+            }
+            return .step(.wait(0.01))
+        }
+        let gap = Int(newer &- key)
+        if gap > Int(sampleRate) {
+            run = Run(nextTimestamp: newer, anchorTimestamp: newer, anchorTime: jumpAnchor)
+            stats.reanchors += 1
+            return .step(.wait(0))
+        }
+        return .silence(frames: min(gap, framesPerPacket))
     }
 
     /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added

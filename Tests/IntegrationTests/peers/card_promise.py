@@ -14,39 +14,16 @@ prints: OK {"errors_ms": [per second: leave time minus promise], "matched", "sec
 import json
 import sys
 
+from card_skew import leave_time, load
+
 RATE, FRAME = 44100, 4
-
-
-def load_timing(record):
-    runs = []
-    with open(record + ".timing") as handle:
-        for line in handle:
-            parts = line.split()
-            if parts and parts[0] == "run":
-                runs.append((int(parts[1]), int(parts[2]), float(parts[3])))
-                if len(parts) > 4 and int(parts[4]) != FRAME:
-                    raise SystemExit(f"FAIL {record} holds {parts[4]}-byte frames, not S16LE stereo")
-    return runs
-
-
-def leave_time(runs, frame):
-    chosen = None
-    for run in runs:
-        if run[1] <= frame:
-            chosen = run
-    if chosen is None:
-        return None
-    start, first, rate = chosen
-    return start / 1e9 + (frame - first) / rate
 
 
 def main():
     reference_path, record, first_ns, offset_ns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     with open(reference_path, "rb") as handle:
         reference = handle.read()
-    with open(record + ".pcm", "rb") as handle:
-        played = handle.read()
-    runs = load_timing(record)
+    played, runs, _ = load(record, FRAME)
     first_monotonic = (first_ns - offset_ns) / 1e9
     errors, matched, guess = [], 0, None
     seconds = len(reference) // FRAME // RATE
