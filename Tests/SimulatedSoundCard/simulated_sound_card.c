@@ -17,7 +17,7 @@
 //   pcm.room { type simcard ppm 200 record "/tmp/x/room" granularity_us 1000 unplug "/tmp/x/gone" }
 // While the `unplug` file exists the card is gone: opening fails and a running stream errors
 // with -ENODEV, as a USB DAC pulled out does.
-#include <alsa/asoundlib.h>
+#include "simulated_sound_card.h"
 #include <alsa/pcm_external.h>
 #include <errno.h>
 #include <inttypes.h>
