@@ -14,7 +14,9 @@ final class SimulatedCards: @unchecked Sendable {
     /// One card per entry of `ppm`, named `card0`, `card1`, ….
     init(label: String, ppm: [Double]) throws {
         self.ppm = ppm
-        let directory = Products.scratchDirectory("cards-" + label)
+        // ALSA_CONFIG_PATH is a list split at colons: the folder's name must have none.
+        let name = String(label.map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        let directory = Products.scratchDirectory("cards-" + name)
         self.directory = directory
         let plugin = Products.buildDirectory + "/libasound_module_pcm_simcard.so"
         guard FileManager.default.fileExists(atPath: plugin) else {
