@@ -176,10 +176,12 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             default:
                 break
             }
-            var available = snd_pcm_sframes_t(0), delay = snd_pcm_sframes_t(0)
-            let before = Self.now()
-            let result = snd_pcm_avail_delay(pcm, &available, &delay)
-            let after = Self.now()
+            var available = snd_pcm_sframes_t(0), delay = snd_pcm_sframes_t(0), result: Int32 = 0
+            let (time, _) = SystemClock().tightlyTimed { () -> Bool? in
+                result = snd_pcm_avail_delay(pcm, &available, &delay)
+                return result < 0 ? nil : true
+            } ?? (Self.now(), true)
+            let after = time
             if result < 0 {
                 if result == -EPIPE || result == -ESTRPIPE, restart(&device, pcm) {
                     return OutputClockReading(time: after, writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
@@ -189,7 +191,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             }
             // A stopped or just prepared card holds nothing yet, whatever it says.
             let queued = snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING ? max(0, delay) : 0
-            return OutputClockReading(time: (before + after) / 2, writtenFrames: device.written,
+            return OutputClockReading(time: time, writtenFrames: device.written,
                                       queuedFrames: queued, restarts: device.restarts)
         }
         if let report { events(report) }

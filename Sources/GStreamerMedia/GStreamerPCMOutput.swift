@@ -113,10 +113,8 @@ public final class GStreamerPCMOutput: PCMOutput, @unchecked Sendable {
     /// What the sink holds now: the written audio's end less the running time and the latency
     /// (before the first write, what a first buffer would wait: the start margin and latency).
     public func clockReading() -> OutputClockReading? {
-        let before = SystemClock().now()
-        let now: Int = cairplay_running_time(pipeline)
-        let after = SystemClock().now()
-        let latency = Int(presentationDelay * 1e9), rate = Double(format.sampleRate), time = (before + after) / 2
+        guard let (time, now) = SystemClock().tightlyTimed({ () -> Int? in cairplay_running_time(pipeline) }) else { return nil }
+        let latency = Int(presentationDelay * 1e9), rate = Double(format.sampleRate)
         return run.withLock { run in
             // Not playing yet (it prerolls on the first buffer): what is written now waits the
             // margin, after what was written.
