@@ -106,14 +106,6 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         try Self.twoRooms(timing: timing, output: { "alsa:card\($0)" })
     }
 
-    /// The same through GStreamer's `alsasink`, as a user names it: the pipeline runs on the
-    /// sink's clock (its card's), which the playout follows as it follows a native ALSA card.
-    @Test func twoRoomsThroughAlsasinkStayInStepAtTheCards() throws {
-        // Its card starts once its ring buffer is full, a moment the first readings cannot tell:
-        // the first two seconds are its start (once 1.1 ms apart in a clean clone, then 0.13).
-        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsasink device=card\($0)" }, seconds: 62, skip: 2)
-    }
-
     /// Two rooms on cards at +200 and -200 ppm, `seconds` of one stream: every second the same
     /// frames left the two cards within a millisecond, no card underran, each room said its rate.
     static func twoRooms(timing: CardTestTiming, output: @escaping (Int) -> String, seconds: Int = 122, skip: Double = 1) throws {
