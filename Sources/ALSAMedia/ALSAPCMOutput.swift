@@ -162,17 +162,17 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             // A card gone holds nothing: the playout goes on writing in time (into nothing until
             // it is back), so it comes back at the right place in the stream.
             guard let pcm = device.pcm else {
-                return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                return Self.holdingNothing(device)
             }
             switch snd_pcm_state(pcm) {
             case SND_PCM_STATE_XRUN:
                 if !restart(&device, pcm) {
                     report = lost(&device, pcm, code: -ENODEV)
-                    return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                    return Self.holdingNothing(device)
                 }
             case SND_PCM_STATE_DISCONNECTED:
                 report = lost(&device, pcm, code: -ENODEV)
-                return OutputClockReading(time: Self.now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                return Self.holdingNothing(device)
             default:
                 break
             }
@@ -181,13 +181,12 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
                 result = snd_pcm_avail_delay(pcm, &available, &delay)
                 return result < 0 ? nil : true
             } ?? (Self.now(), true)
-            let after = time
             if result < 0 {
                 if result == -EPIPE || result == -ESTRPIPE, restart(&device, pcm) {
-                    return OutputClockReading(time: after, writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                    return Self.holdingNothing(device)
                 }
                 report = lost(&device, pcm, code: result)
-                return OutputClockReading(time: after, writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
+                return Self.holdingNothing(device)
             }
             // A stopped or just prepared card holds nothing yet, whatever it says.
             let queued = snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING ? max(0, delay) : 0
@@ -208,6 +207,12 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             device.pcm = nil
             device.lastOpenAttempt = .infinity   // closed for good: never reopened
         }
+    }
+
+    /// A reading of a card that holds nothing (gone, or just restarted): what is written now
+    /// would start it.
+    private static func holdingNothing(_ device: Device) -> OutputClockReading {
+        OutputClockReading(time: now(), writtenFrames: 0, queuedFrames: 0, restarts: device.restarts)
     }
 
     /// Prepares the card again after an underrun; the next write starts it. False when the
