@@ -86,6 +86,9 @@ let package = Package(
         // alsa-lib, opened on its first call (headers from libasound2-dev): the native ALSA output.
         .target(name: "CALSA", dependencies: ["CLazyLink"]),
         .target(name: "ALSAMedia", dependencies: ["CALSA", "AirPlayMedia"]),
+        // libsoxr, opened on its first call (headers from libsoxr-dev): drift correction by resampling.
+        .target(name: "CSoxr", dependencies: ["CLazyLink"]),
+        .target(name: "SoxrMedia", dependencies: ["CSoxr", "AirPlayMedia"]),
 
         // Stateless wire codecs.
         .target(name: "AirPlayWire", dependencies: [
@@ -137,7 +140,7 @@ let package = Package(
         // systemd, the journal, the page, the media engine and probe, and the wiring.
         .target(name: "AirPlayDaemon", dependencies: [
             "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
-            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia",
+            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia", "SoxrMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -201,7 +204,7 @@ let package = Package(
         ]),
         .testTarget(name: "AirPlayPlistTests", dependencies: ["AirPlayPlist", "AirPlayWire"]),
         .testTarget(name: "AirPlayNowPlayingTests", dependencies: ["AirPlayNowPlaying", "AirPlayWire"]),
-        .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia"]),
+        .testTarget(name: "AirPlayMediaTests", dependencies: ["AirPlayMedia", "AirPlayTesting", "FLACMedia", "GStreamerMedia", "SoxrMedia"]),
         .testTarget(name: "AirPlayCryptoTests", dependencies: ["AirPlayCrypto", "AirPlayTesting"]),
         .testTarget(name: "AirPlayPairingTests", dependencies: [
             "AirPlayPairing", "AirPlayCrypto", "AirPlayTesting", .product(name: "NIOEmbedded", package: "swift-nio"),

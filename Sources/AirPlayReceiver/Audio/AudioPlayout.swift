@@ -101,13 +101,14 @@ public final class AudioPlayout: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// A playout of audio in `format` to an output; without a trusted `timeline`, `bufferDelay`
-    /// seconds of audio are buffered before playing.
+    /// seconds of audio are buffered before playing. Drift is followed as `correction` says.
     public init(output: any PCMOutput, timeline: (any PlayoutTimeline)? = nil, format: PCMFormat, framesPerPacket: Int,
-                bufferDelay: Double = 0.5) {
+                bufferDelay: Double = 0.5, correction: DriftCorrection = .stuff) {
         self.output = output
         maximumSample = format.maximumSample
         state = Mutex(Locked(schedule: PlayoutSchedule(timeline: timeline, sampleRate: format.sampleRate, channels: format.channels,
-                                                       framesPerPacket: framesPerPacket, bufferDelay: bufferDelay)))
+                                                       framesPerPacket: framesPerPacket, bufferDelay: bufferDelay,
+                                                       correction: correction, maximumSample: format.maximumSample)))
         DedicatedThread.start(name: "raop-playout") { [self] in
             run()
             finished.signal()

@@ -71,6 +71,10 @@ struct PlayoutSchedule {
     let channels: Int
     let framesPerPacket: Int
     let bufferDelay: Double
+    /// How drift is corrected: stuffed frames, a resampled packet, or not at all.
+    let correction: DriftCorrection
+    /// The largest sample value of the stream's depth (a resampled packet is clamped to it).
+    let maximumSample: Int32
     /// Packets in a second: how long the output must be out of tolerance before it is corrected.
     private var confirmationPackets: Int { max(1, Int(sampleRate) / max(1, framesPerPacket)) }
 
@@ -89,20 +93,31 @@ struct PlayoutSchedule {
     var framesSinceReading = 0
     /// How much less than the lead this wake-up leaves queued, and the state it is drawn from.
     var cardDither = 0.0
+    /// A run's first write just started the card: nothing more until it is read again.
+    var cardStarting = false
     var ditherState: UInt64 = 0x9E37_79B9_7F4A_7C15
     /// Set while the output thread waits for a packet (idle or a gap): only then does an
     /// arrival need to wake it; otherwise it sleeps until the next packet is due.
     var waitingForData = true
+    /// The last packet's worth of frames handed out (only while resampling: a resampled packet
+    /// joins what was heard before it).
+    var recentlyWritten: [Int32] = []
 
     /// A schedule for a stream's format; without a trusted `timeline`, packets play
     /// `bufferDelay` seconds after the first of a run arrived.
-    init(timeline: (any PlayoutTimeline)?, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double) {
+    init(timeline: (any PlayoutTimeline)?, sampleRate: Int, channels: Int, framesPerPacket: Int, bufferDelay: Double,
+         correction: DriftCorrection = .stuff, maximumSample: Int32 = 32767) {
         self.timeline = timeline
         self.sampleRate = Double(sampleRate)
         self.channels = channels
         self.framesPerPacket = framesPerPacket
         self.bufferDelay = bufferDelay
+        self.correction = correction
+        self.maximumSample = maximumSample
     }
+
+    /// Whether drift is corrected gradually at all (`audio_drift_correction` not `off`).
+    var correctsDrift: Bool { if case .off = correction { false } else { true } }
 
     /// Takes a packet's samples that arrived at `arrival`; true when the output thread waits
     /// for data and must be woken.
@@ -221,7 +236,7 @@ struct PlayoutSchedule {
             run.framesOut += frames
             self.stats.framesPlayed += frames
             self.run = run
-            return .write([Int32](repeating: 0, count: frames * channels), gain: self.gain)
+            return .write(written([Int32](repeating: 0, count: frames * channels)), gain: self.gain)
         }
 
         // When this packet should be written: its meant time, less the output's own delay.
@@ -263,7 +278,7 @@ struct PlayoutSchedule {
             frames = Array(samples.dropFirst(cut * channels))
             self.stats.reanchors += 1
             if frames.isEmpty { self.stats.skipped += 1 }
-        } else if abs(error) > max(Self.tolerance, timed != nil ? timeline?.uncertainty ?? 0 : 0)
+        } else if correctsDrift, abs(error) > max(Self.tolerance, timed != nil ? timeline?.uncertainty ?? 0 : 0)
                     || (run.correcting && abs(error) > Self.settled) {
             // Drift: one frame more or less per packet (at most 0.28 % of a second per second),
             // once the output has been 2 ms off for a whole second, until back within half a
@@ -271,7 +286,7 @@ struct PlayoutSchedule {
             // timeline smooths away) changes nothing: real drift takes seconds to build up.
             run.outOfTolerance += 1
             if run.correcting || run.outOfTolerance >= confirmationPackets {
-                frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+                frames = corrected(samples, at: key, by: error > 0 ? -1 : 1)
                 if error > 0 { self.stats.framesRemoved += 1 } else { self.stats.framesInserted += 1 }
                 run.correcting = true
             }
@@ -289,7 +304,7 @@ struct PlayoutSchedule {
         // Written early, a frame is still heard at its place in the output's stream.
         let outputTime = writeAhead > 0 ? max(now, due) : now
         self.stats.syncError.add(outputTime - target - Double(cut) / sampleRate)
-        return frames.isEmpty ? .wait(0) : .write(frames, gain: self.gain)
+        return frames.isEmpty ? .wait(0) : .write(written(frames), gain: self.gain)
     }
 
     /// What a missing packet calls for.
@@ -321,21 +336,60 @@ struct PlayoutSchedule {
         return .silence(frames: min(gap, framesPerPacket))
     }
 
-    /// Adds (`by` = 1) or removes (`by` = -1) one frame in the middle of a packet. The frame added
-    /// or the pair replaced is the average of its neighbours, so the waveform stays continuous.
+    /// Packet `key`'s samples one frame longer (`by` = 1) or shorter (-1), as `correction`
+    /// says: resampled with what was heard before and the packet after as context, or stuffed
+    /// (also when resampling fails).
+    func corrected(_ samples: [Int32], at key: UInt32, by change: Int) -> [Int32] {
+        if case .resample(let resampler) = correction {
+            let frames = samples.count / channels
+            let after = packets[key &+ UInt32(frames)] ?? []
+            if let resampled = resampler.resample(samples, to: frames + change, before: recentlyWritten[...], after: after[...],
+                                                  channels: channels, maximumSample: maximumSample) {
+                return resampled
+            }
+        }
+        return Self.stretch(samples, channels: channels, by: change)
+    }
+
+    /// `frames`, about to be handed out; while resampling, the last packet's worth is kept as
+    /// the context of the next correction.
+    mutating func written(_ frames: [Int32]) -> [Int32] {
+        guard case .resample = correction else { return frames }
+        let keep = max(1, framesPerPacket) * channels
+        if frames.count >= keep {
+            recentlyWritten = Array(frames.suffix(keep))
+        } else {
+            recentlyWritten.append(contentsOf: frames)
+            if recentlyWritten.count > keep { recentlyWritten.removeFirst(recentlyWritten.count - keep) }
+        }
+        return frames
+    }
+
+    /// Adds (`by` = 1) or removes (`by` = -1) one frame where the packet is quietest (the two
+    /// neighbouring frames of least amplitude, so a stuffed frame is least heard). The frame
+    /// added, or the one that replaces the pair, is their average: the waveform stays continuous.
     static func stretch(_ samples: [Int32], channels: Int, by change: Int) -> [Int32] {
         let frames = samples.count / channels
         guard frames >= 2, channels > 0 else { return change > 0 ? samples + samples.suffix(channels) : samples }
-        let middle = frames / 2
+        // The pair (quietest - 1, quietest) of least summed magnitude, over every channel.
+        var quietest = 1, least = Int.max
+        for index in 1..<frames {
+            var loudness = 0
+            for channel in 0..<channels {
+                loudness += abs(Int(samples[(index - 1) * channels + channel])) + abs(Int(samples[index * channels + channel]))
+            }
+            if loudness < least { (quietest, least) = (index, loudness) }
+        }
         var average = [Int32](repeating: 0, count: channels)
         for channel in 0..<channels {
-            average[channel] = Int32((Int(samples[(middle - 1) * channels + channel]) + Int(samples[middle * channels + channel])) / 2)
+            average[channel] = Int32((Int(samples[(quietest - 1) * channels + channel]) + Int(samples[quietest * channels + channel])) / 2)
         }
         var out = samples
         if change > 0 {
-            out.insert(contentsOf: average, at: middle * channels)
+            out.insert(contentsOf: average, at: quietest * channels)
         } else {
-            out.replaceSubrange((middle - 1) * channels..<(middle + 1) * channels, with: average)
+            out.replaceSubrange((quietest - 1) * channels..<(quietest + 1) * channels, with: average)
         }
         return out
-    }}
+    }
+}
