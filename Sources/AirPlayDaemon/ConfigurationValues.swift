@@ -1,6 +1,29 @@
 import AirPlayPairing
 import FoundationEssentials
 
+/// How drift is corrected (`audio_drift_correction`, `--audio-drift-correction`), by name.
+public enum DriftCorrectionMode: String, Hashable, Sendable, CaseIterable {
+    /// Single frames added or removed where the packet is quietest (default).
+    case stuff
+    /// Packets resampled a frame longer or shorter through libsoxr.
+    case resample
+    /// Only jumps past 20 ms are followed.
+    case off
+}
+
+extension AudioOutput {
+    /// The control device of the card an `alsa:` output plays to, for its mixer: `hw:1,0` and
+    /// `plughw:1,0` are on `hw:1`, `hw:CARD=Device,DEV=0` on `hw:CARD=Device`; any other name
+    /// (a device of the ALSA configuration, `default`) is taken as a control device too.
+    public var mixerDevice: String? {
+        guard case .alsa(let device) = self else { return nil }
+        var name = device
+        if name.hasPrefix("plughw:") { name.removeFirst(4) }
+        guard name.hasPrefix("hw:") else { return name }
+        return String(name.split(separator: ",", maxSplits: 1).first ?? Substring(name))
+    }
+}
+
 /// Where the box's audio goes (`audio_output`, `--audio-output`).
 public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
     /// A GStreamer sink description (`autoaudiosink`, `alsasink device=hw:0`, `fakesink sync=true`).

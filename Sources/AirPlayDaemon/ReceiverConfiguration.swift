@@ -34,6 +34,13 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var videoRefuseLocalURLs: Bool = false
     /// Whether an ANNOUNCE from another sender takes over the audio or gets 453 (`audio_takeover`).
     public var audioTakeover: AudioTakeover = .replace
+    /// How each room follows a drifting sound card or sender clock (`audio_drift_correction`).
+    public var audioDriftCorrection: DriftCorrectionMode = .stuff
+    /// The sound card's mixer element the sender's volume goes to (`alsa_mixer`, e.g. "PCM");
+    /// empty: volume scales the samples.
+    public var alsaMixer: String = ""
+    /// The control device that element is on (`alsa_mixer_device`); empty: the card of `alsa:DEVICE`.
+    public var alsaMixerDevice: String = ""
     /// The password audio senders must give (`password`); empty means none.
     public var password: String = ""
     /// Seconds without RTSP or RTP after which an audio session ends (`audio_session_timeout`).
@@ -193,6 +200,11 @@ extension ReceiverConfiguration {
         if !tlsCAFile.isEmpty {
             guard tlsCAFile.hasPrefix("/"), FileManager.default.isReadableFile(atPath: tlsCAFile) else {
                 throw ConfigurationError(key: "tls_ca_file", message: "must be an absolute path to a readable PEM file, got \"\(tlsCAFile)\"")
+            }
+        }
+        if !alsaMixer.isEmpty {
+            guard case .alsa = audioOutput else {
+                throw ConfigurationError(key: "alsa_mixer", message: "needs audio_output = \"alsa:DEVICE\" (the card whose mixer it is), got \"\(audioOutput)\"")
             }
         }
         if access == .password, password.isEmpty {

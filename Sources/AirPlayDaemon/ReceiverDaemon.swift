@@ -14,6 +14,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import SoxrMedia
 import UnixSignals
 
 /// The receiver as one service: control port, mDNS publication, systemd notification, watchdog.
@@ -110,7 +111,36 @@ public final class ReceiverDaemon: Service, Sendable {
             takeover: configuration.audioTakeover,
             sessionTimeout: Double(configuration.audioSessionTimeout), nowPlaying: nowPlaying,
             faultDropPercent: Self.faultDropPercent(logger: logger), faultRefuseRealtimeStreams: Self.faultRefuseRealtimeStreams(logger: logger),
-            ptp: ptp, logger: logger)
+            ptp: ptp, driftCorrection: makeDriftCorrection(), hardwareVolume: makeHardwareVolume(), logger: logger)
+    }
+
+    /// `audio_drift_correction` as the playouts take it; `resample` without libsoxr stuffs
+    /// frames instead, and says why.
+    private func makeDriftCorrection() -> DriftCorrection {
+        switch configuration.audioDriftCorrection {
+        case .stuff: return .stuff
+        case .off: return .off
+        case .resample:
+            do {
+                return .resample(try SoxrPacketResampler())
+            } catch {
+                logger.error("audio_drift_correction = \"resample\" needs libsoxr; stuffing frames instead", metadata: ["reason": "\(error)"])
+                return .stuff
+            }
+        }
+    }
+
+    /// The card's mixer (`alsa_mixer`), opened now so a wrong name is said at start.
+    private func makeHardwareVolume() -> (any HardwareVolume)? {
+        guard !configuration.alsaMixer.isEmpty,
+              let device = configuration.alsaMixerDevice.isEmpty ? configuration.audioOutput.mixerDevice : configuration.alsaMixerDevice
+        else { return nil }
+        let logger = self.logger
+        let mixer = ALSAMixer(device: device, element: configuration.alsaMixer, events: { logger.warning("\($0)") })
+        if mixer.open() == nil {
+            logger.info("volume on the card's mixer", metadata: ["mixer": "\(mixer.element)", "device": "\(device)", "range": "\(mixer.range ?? "?")"])
+        }
+        return mixer
     }
 
     /// Test-only: `AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS=N` (1 to 30) shortens how long a silent PTP

@@ -58,8 +58,14 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "AirPlay 2 (pairing, plist sessions, ChaCha20 audio) beside AirPlay 1: on or off.")
     var airplay2: Toggle?
 
-    @Option(name: .customLong("audio-output"), help: "GStreamer audio sink description, or raw:PATH.")
+    @Option(name: .customLong("audio-output"), help: "alsa:DEVICE, a GStreamer audio sink description, or raw:PATH.")
     var audioOutput: String?
+
+    @Option(name: .customLong("audio-drift-correction"), help: "Following a drifting card or sender: stuff, resample or off.")
+    var audioDriftCorrection: String?
+
+    @Option(name: .customLong("alsa-mixer"), help: "With --audio-output alsa:DEVICE: the card's mixer element for volume (e.g. PCM).")
+    var alsaMixer: String?
 
     @Option(name: .customLong("video-sink"), help: "GStreamer video sink description.")
     var videoSink: String?
@@ -151,6 +157,13 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let audio { settings.audioEnabled = audio == .on }
         if let airplay2 { settings.airPlay2 = airplay2 == .on }
         if let audioOutput { settings.audioOutput = try AudioOutput(parsing: audioOutput) }
+        if let audioDriftCorrection {
+            guard let mode = DriftCorrectionMode(rawValue: audioDriftCorrection) else {
+                throw ConfigurationError(key: "audio_drift_correction", message: "must be \"stuff\", \"resample\" or \"off\", got \"\(audioDriftCorrection)\"")
+            }
+            settings.audioDriftCorrection = mode
+        }
+        if let alsaMixer { settings.alsaMixer = alsaMixer }
         if let videoSink { settings.videoSink = videoSink }
         if let stateDir { settings.stateDirectory = stateDir }
         if let instance { settings.instance = instance }

@@ -53,6 +53,20 @@ import Testing
         #expect(configuration.nowPlaying.mpris == .system && configuration.audioOutput == .sink("alsasink device=hw:0"))
     }
 
+    /// A card's mixer is on its control device: the card's part of the ALSA device name.
+    @Test func theMixerIsOnTheCardOfTheALSADevice() throws {
+        let configuration = try ReceiverConfiguration.parse(toml: """
+            audio_output = "alsa:plughw:1,0"
+            alsa_mixer = "PCM"
+            audio_drift_correction = "resample"
+            """)
+        #expect(configuration.alsaMixer == "PCM" && configuration.audioDriftCorrection == .resample)
+        #expect(configuration.audioOutput.mixerDevice == "hw:1")
+        #expect(AudioOutput.alsa(device: "hw:CARD=Device,DEV=0").mixerDevice == "hw:CARD=Device")
+        #expect(AudioOutput.alsa(device: "default").mixerDevice == "default")
+        #expect(AudioOutput.sink("alsasink").mixerDevice == nil)
+    }
+
     private func error(_ toml: String) -> ConfigurationError? {
         do {
             _ = try ReceiverConfiguration.parse(toml: toml)
@@ -89,6 +103,8 @@ import Testing
         ("video_max_resolution = \"big\"", "video_max_resolution", "WIDTHxHEIGHT"),
         ("password = \"\(String(repeating: "p", count: 65))\"", "password", "at most 64 bytes"),
         ("request_timeout = 0", "request_timeout", "got 0"),
+        ("audio_drift_correction = \"soxr\"", "audio_drift_correction", "\"resample\""),
+        ("alsa_mixer = \"PCM\"", "alsa_mixer", "alsa:DEVICE"),
     ])
     func badValuesNameTheKeyAndWhatIsAllowed(toml: String, key: String, hint: String) throws {
         let problem = try #require(error(toml))

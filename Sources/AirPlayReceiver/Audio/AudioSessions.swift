@@ -72,6 +72,10 @@ public final class AudioSessions: Sendable {
     private let authenticator: DigestAuthenticator?
     private let deviceID: [UInt8]
     private let makeOutput: OutputFactory
+    /// How each playout follows a drifting clock (`audio_drift_correction`).
+    private let driftCorrection: DriftCorrection
+    /// The card's mixer, when the sender's volume goes there instead of into the samples.
+    private let hardwareVolume: (any HardwareVolume)?
     let decoders: any RAOPDecoderFactory
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
@@ -96,12 +100,16 @@ public final class AudioSessions: Sendable {
     /// The last sessions as they ended (`SessionHistory`).
     let history = NIOLockedValueBox(SessionHistory())
 
-    /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`.
+    /// Audio sessions playing to outputs made by `makeOutput`, decoding with `decoders`, following
+    /// drifting clocks as `driftCorrection` says, the volume on `hardwareVolume` when there is one.
     public init(group: any EventLoopGroup, deviceID: DeviceID, password: String? = nil, makeOutput: @escaping OutputFactory,
                 decoders: any RAOPDecoderFactory, takeover: AudioTakeover, sessionTimeout: Double = 30, nowPlaying: NowPlaying,
                 faultDropPercent: Int = 0, faultRefuseRealtimeStreams: Bool = false, clock: any MonotonicClock = SystemClock(),
-                ptp: (any PTPClock)? = nil, logger: Logger) {
+                ptp: (any PTPClock)? = nil, driftCorrection: DriftCorrection = .stuff,
+                hardwareVolume: (any HardwareVolume)? = nil, logger: Logger) {
         self.ptp = ptp
+        self.driftCorrection = driftCorrection
+        self.hardwareVolume = hardwareVolume
         self.clock = clock
         self.faultDropPercent = faultDropPercent
         self.faultRefuseRealtimeStreams = faultRefuseRealtimeStreams
@@ -305,7 +313,11 @@ public final class AudioSessions: Sendable {
                 if !resources.buffered { resources.anchored?.forget() }
                 resources.playout?.flush(before: before)
             case .setVolume(let number, let decibels):
-                sessions.withLockedValue { $0[number] }?.playout?.setVolume(decibels: decibels)
+                if let hardwareVolume {
+                    hardwareVolume.setVolume(decibels: decibels)
+                } else {
+                    sessions.withLockedValue { $0[number] }?.playout?.setVolume(decibels: decibels)
+                }
                 logger.info("audio volume", metadata: ["session": "\(number)", "volume.dB": "\(decibels)"])
             case .requestResend(let number, let first, let count):
                 guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
@@ -377,7 +389,7 @@ public final class AudioSessions: Sendable {
         })
         let stream = resources.stream
         let playout = AudioPlayout(output: output, timeline: resources.playoutTimeline, format: format,
-                                   framesPerPacket: stream.framesPerPacket)
+                                   framesPerPacket: stream.framesPerPacket, correction: driftCorrection)
         if resources.buffered { return openBufferedPorts(resources, playout: playout) }
         let remote = resources.connection.remote
         resources.state.withLockedValue { state in
