@@ -38,6 +38,8 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         var pcm: OpaquePointer?
         var container: Container = .s16
         var written = 0
+        /// When the write that started the card's current run returned (nil while stopped).
+        var startTime: Double?
         var restarts = 0
         var lastOpenAttempt = -10.0
         var bytes: [UInt8] = []
@@ -138,6 +140,9 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
                 if done > 0 {
                     offset += done
                     device.written += done
+                    // The card starts inside the write that gives it its first frame (start
+                    // threshold 1): that moment is where its frame 0 left.
+                    if device.startTime == nil, snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING { device.startTime = Self.now() }
                 } else if done == -Int(EPIPE) || done == -Int(ESTRPIPE), restart(&device, pcm) {
                     restarts += 1
                     report = "ALSA device \"\(deviceName)\" underran; restarted"
@@ -190,8 +195,8 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
             }
             // A stopped or just prepared card holds nothing yet, whatever it says.
             let queued = snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING ? max(0, delay) : 0
-            return OutputClockReading(time: time, writtenFrames: device.written,
-                                      queuedFrames: queued, restarts: device.restarts)
+            return OutputClockReading(time: time, writtenFrames: device.written, queuedFrames: queued,
+                                      restarts: device.restarts, startTime: queued > 0 ? device.startTime : nil)
         }
         if let report { events(report) }
         return reading
@@ -221,6 +226,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         guard snd_pcm_prepare(pcm) >= 0 else { return false }
         device.underran = true
         device.written = 0
+        device.startTime = nil
         return true
     }
 
@@ -229,6 +235,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         snd_pcm_close(pcm)
         device.pcm = nil
         device.written = 0
+        device.startTime = nil
         device.restarts += 1
         device.lastOpenAttempt = Self.now()
         return "ALSA device \"\(deviceName)\" failed (\(Self.errorText(code))); closed, reopening"
@@ -242,7 +249,7 @@ public final class ALSAPCMOutput: PCMOutput, @unchecked Sendable {
         device.lastOpenAttempt = now
         do {
             let (pcm, container) = try Self.open(deviceName, format: format)
-            (device.pcm, device.container, device.written) = (pcm, container, 0)
+            (device.pcm, device.container, device.written, device.startTime) = (pcm, container, 0, nil)
             report = "ALSA device \"\(deviceName)\" reopened"
             return pcm
         } catch {

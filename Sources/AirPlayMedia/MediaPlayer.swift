@@ -156,13 +156,17 @@ public struct OutputClockReading: Hashable, Sendable {
     /// How many times the card stopped and started again (underrun, reopen): a new count means
     /// the readings before say nothing about where the card is now.
     public var restarts: Int
+    /// When the card's current run started (its first frame written left it then), when the
+    /// output knows: more exact than a delay read through a pointer that moves in steps.
+    public var startTime: Double?
 
     /// A reading.
-    public init(time: Double, writtenFrames: Int, queuedFrames: Int, restarts: Int) {
+    public init(time: Double, writtenFrames: Int, queuedFrames: Int, restarts: Int, startTime: Double? = nil) {
         self.time = time
         self.writtenFrames = writtenFrames
         self.queuedFrames = queuedFrames
         self.restarts = restarts
+        self.startTime = startTime
     }
 }
 

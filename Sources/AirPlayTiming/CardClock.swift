@@ -69,6 +69,12 @@ public struct CardClock: Hashable, Sendable {
             rate = nominalRate
         }
         guard reading.queuedFrames > 0, reading.writtenFrames >= reading.queuedFrames else { return }
+        // The run's start, where the output knows it, is a reading without a pointer's steps:
+        // frame 0 left then.
+        if times.isEmpty, let start = reading.startTime, start < reading.time {
+            times.append(start)
+            played.append(0)
+        }
         if let last = times.last, reading.time - last < Self.spacing { return }
         times.append(reading.time)
         played.append(Double(reading.writtenFrames - reading.queuedFrames))

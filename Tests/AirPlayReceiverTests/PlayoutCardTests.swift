@@ -6,7 +6,8 @@ import Testing
 /// The playout on a sound card's own crystal, with the time and the card in the test's hand: a
 /// card running hundreds of ppm off the system clock plays every packet when the sender means
 /// it, to a fraction of a millisecond, by single frames inserted or removed; a card on time is
-/// left bit-exact; a run starts with silence so its first frame leaves on time.
+/// left bit-exact; a run starts with silence so its first frame leaves on time, however long the
+/// write that started the card took.
 @Suite struct PlayoutCardTests {
     static let frames = 352
 
@@ -28,7 +29,8 @@ import Testing
         func reading(at time: Double) -> OutputClockReading {
             guard let started else { return OutputClockReading(time: time, writtenFrames: 0, queuedFrames: 0, restarts: 0) }
             let played = min(frames.count, Int((time - started) * rate) / 44 * 44)
-            return OutputClockReading(time: time, writtenFrames: frames.count, queuedFrames: frames.count - played, restarts: 0)
+            return OutputClockReading(time: time, writtenFrames: frames.count, queuedFrames: frames.count - played, restarts: 0,
+                                      startTime: started)
         }
 
         mutating func write(_ samples: [Int32], at time: Double) {
@@ -45,11 +47,12 @@ import Testing
     /// Plays `seconds` of packets (all received well ahead) on `card` as the playout's thread
     /// would: one card reading a wake-up, everything due written, then sleep. Returns each
     /// packet's error at the card (when its first frame left, minus when it was meant).
-    static func play(on card: inout Card, seconds: Double, from start: Double = 100)
+    static func play(on card: inout Card, seconds: Double, from start: Double = 100, correction: DriftCorrection = .stuff)
         -> (errors: [Double], schedule: PlayoutSchedule, midway: AudioPlayout.OutputFigures?) {
         var midway: AudioPlayout.OutputFigures?
         let timeline = FixedTimeline(start: start + 0.5)
-        var schedule = PlayoutSchedule(timeline: timeline, sampleRate: 44100, channels: 2, framesPerPacket: frames, bufferDelay: 0.5)
+        var schedule = PlayoutSchedule(timeline: timeline, sampleRate: 44100, channels: 2, framesPerPacket: frames, bufferDelay: 0.5,
+                                       correction: correction)
         let packets = Int(seconds * 44100) / frames
         var received = 0
         var now = start
@@ -64,7 +67,8 @@ import Testing
             var wait = 0.01
             while true {
                 let step = schedule.next(now: now, delay: 0, writeAhead: 0.1)
-                if case .write(let samples, _) = step { card.write(samples, at: now); continue }
+                // A write takes its time (a debug build's first one, 0.4 ms): the card starts then.
+                if case .write(let samples, _) = step { card.write(samples, at: now + 0.0004); continue }
                 if case .wait(let seconds) = step { wait = seconds }
                 break
             }
@@ -109,5 +113,47 @@ import Testing
         let sound = Array(card.frames.drop { $0 == 0 })
         let sent = (0..<(30 * 44100 / Self.frames)).flatMap { [Int32](repeating: Int32($0 + 1), count: Self.frames) }
         #expect(sound.count == sent.count && sound == sent, "\(sound.count) frames played, \(sent.count) sent")
+    }
+
+    /// `audio_drift_correction = "off"`: nothing is stuffed, so a card 300 ppm fast drifts its
+    /// 18 ms a minute away from the sender (still short of the 20 ms a jump is followed at).
+    @Test func withCorrectionOffACardDriftsFreely() {
+        var card = Card(ppm: 300)
+        let (errors, schedule, _) = Self.play(on: &card, seconds: 60, correction: .off)
+        #expect(schedule.stats.framesInserted == 0 && schedule.stats.framesRemoved == 0, "\(schedule.stats)")
+        #expect(abs(errors[0]) < 0.0005)
+        #expect(abs(errors.last! + 0.018) < 0.001, "a fast card plays ever earlier: \(errors.last! * 1000) ms at the end")
+    }
+
+    /// A resampler that records what it was given and plays the packet's value `frames` long.
+    final class RecordingResampler: PacketResampler, @unchecked Sendable {
+        var calls: [(packet: Int, frames: Int, before: [Int32], after: [Int32])] = []
+        func resample(_ packet: [Int32], to frames: Int, before: ArraySlice<Int32>, after: ArraySlice<Int32>,
+                      channels: Int, maximumSample: Int32) -> [Int32]? {
+            calls.append((packet.count / channels, frames, Array(before), Array(after)))
+            return [Int32](repeating: packet[0], count: frames * channels)
+        }
+    }
+
+    /// `audio_drift_correction = "resample"`: each corrected packet goes to the resampler, one
+    /// frame longer or shorter, with the packet heard before it and the one after as context,
+    /// and the card is followed as closely as by stuffing.
+    @Test func resamplingGivesTheResamplerEachCorrectedPacketWithItsNeighbours() {
+        let resampler = RecordingResampler()
+        var card = Card(ppm: -300)
+        let (errors, schedule, _) = Self.play(on: &card, seconds: 30, correction: .resample(resampler))
+        let settled = errors.dropFirst(Int(2 * 44100) / Self.frames)
+        #expect(settled.map(abs).max()! < 0.0005)
+        #expect(resampler.calls.count == schedule.stats.framesInserted + schedule.stats.framesRemoved)
+        #expect(abs(Double(schedule.stats.framesInserted - schedule.stats.framesRemoved) + 30 * 44100 * 300e-6) < 30,
+                "a slow card gets frames removed: \(schedule.stats)")
+        // (The stream's last packet has nothing after it.)
+        for call in resampler.calls.dropFirst() where !call.after.isEmpty {
+            #expect(call.packet == Self.frames && abs(call.frames - Self.frames) == 1)
+            // The frames heard just before (the previous packet's value) and the next packet's.
+            let packetValue = call.after.first.map { $0 - 1 }
+            #expect(call.before.count == 2 * Self.frames && call.after.count == 2 * Self.frames)
+            #expect(call.before.last == packetValue.map { $0 - 1 } || call.before.last == 0, "\(call.before.last ?? -1) before packet \(packetValue ?? -1)")
+        }
     }
 }

@@ -43,6 +43,7 @@ extension PlayoutSchedule {
         cardClock!.add(reading)
         cardReading = reading
         framesSinceReading = 0
+        cardStarting = false
         // The next wake-up comes a random 0-3 ms early. Wake-ups follow the card (each comes when
         // it holds the lead), so without this every reading would catch its pointer at the same
         // point of its step, and the line would follow that point as it slips (0.6 ms over 2 s
@@ -59,14 +60,24 @@ extension PlayoutSchedule {
             restarts: reading.restarts)
     }
 
-    /// When the next frame written will leave the card: on the fitted line, or, before it has
-    /// one, the reading's delay at the nominal rate.
+    /// When the next frame written will leave the card: while its line is young, from when the
+    /// card started, at the nominal rate, where the output knows that moment (a line through a
+    /// few readings of a pointer in 1 ms steps is that far off); then on the fitted line; before
+    /// either, the reading's delay at the nominal rate.
     private func nextLeaveTime(now: Double) -> Double {
         guard let reading = cardReading else { return now }
         let index = reading.writtenFrames + framesSinceReading
+        if let start = reading.startTime, (cardClock?.estimate?.span ?? 0) < Self.cardLineAge {
+            return max(now, start + Double(index) / sampleRate)
+        }
         if let time = cardClock?.leaveTime(ofFrame: index) { return max(time, now) }
         return max(now, reading.time) + Double(reading.queuedFrames + framesSinceReading) / sampleRate
     }
+
+    /// Silence left to the second write of a run (seconds): the first starts the card with the
+    /// rest of the silence the run's first frame needs, the second, once a reading says when the
+    /// card really started, fills in exactly what is left.
+    static let cardStartMargin = 0.01
 
     /// `next` on the card's clock, keeping `lead` seconds queued in it.
     mutating func nextOnCard(now: Double, lead: Double) -> Step {
@@ -79,6 +90,8 @@ extension PlayoutSchedule {
             waitingForData = false
             return .wait(0.01)
         }
+        // The card was just started: its first reading says when, before anything else is written.
+        if cardStarting { return .wait(0) }
         let heard = nextLeaveTime(now: now)
         let rate = cardClock?.realRate ?? sampleRate
         let window = framesSinceReading == 0 ? lead + cardDither : lead + Self.cardGroup
@@ -96,7 +109,7 @@ extension PlayoutSchedule {
             stats.framesPlayed += frames
             framesSinceReading += frames
             self.run = run
-            return .write([Int32](repeating: 0, count: frames * channels), gain: gain)
+            return .write(written([Int32](repeating: 0, count: frames * channels)), gain: gain)
         }
 
         let timed = timeline?.localTime(of: key)
@@ -116,9 +129,21 @@ extension PlayoutSchedule {
         if writeAt > now { return .wait(writeAt - now) }
 
         let error = heard - meant   // > 0: the card would play it late
+        if error < -Self.stepThreshold, let reading = cardReading, reading.queuedFrames == 0, reading.writtenFrames == 0,
+           framesSinceReading == 0 {
+            // The card is stopped: the silence before the run's first frame, less a margin, starts
+            // it; the rest is written when the card has said when it started. The write's own time
+            // (converting and copying a tenth of a second of audio) is then no error.
+            let silence = Int(((-error - Self.cardStartMargin) * rate).rounded())
+            framesSinceReading += silence
+            stats.framesPlayed += silence
+            cardStarting = true
+            return .write(written([Int32](repeating: 0, count: silence * channels)), gain: gain)
+        }
         var frames = samples
         var shift = 0   // frames put before (+) or cut from (-) the packet
-        if error < -Self.stepThreshold {
+        if error < -Self.stepThreshold || (run.framesOut == 0 && error < 0) {
+            // Early (and a run's first frame however little early): silence before it.
             shift = Int((-error * rate).rounded())
             frames = [Int32](repeating: 0, count: shift * channels) + samples
             if run.framesOut > 0 { stats.reanchors += 1 }
@@ -128,13 +153,13 @@ extension PlayoutSchedule {
             frames = Array(samples.dropFirst(cut * channels))
             stats.reanchors += 1
             if frames.isEmpty { stats.skipped += 1 }
-        } else if (cardClock?.estimate?.span ?? 0) < Self.cardLineAge {
-            // A line through less than a second of readings is mostly its own noise: the
+        } else if !correctsDrift || (cardClock?.estimate?.span ?? 0) < Self.cardLineAge {
+            // `off`: the card drifts freely until it is a jump away. A line through less than a second of readings is mostly its own noise: the
             // card cannot have drifted far yet (0.5 ms at 500 ppm), so nothing is corrected.
         } else if abs(error) > max(Self.cardTolerance, 3 * (cardClock?.estimate?.leaveTimeUncertainty ?? 0),
                                    timed != nil ? timeline?.uncertainty ?? 0 : 0)
                     || (run.correcting && abs(error) > Self.cardSettled) {
-            frames = Self.stretch(samples, channels: channels, by: error > 0 ? -1 : 1)
+            frames = corrected(samples, at: key, by: error > 0 ? -1 : 1)
             if error > 0 { stats.framesRemoved += 1 } else { stats.framesInserted += 1 }
             run.correcting = true
         } else if let estimate = cardClock?.estimate,
@@ -146,7 +171,7 @@ extension PlayoutSchedule {
             run.cardFraction += Double(samples.count / channels) * estimate.ppm * 1e-6
             if abs(run.cardFraction) >= 1 {
                 let change = run.cardFraction > 0 ? 1 : -1
-                frames = Self.stretch(samples, channels: channels, by: change)
+                frames = corrected(samples, at: key, by: change)
                 if change > 0 { stats.framesInserted += 1 } else { stats.framesRemoved += 1 }
                 run.cardFraction -= Double(change)
             }
@@ -162,6 +187,6 @@ extension PlayoutSchedule {
         if timed != nil { stats.framesOnSenderClock += frames.count / channels }
         stats.worstLatenessMilliseconds = max(stats.worstLatenessMilliseconds, (now - writeAt) * 1000)
         stats.syncError.add(error + Double(shift) / rate)
-        return frames.isEmpty ? .wait(0) : .write(frames, gain: gain)
+        return frames.isEmpty ? .wait(0) : .write(written(frames), gain: gain)
     }
 }
