@@ -65,15 +65,16 @@ final class HiResSweep: @unchecked Sendable {
         /// Starts a room per host; the rooms listed in `airPlay1Only` speak AirPlay 1 alone (no
         /// PTP follower), as an older speaker does, and those in `withoutBuffer` follow PTP but
         /// offer no buffered audio (`--buffered-audio off`), as a Sonos does.
-        /// `audioOutput` names each room's output (default: its FIFO or file, `raw:`).
+        /// `audioOutput` names each room's output (default: its FIFO or file, `raw:`); `options`
+        /// go to every room's command line.
         func start(environment: [String: String] = [:], airPlay1Only: Set<Int> = [], withoutBuffer: Set<Int> = [],
-                   audioOutput: ((Int) -> String)? = nil) throws {
+                   audioOutput: ((Int) -> String)? = nil, options: [String] = []) throws {
             daemons = try receivers.enumerated().map { index, receiver in
                 try RunningDaemon.start(in: receiver, name: "Room \(index + 1)", extra: [
                     "--airplay2", airPlay1Only.contains(index) ? "off" : "on",
                     "--audio-output", audioOutput?(index) ?? "raw:\(outputs[index])",
                     "--video-sink", "fakesink sync=true", "--buffered-audio", withoutBuffer.contains(index) ? "off" : "on",
-                ], environment: environment)
+                ] + options, environment: environment)
             }
         }
 

@@ -4,7 +4,8 @@ import Testing
 
 /// Simulated sound cards (Tests/SimulatedSoundCard): alsa-lib PCMs whose crystals run a set
 /// number of ppm fast or slow against the system clock, each recording what it played and when
-/// each frame left it, loaded from the test's own ALSA configuration.
+/// each frame left it, and each with a "PCM" mixer control that records what it is set to,
+/// loaded from the test's own ALSA configuration.
 final class SimulatedCards: @unchecked Sendable {
     let directory: String
     /// The configuration the rooms read (`ALSA_CONFIG_PATH`), naming PCM `cardN` for each rate.
@@ -22,9 +23,10 @@ final class SimulatedCards: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: plugin) else {
             throw TestHostError("\(plugin) is missing: swift build --build-tests builds it (libasound2-dev)")
         }
-        var config = "pcm_type.simcard { lib \"\(plugin)\" }\n"
+        var config = "pcm_type.simcard { lib \"\(plugin)\" }\nctl_type.simcard { lib \"\(plugin)\" }\n"
         for (index, rate) in ppm.enumerated() {
             config += "pcm.card\(index) { type simcard ppm \(rate) record \"\(directory)/card\(index)\" granularity_us 1000 unplug \"\(directory)/card\(index).gone\" }\n"
+            config += "ctl.card\(index) { type simcard record \"\(directory)/card\(index)\" }\n"
         }
         try config.write(toFile: directory + "/asoundrc", atomically: true, encoding: .utf8)
         environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:" + directory + "/asoundrc"]
@@ -32,6 +34,12 @@ final class SimulatedCards: @unchecked Sendable {
 
     /// Where card `index` records (`.pcm`, `.timing`).
     func record(_ index: Int) -> String { directory + "/card\(index)" }
+
+    /// What card `index`'s mixer ("PCM", 0 to 255 on -51 to 0 dB) was last set to:
+    /// `volume L R switch L R`, or nil when nothing set it.
+    func mixer(_ index: Int) -> String? {
+        (try? String(contentsOfFile: record(index) + ".mixer", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     /// While this file exists, card `index` is unplugged.
     func unplugFile(_ index: Int) -> String { directory + "/card\(index).gone" }
@@ -108,13 +116,16 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
 
     /// Two rooms on cards at +200 and -200 ppm, `seconds` of one stream: every second the same
     /// frames left the two cards within a millisecond, no card underran, each room said its rate.
-    static func twoRooms(timing: CardTestTiming, output: @escaping (Int) -> String, seconds: Int = 122, skip: Double = 1) throws {
-        let label = "\(timing)-\(output(0).prefix(5))".replacingOccurrences(of: " ", with: "-")
+    static func twoRooms(timing: CardTestTiming, output: @escaping (Int) -> String, seconds: Int = 122, skip: Double = 1,
+                         correction: String = "stuff") throws {
+        let label = "\(timing)-\(output(0).prefix(5))-\(correction)".replacingOccurrences(of: " ", with: "-")
         let short = (timing == .bufferedOnPTP ? "b" : timing == .realtimeOnPTP ? "r" : "1") + (output(0).hasPrefix("alsa:") ? "a" : "g")
+            + correction.prefix(1)
         let group = try BufferedAudioTests.Group(label: "cards-" + short, count: 2, fifos: false)
         let cards = try SimulatedCards(label: label, ppm: [200, -200])
         let file = try Self.music(seconds: seconds, in: group.sender.directory)
-        try group.start(environment: cards.environment, airPlay1Only: timing == .airPlay1OnNTP ? [0, 1] : [], audioOutput: output)
+        try group.start(environment: cards.environment, airPlay1Only: timing == .airPlay1OnNTP ? [0, 1] : [], audioOutput: output,
+                        options: ["--audio-drift-correction", correction])
         let (mode, extra) = timing.streamArguments
         let result = try group.stream(file, mode: mode, extra: extra, timeout: Double(seconds) + 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -131,8 +142,100 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
             let ppm = line.split(separator: " ").first { $0.hasPrefix("output.ppm=") }.flatMap { Double($0.dropFirst(11)) }
             #expect(ppm.map { abs($0 - cards.ppm[index]) < 20 } == true, "\(line)")
         }
+        // The frames each room corrected: the card's 200 ppm of the stream, give or take.
+        for daemon in group.daemons {
+            let line = daemon.process.lines(containing: "audio session ended").last ?? ""
+            let count = { (key: String) in line.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Int($0.dropFirst(key.count + 1)) } ?? 0 }
+            let corrected = count("frames.inserted") + count("frames.removed")
+            #expect(Double(corrected) > Double(seconds) * 44100 * 150e-6 && Double(corrected) < Double(seconds) * 44100 * 400e-6,
+                    "corrections counted and bounded: \(line)")
+        }
         let sorted = report.skews.map(abs).sorted()
-        print("measure: \(timing.rawValue) to \(output(0)), two rooms on cards at +200/-200 ppm, \(seconds) s: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms, max \(sorted.last ?? -1) ms")
+        print("measure: \(timing.rawValue) to \(output(0)) (\(correction)), two rooms on cards at +200/-200 ppm, \(seconds) s: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms, max \(sorted.last ?? -1) ms")
+    }
+
+    /// `audio_drift_correction = "resample"`: the corrected packets are played a frame longer or
+    /// shorter through libsoxr instead of a stuffed frame, and the rooms stay as closely in step.
+    @Test func twoRoomsResamplingOnCards400PPMApartStayInStepAtTheCards() throws {
+        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsa:card\($0)" }, seconds: 62, correction: "resample")
+    }
+
+    /// A card whose crystal runs on time, its mixer named (`alsa_mixer = "PCM"`): the sender's
+    /// volume (50 %, -15 dB) is set on the card's mixer, and every sample of the file reaches the
+    /// card untouched, none added or removed, each second on time.
+    @Test func aCardOnTimeGetsEverySampleUntouchedWithTheVolumeOnItsMixer() throws {
+        let seconds = 32
+        let group = try BufferedAudioTests.Group(label: "cards-x", count: 1, fifos: false)
+        let cards = try SimulatedCards(label: "exact", ppm: [0])
+        let file = try Self.music(seconds: seconds, in: group.sender.directory)
+        let reference = try Self.decoded(file, in: group.sender.directory)
+        try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" }, options: ["--alsa-mixer", "PCM"])
+        let result = try group.stream(file, extra: ["--volume", "50"], timeout: Double(seconds) + 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        let log = group.daemons[0].process.stderr
+        let ended = group.daemons[0].process.lines(containing: "audio session ended").last ?? ""
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        #expect(log.contains("volume on the card's mixer"), "the mixer was found at start: \(log.split(separator: "\n").filter { $0.contains("mixer") })")
+        #expect(cards.mixer(0) == "volume 180 180 switch 1 1", "-15 dB on a -51..0 dB scale of 0.2 dB steps: \(cards.mixer(0) ?? "never set")")
+        #expect(ended.contains("frames.inserted=0") && ended.contains("frames.removed=0"), "\(ended)")
+        let (errors, exact) = try Self.promise(reference: reference, record: cards.record(0), result: result)
+        #expect(exact == 1, "the file's every sample at the card: \(exact * 100) % of its blocks")
+        #expect(errors.dropFirst(2).allSatisfy { abs($0) <= 1 }, "each second's error at the card (ms): \(errors)\n\(ended)")
+        print("measure: a card on time with its mixer at -15 dB, \(seconds) s buffered on PTP: \(exact * 100) % bit-exact, worst second \(errors.map(abs).max() ?? -1) ms; each second (ms): \(errors)")
+    }
+
+    /// pyatv over RAOP (AirPlay 1, timed by its NTP answers and sync packets) into a room whose
+    /// card runs 300 ppm fast: the room follows pyatv's clock, not the card's crystal. After the
+    /// first 10 s every second of the file leaves the card within a millisecond of where pyatv's
+    /// pace puts it (unfollowed, the card would run 9 ms ahead over the 30 s judged, and underrun).
+    @Test func pyatvOverRAOPToACard300PPMFastIsPlayedOnPyatvsClock() throws {
+        let seconds = 42
+        let group = try BufferedAudioTests.Group(label: "cards-y", count: 1, fifos: false)
+        let cards = try SimulatedCards(label: "pyatv", ppm: [300])
+        let file = try Self.music(seconds: seconds, in: group.sender.directory)
+        let reference = try Self.decoded(file, in: group.sender.directory)
+        try group.start(environment: cards.environment, airPlay1Only: [0], audioOutput: { "alsa:card\($0)" })
+        let deviceID = group.daemons[0].storedDeviceID.replacingOccurrences(of: ":", with: "")
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let result = try group.sender.run(try Products.peerTool("atvremote"), [
+            "--storage", "none", "--manual", "--address", "10.94.1.2", "--port", "7000", "--protocol", "raop", "--id", deviceID,
+            "--service-properties", "|cn=0,1|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68",
+            "stream_file=\(file)",
+        ], timeout: Double(seconds) + 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
+        Thread.sleep(forTimeInterval: 1)
+        let ended = group.daemons[0].process.lines(containing: "audio session ended").last ?? ""
+        for daemon in group.daemons { daemon.process.stop(grace: 2) }
+        // Against a promise of "the file starts when pyatv was started": the offset is pyatv's
+        // own latency, the same each second; what is judged is that it stays the same.
+        let (errors, _) = try Self.promiseErrors(reference: reference, record: cards.record(0),
+                                                 firstFrameRealtimeNs: now.tv_sec * 1_000_000_000 + now.tv_nsec)
+        let settled = Array(errors.dropFirst(10))
+        #expect(settled.count >= seconds - 14, "\(errors)\n\(ended)")
+        let middle = settled.sorted()[settled.count / 2]
+        let spread = settled.map { abs($0 - middle) }
+        #expect(spread.allSatisfy { $0 <= 1 }, "each second against the median after 10 s (ms): \(settled.map { $0 - middle })\n\(ended)")
+        #expect(ended.contains("output.ppm=") && ended.contains("output.restarts=0"), "\(ended)")
+        print("measure: pyatv (RAOP) to a card at +300 ppm, \(seconds) s: after 10 s each second within \(String(format: "%.3f", spread.max() ?? -1)) ms of pyatv's pace; \(ended.split(separator: " ").filter { $0.hasPrefix("output.") || $0.hasPrefix("frames.") }.joined(separator: " "))")
+    }
+
+    /// `file` decoded to S16LE stereo 44.1 kHz, what the cards' records are compared with.
+    static func decoded(_ file: String, in directory: String) throws -> String {
+        let reference = directory + "/music.raw"
+        let decoded = try runCommand(try #require(TestHost.which("ffmpeg")),
+                                     ["-loglevel", "error", "-y", "-i", file, "-f", "s16le", "-ac", "2", "-ar", "44100", reference], timeout: 60)
+        guard decoded.status == 0 else { throw TestHostError("ffmpeg: \(decoded.stderr)") }
+        return reference
+    }
+
+    /// The card's record against the promise in `airplay stream --json`'s summary.
+    static func promise(reference: String, record: String, result: CommandResult) throws -> (errors: [Double], exact: Double) {
+        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["timeline"] as? [String: Any], "\(result.stdout)")
+        let first = try #require(summary["firstFrameHeardAtPTPNs"] as? Int, "\(summary)")
+        return try promiseErrors(reference: reference, record: record, firstFrameRealtimeNs: first)
     }
 
     /// A room whose card runs 300 ppm fast (18 ms a minute) against the sender's promise: the
@@ -143,20 +246,14 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         let group = try BufferedAudioTests.Group(label: "cards-p", count: 1, fifos: false)
         let cards = try SimulatedCards(label: "promise", ppm: [300])
         let file = try Self.music(seconds: seconds, in: group.sender.directory)
-        let reference = group.sender.directory + "/music.raw"
-        let decoded = try runCommand(try #require(TestHost.which("ffmpeg")),
-                                     ["-loglevel", "error", "-y", "-i", file, "-f", "s16le", "-ac", "2", "-ar", "44100", reference], timeout: 60)
-        #expect(decoded.status == 0, "\(decoded.stderr)")
+        let reference = try Self.decoded(file, in: group.sender.directory)
         try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
         let result = try group.stream(file, timeout: Double(seconds) + 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         Thread.sleep(forTimeInterval: 1)
         let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
-        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["timeline"] as? [String: Any], "\(result.stdout)")
-        let first = try #require(summary["firstFrameHeardAtPTPNs"] as? Int, "\(summary)")
-        let errors = try Self.promiseErrors(reference: reference, record: cards.record(0), firstFrameRealtimeNs: first)
+        let (errors, _) = try Self.promise(reference: reference, record: cards.record(0), result: result)
         let settled = errors.dropFirst(10)
         #expect(settled.count >= seconds - 14, "\(errors)\n\(ended)")
         #expect(settled.allSatisfy { abs($0) <= 1 }, "each second's error at the card (ms): \(errors)\n\(ended)")
@@ -196,7 +293,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// Each second's error at the card against the promise (`card_promise.py`), in ms.
-    static func promiseErrors(reference: String, record: String, firstFrameRealtimeNs: Int) throws -> [Double] {
+    static func promiseErrors(reference: String, record: String, firstFrameRealtimeNs: Int) throws -> (errors: [Double], exact: Double) {
         // Realtime minus monotonic, read between two monotonic reads (the kernel's clocks are
         // shared by every namespace).
         var before = timespec(), realtime = timespec(), after = timespec()
@@ -211,9 +308,9 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         let line = result.stdout.split(separator: "\n").last.map(String.init) ?? result.stderr
         guard result.status == 0, line.hasPrefix("OK "),
               let report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8)) as? [String: Any],
-              let errors = report["errors_ms"] as? [Double] else {
+              let errors = report["errors_ms"] as? [Double], let exact = report["exact"] as? Double else {
             throw TestHostError("card_promise: \(line) \(result.stderr)")
         }
-        return errors
+        return (errors, exact)
     }
 }

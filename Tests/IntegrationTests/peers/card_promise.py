@@ -9,7 +9,9 @@ its leave time compared with the promise.
 
 usage: card_promise.py REFERENCE.raw RECORD FIRST_FRAME_NS REALTIME_MINUS_MONOTONIC_NS
        (REFERENCE.raw: the file decoded to S16LE stereo 44.1 kHz)
-prints: OK {"errors_ms": [per second: leave time minus promise], "matched", "seconds"}
+prints: OK {"errors_ms": [per second: leave time minus promise], "matched", "seconds",
+            "exact": the share of the file's 4 KiB blocks found unchanged in the card's record where
+                     the first probe placed the file (1.0: bit-exact, no frame added or removed)}
 """
 import json
 import sys
@@ -25,7 +27,7 @@ def main():
         reference = handle.read()
     played, runs, _ = load(record, FRAME)
     first_monotonic = (first_ns - offset_ns) / 1e9
-    errors, matched, guess = [], 0, None
+    errors, matched, guess, placed = [], 0, None, None
     seconds = len(reference) // FRAME // RATE
     for second in range(1, seconds):
         frame = second * RATE
@@ -48,12 +50,21 @@ def main():
         if found is None:
             continue
         guess = found - frame
+        if placed is None:
+            placed = guess
         left = leave_time(runs, found)
         if left is None:
             continue
         matched += 1
         errors.append(round((left - (first_monotonic + frame / RATE)) * 1000, 3))
-    print("OK " + json.dumps({"errors_ms": errors, "matched": matched, "seconds": seconds}))
+    exact = 0.0
+    if placed is not None and placed >= 0:
+        start, block = placed * FRAME, 4096
+        blocks = len(reference) // block
+        same = sum(1 for index in range(blocks)
+                   if played[start + index * block:start + (index + 1) * block] == reference[index * block:(index + 1) * block])
+        exact = same / blocks if blocks else 0.0
+    print("OK " + json.dumps({"errors_ms": errors, "matched": matched, "seconds": seconds, "exact": exact}))
     return 0
 
 
