@@ -114,10 +114,21 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         try Self.twoRooms(timing: timing, output: { "alsa:card\($0)" })
     }
 
+    /// The same through GStreamer's `alsasink`, as a user names it: the pipeline runs on the
+    /// sink's clock (its card's), which the playout follows as it follows a native ALSA card.
+    /// Unfollowed, the rooms would be 17 ms apart at the end. Its card starts once its ring
+    /// buffer is full, which the first readings cannot tell: the first two seconds are left out,
+    /// and the bound is 2 ms (four runs measured p99 0.35, 0.77 and 1.68 ms and a pass under
+    /// 1 ms); `alsa:` is the path held to a millisecond.
+    @Test func twoRoomsThroughAlsasinkFollowTheirCards() throws {
+        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsasink device=card\($0)" }, seconds: 42, skip: 2, bound: 2)
+    }
+
     /// Two rooms on cards at +200 and -200 ppm, `seconds` of one stream: every second the same
-    /// frames left the two cards within a millisecond, no card underran, each room said its rate.
+    /// frames left the two cards within `bound` ms, no card underran, each room said its rate
+    /// and corrected about the card's 200 ppm of frames.
     static func twoRooms(timing: CardTestTiming, output: @escaping (Int) -> String, seconds: Int = 122, skip: Double = 1,
-                         correction: String = "stuff") throws {
+                         correction: String = "stuff", bound: Double = 1) throws {
         let label = "\(timing)-\(output(0).prefix(5))-\(correction)".replacingOccurrences(of: " ", with: "-")
         let short = (timing == .bufferedOnPTP ? "b" : timing == .realtimeOnPTP ? "r" : "1") + (output(0).hasPrefix("alsa:") ? "a" : "g")
             + correction.prefix(1)
@@ -134,7 +145,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         let report = try cards.compare(skip: skip)
         #expect(report.skews.count >= seconds - 5, "\(report.line)\n\(ended)")
-        #expect(report.p99 <= 1 && report.skews.allSatisfy { abs($0) <= 1 }, "\(report.line)\n\(ended)")
+        #expect(report.p99 <= bound && report.skews.allSatisfy { abs($0) <= bound }, "\(report.line)\n\(ended)")
         #expect(report.restarts == [0, 0], "no underrun mid-stream: \(report.line)\n\(ended)")
         // Each room said what its card does: about +200 and -200 ppm.
         for (index, daemon) in group.daemons.enumerated() {
@@ -157,7 +168,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     /// `audio_drift_correction = "resample"`: the corrected packets are played a frame longer or
     /// shorter through libsoxr instead of a stuffed frame, and the rooms stay as closely in step.
     @Test func twoRoomsResamplingOnCards400PPMApartStayInStepAtTheCards() throws {
-        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsa:card\($0)" }, seconds: 62, correction: "resample")
+        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsa:card\($0)" }, seconds: 42, correction: "resample")
     }
 
     /// A card whose crystal runs on time, its mixer named (`alsa_mixer = "PCM"`): the sender's
