@@ -333,8 +333,15 @@ struct BitReader {
     func peek(_ count: Int) throws(AudioDecodeError) -> UInt32 {
         guard count > 0 else { return 0 }
         guard count <= remaining else { throw .truncated }
-        var value: UInt64 = 0
         var at = position >> 3
+        if at + 8 <= bytes.count {
+            // The usual case, away from the end: eight bytes at once, the bits wanted shifted to
+            // the top and down again (at most 7 + 32 of the 64 are used). Decoding is most of
+            // what receiving costs, and this is most of decoding.
+            let word = bytes.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+            return UInt32(truncatingIfNeeded: (word << UInt64(position & 7)) >> UInt64(64 - count))
+        }
+        var value: UInt64 = 0
         let end = (position + count + 7) >> 3
         while at < end {
             value = value << 8 | UInt64(bytes[at])
