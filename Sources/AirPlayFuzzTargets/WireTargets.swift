@@ -66,8 +66,11 @@ enum WireTargets {
     /// `Transport`, `RTP-Info` and similar `spec;name=value` headers.
     static let rtspTransport = FuzzTarget("rtsp-transport", "RTSP Transport and RTP-Info header values") { bytes in
         var input = FuzzInput(bytes)
-        let transport = RTSPTransport(parsing: input.text())
-        for name in ["control_port", "timing_port", "server_port", "seq", "rtptime"] { _ = transport.port(name); _ = transport[name] }
+        let text = input.text()
+        let transport = RTSPTransport(parsing: text)
+        for name in ["control_port", "timing_port", "server_port"] { _ = transport.port(name); _ = transport[name] }
+        let info = RTPInfo(parsing: text)
+        precondition(RTPInfo(parsing: info.headerValue) == info, "RTP-Info does not read back as written")
     }
 
     /// Any datagram on a RAOP session's audio, control or timing port. An audio packet written

@@ -198,12 +198,12 @@ public final class RAOPLink: @unchecked Sendable {
 
     /// `RECORD` from an RTP point (the start, and every resume after a pause).
     public func record(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
-        try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=\(sequence);rtptime=\(rtpTime)"])
+        try await client.request("RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue])
     }
 
     /// `FLUSH` up to an RTP point (a pause): the receiver drops what it holds before it.
     public func flush(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
-        try await client.request("FLUSH", headers: ["RTP-Info": "seq=\(sequence);rtptime=\(rtpTime)"])
+        try await client.request("FLUSH", headers: [RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue])
     }
 
     /// The volume in AirPlay dB (-30…0, -144 mutes).
@@ -215,7 +215,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// receiver that refuses one keeps playing: metadata is never worth ending a stream for.
     public func sendMetadata(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?, progress: (UInt32, UInt32, UInt32)?,
                              rtpTime: UInt32) async {
-        let info: MessageHeaders = ["RTP-Info": "rtptime=\(rtpTime)"]
+        let info: MessageHeaders = [RTPInfo.headerName: RTPInfo(rtpTime: rtpTime).headerValue]
         if let item, wants(0) {
             _ = try? await client.request("SET_PARAMETER", headers: info, body: DMAP.encode(item), contentType: "application/x-dmap-tagged")
         }

@@ -372,7 +372,7 @@ package struct SenderSetupMachine: Sendable {
 
     private mutating func record() -> [Action] {
         step = .record
-        return [.send(SenderRequest(method: "RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=\(sequence);rtptime=\(rtpTime)"]))]
+        return [.send(SenderRequest(method: "RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue]))]
     }
 
     private mutating func setVolume() -> [Action] {

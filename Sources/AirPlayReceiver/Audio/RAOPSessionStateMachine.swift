@@ -208,7 +208,7 @@ public struct RAOPSessionStateMachine: Sendable {
             let rtpTime = Self.rtpTime(request)
             session.expectedSequence = nil
             session.paused = true
-            session.resumeSequence = request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["seq"] }.flatMap { UInt16($0) }
+            session.resumeSequence = request.headers[RTPInfo.headerName].flatMap { RTPInfo(parsing: $0).sequence }
             current = session
             return [.flush(session: session.number, before: rtpTime), .nowPlaying(.flushed), .reply(AirPlayResponse(status: 200))]
         case "TEARDOWN":
@@ -315,7 +315,7 @@ public struct RAOPSessionStateMachine: Sendable {
 
     /// The `rtptime` of a request's `RTP-Info` header.
     static func rtpTime(_ request: AirPlayRequest) -> UInt32? {
-        request.headers["RTP-Info"].flatMap { RTSPTransport(parsing: "x;" + $0)["rtptime"] }.flatMap { UInt32($0) }
+        request.headers[RTPInfo.headerName].flatMap { RTPInfo(parsing: $0).rtpTime }
     }
 
     private mutating func setParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {

@@ -49,7 +49,7 @@ enum AirPlay2Checks {
                 return .failed("the stream SETUP answered no dataPort and controlPort: \(reply.plist)")
             }
             let data = described.dataPort
-            try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=1;rtptime=0"])
+            try await client.request("RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: 1, rtpTime: 0).headerValue])
             return .passed("\(ptp ? "PTP" : "NTP") session: dataPort \(data), controlPort \(control), RECORD 200")
         }
     }
@@ -63,7 +63,7 @@ enum AirPlay2Checks {
             let remote = IPAddressBytes.plain(client.connection.remoteIP ?? client.connection.host)
             let session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
             defer { Task { await session.close() } }
-            try await client.request("RECORD", headers: ["Range": "npt=0-", "RTP-Info": "seq=0;rtptime=0"])
+            try await client.request("RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: 0, rtpTime: 0).headerValue])
             try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
                                      contentType: "/peer-list-changed")
             let stream = AirPlay2SenderSession.bufferedStream(compression: 2, audioFormat: 0x40000, samplesPerFrame: 352,

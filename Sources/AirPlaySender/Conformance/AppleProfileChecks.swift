@@ -44,7 +44,7 @@ enum AppleProfileChecks {
         Step(id: "apple.event-channel", reference: "airplay2.md §4 The event channel", summary: "the eventPort takes the encrypted event connection",
              inSession: true) { walk, _ in await walk.openEvents() },
         Step(id: "apple.record", reference: "airplay2.md §13 the senders' request order", summary: "RECORD before the stream SETUP, as iOS sends it",
-             inSession: true) { walk, _ in await walk.plain("RECORD", headers: [("Range", "npt=0-"), ("RTP-Info", "seq=0;rtptime=0")]) },
+             inSession: true) { walk, _ in await walk.plain("RECORD", headers: [("Range", "npt=0-"), (RTPInfo.headerName, RTPInfo(sequence: 0, rtpTime: 0).headerValue)]) },
         Step(id: "apple.setup-realtime", reference: "airplay2.md §5 SETUP, phase 2", summary: "SETUP of a realtime ALAC stream (type 96) answers its ports",
              inSession: true) { walk, probe in await walk.setupStream(type: 96, probe: probe) },
         Step(id: "apple.teardown-stream", reference: "airplay2.md §7 The other requests", summary: "TEARDOWN of the stream alone",

@@ -67,7 +67,7 @@ enum RAOPChecks {
     }
 
     static let record = step("raop.record", "raop.md §2 RECORD", "RECORD with Range and RTP-Info starts the stream") { probe in
-        await probe.sessionRequest("RECORD", headers: [("Range", "npt=0-"), ("RTP-Info", "seq=1000;rtptime=352000")] + probe.sessionHeader)
+        await probe.sessionRequest("RECORD", headers: [("Range", "npt=0-"), (RTPInfo.headerName, RTPInfo(sequence: 1000, rtpTime: 352_000).headerValue)] + probe.sessionHeader)
     }
 
     static let volume = step("raop.volume", "raop.md §2 SET_PARAMETER: volume", "SET_PARAMETER volume is accepted", breaksSession: false) { probe in
@@ -86,7 +86,7 @@ enum RAOPChecks {
         item.title = "Conformance"
         item.artist = "airplay"
         item.album = "Protocol"
-        return await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader + [("RTP-Info", "rtptime=352000")],
+        return await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader + [(RTPInfo.headerName, RTPInfo(rtpTime: 352_000).headerValue)],
                                           body: DMAP.encode(item), contentType: "application/x-dmap-tagged")
     }
 
@@ -99,7 +99,7 @@ enum RAOPChecks {
     }
 
     static let flush = step("raop.flush", "raop.md §2 FLUSH", "FLUSH with RTP-Info is accepted") { probe in
-        await probe.sessionRequest("FLUSH", headers: probe.sessionHeader + [("RTP-Info", "seq=1010;rtptime=355520")])
+        await probe.sessionRequest("FLUSH", headers: probe.sessionHeader + [(RTPInfo.headerName, RTPInfo(sequence: 1010, rtpTime: 355_520).headerValue)])
     }
 
     static let teardown = step("raop.teardown", "raop.md §2 TEARDOWN", "TEARDOWN ends the session") { probe in
