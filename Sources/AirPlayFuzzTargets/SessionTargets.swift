@@ -145,7 +145,10 @@ enum SessionTargets {
         let types = ["application/x-apple-binary-plist", "text/parameters", "", "application/x-apple-plist+xml"]
         var request = AirPlayRequest(method: "POST", target: "/play", version: .http11)
         request.headers.add(name: "Content-Type", value: types[Int(input.byte()) % types.count])
-        request.body = ByteBuffer(bytes: input.rest())
+        let body = input.rest()
+        request.body = ByteBuffer(bytes: body)
+        let parameters = TextParameters(parsing: body)
+        precondition(TextParameters(parsing: parameters.encoded) == parameters, "text/parameters do not read back as written")
         guard let play = try? PlayRequest(request: request) else { return }
         try? MediaURLPolicy(refusingLocalTargetsWith: nil).check(play.url)
     }

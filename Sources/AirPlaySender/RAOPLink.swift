@@ -223,8 +223,8 @@ public final class RAOPLink: @unchecked Sendable {
             _ = try? await client.request("SET_PARAMETER", headers: info, body: artwork.bytes, contentType: artwork.type)
         }
         if let progress, wants(2) {
-            _ = try? await client.request("SET_PARAMETER", headers: info, body: Array("progress: \(progress.0)/\(progress.1)/\(progress.2)\r\n".utf8),
-                                          contentType: "text/parameters")
+            _ = try? await client.request("SET_PARAMETER", headers: info, body: TextParameters.progress(start: progress.0, current: progress.1, end: progress.2).encoded,
+                                          contentType: TextParameters.contentType)
         }
     }
 

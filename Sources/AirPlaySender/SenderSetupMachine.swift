@@ -389,7 +389,7 @@ package struct SenderSetupMachine: Sendable {
 
     /// `SET_PARAMETER volume:` in AirPlay dB (-30…0, -144 mutes).
     package static func volumeRequest(decibels: Double) -> SenderRequest {
-        SenderRequest(method: "SET_PARAMETER", body: Array(String(format: "volume: %.6f\r\n", decibels).utf8), contentType: "text/parameters")
+        SenderRequest(method: "SET_PARAMETER", body: TextParameters.volume(decibels: decibels).encoded, contentType: TextParameters.contentType)
     }
 
     /// A request whose body is a binary plist.

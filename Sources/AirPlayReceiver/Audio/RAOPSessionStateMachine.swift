@@ -320,27 +320,26 @@ public struct RAOPSessionStateMachine: Sendable {
 
     private mutating func setParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
-        let type = request.headers["Content-Type"]?.lowercased() ?? "text/parameters"
+        let type = request.headers["Content-Type"]?.lowercased() ?? TextParameters.contentType
         let body = Array(request.body.readableBytesView)
         var actions: [Action] = []
-        if type.hasPrefix("text/parameters") {
-            for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
-                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingWhitespace() }
-                guard parts.count == 2 else { continue }
-                switch parts[0].lowercased() {
+        if type.hasPrefix(TextParameters.contentType) {
+            for line in TextParameters(parsing: body).lines {
+                guard let value = line.value else { continue }
+                switch line.name.lowercased() {
                 case "volume":
-                    guard let decibels = Double(parts[1]), decibels.isFinite, decibels <= 0, decibels >= -30 || decibels == -144 else {
+                    guard let decibels = Double(value), decibels.isFinite, decibels <= 0, decibels >= -30 || decibels == -144 else {
                         return [.reply(.text(status: 400, "volume must be -30...0 dB or -144 (mute)"))]
                     }
                     session.volume = decibels
                     actions += [.setVolume(session: session.number, decibels: decibels), .nowPlaying(.volume(decibels: decibels))]
                 case "progress":
-                    let times = parts[1].split(separator: "/").compactMap { UInt32($0) }
+                    let times = value.split(separator: "/").compactMap { UInt32($0) }
                     guard times.count == 3 else { return [.reply(.text(status: 400, "progress must be start/current/end"))] }
                     actions.append(.nowPlaying(.progress(start: times[0], current: times[1], end: times[2],
                                                          sampleRate: Double(session.stream?.sampleRate ?? 44100))))
                 default:
-                    return [.reply(.text(status: 451, "unknown parameter \(parts[0].prefix(40))"))]
+                    return [.reply(.text(status: 451, "unknown parameter \(line.name.prefix(40))"))]
                 }
             }
             current = session
@@ -365,13 +364,12 @@ public struct RAOPSessionStateMachine: Sendable {
 
     private func getParameter(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         guard let volume = owned(by: connection)?.volume else { return [.reply(Self.noSession)] }
-        var text = ""
-        for name in String(buffer: request.body).split(whereSeparator: \.isNewline) {
-            let key = name.trimmingWhitespace()
-            guard key == "volume" else { return [.reply(.text(status: 451, "unknown parameter \(key.prefix(40))"))] }
-            text += "volume: \(TextFormatting.fixed(volume))\r\n"
+        var answer = TextParameters([])
+        for asked in TextParameters(parsing: Array(request.body.readableBytesView)).lines {
+            guard asked.name == "volume" else { return [.reply(.text(status: 451, "unknown parameter \(asked.name.prefix(40))"))] }
+            answer.lines += TextParameters.volume(decibels: volume).lines
         }
-        return [.reply(AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text)))]
+        return [.reply(AirPlayResponse(status: 200, headers: ["Content-Type": TextParameters.contentType], body: ByteBuffer(bytes: answer.encoded)))]
     }
 
     // MARK: Connections, packets, time

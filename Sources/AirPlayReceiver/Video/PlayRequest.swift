@@ -67,12 +67,8 @@ public struct PlayRequest: Hashable, Sendable {
             guard let text = String(bytes: bytes, encoding: .utf8) else {
                 throw Problem(status: 400, reason: "the /play body is not UTF-8 text/parameters")
             }
-            for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-                let line = (rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...])
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let key = line[..<colon].trimmingWhitespace().lowercased()
-                let value = line[line.index(after: colon)...].trimmingWhitespace()
-                fields[key] = value
+            for line in TextParameters(parsing: Array(text.utf8)).lines {
+                if let value = line.value { fields[line.name.lowercased()] = value }
             }
         }
 

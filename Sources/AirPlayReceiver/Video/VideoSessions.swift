@@ -304,8 +304,9 @@ public final class VideoSessions: Sendable {
     private func scrubStatus(_ request: AirPlayRequest) -> AirPlayResponse {
         let status = currentPlayer()?.player.status ?? .idle
         let duration = status.duration.flatMap { $0.isFinite ? $0 : nil } ?? 0
-        let text = "duration: \(TextFormatting.fixed(duration))\r\nposition: \(TextFormatting.fixed(status.position))\r\n"
-        return AirPlayResponse(status: 200, headers: ["Content-Type": "text/parameters"], body: ByteBuffer(string: text))
+        let answer = TextParameters([.init(name: "duration", value: TextFormatting.fixed(duration)),
+                                     .init(name: "position", value: TextFormatting.fixed(status.position))])
+        return AirPlayResponse(status: 200, headers: ["Content-Type": TextParameters.contentType], body: ByteBuffer(bytes: answer.encoded))
     }
 
     private func scrub(_ request: AirPlayRequest) -> VideoAnswer {

@@ -58,7 +58,7 @@ enum AppleProfileChecks {
         Step(id: "apple.feedback", reference: "airplay2.md §7 The other requests", summary: "POST /feedback, the keep-alive",
              inSession: true) { walk, _ in await walk.plain("POST", target: "/feedback") },
         Step(id: "apple.volume", reference: "raop.md SET_PARAMETER volume", summary: "SET_PARAMETER volume: -20",
-             inSession: true) { walk, _ in await walk.plain("SET_PARAMETER", body: Array("volume: -20.000000\r\n".utf8), contentType: "text/parameters") },
+             inSession: true) { walk, _ in await walk.plain("SET_PARAMETER", body: TextParameters.volume(decibels: -20).encoded, contentType: TextParameters.contentType) },
         Step(id: "apple.flushbuffered", reference: "airplay2.md §12 Buffered audio", summary: "FLUSHBUFFERED up to a sequence number",
              inSession: true) { walk, probe in
             await walk.buffered(probe) { await walk.plist("FLUSHBUFFERED", BufferedFlush(from: nil, until: .init(sequence: 100, timestamp: 35200)).plist) }

@@ -71,13 +71,13 @@ enum RAOPChecks {
     }
 
     static let volume = step("raop.volume", "raop.md §2 SET_PARAMETER: volume", "SET_PARAMETER volume is accepted", breaksSession: false) { probe in
-        await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader, body: Array("volume: -15.000000\r\n".utf8),
-                                   contentType: "text/parameters")
+        await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader, body: TextParameters.volume(decibels: -15).encoded,
+                                   contentType: TextParameters.contentType)
     }
 
     static let progress = step("raop.progress", "raop.md §2 SET_PARAMETER: progress", "SET_PARAMETER progress is accepted", breaksSession: false) { probe in
-        await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader, body: Array("progress: 352000/352000/2998000\r\n".utf8),
-                                   contentType: "text/parameters")
+        await probe.sessionRequest("SET_PARAMETER", headers: probe.sessionHeader, body: TextParameters.progress(start: 352_000, current: 352_000, end: 2_998_000).encoded,
+                                   contentType: TextParameters.contentType)
     }
 
     static let metadata = step("raop.metadata", "raop.md §2 SET_PARAMETER: DMAP metadata", "SET_PARAMETER with DMAP track metadata is accepted",
@@ -92,10 +92,10 @@ enum RAOPChecks {
 
     static let getVolume = step("raop.get-volume", "raop.md §2 GET_PARAMETER: volume", "GET_PARAMETER volume answers a volume: line",
                                 breaksSession: false) { probe in
-        let answer = await probe.sessionRequest("GET_PARAMETER", headers: probe.sessionHeader, body: Array("volume\r\n".utf8),
-                                                contentType: "text/parameters")
+        let answer = await probe.sessionRequest("GET_PARAMETER", headers: probe.sessionHeader, body: TextParameters.asking("volume").encoded,
+                                                contentType: TextParameters.contentType)
         guard case .success(let response) = answer, response.status == 200 else { return answer }
-        return String(buffer: response.body).contains("volume:") ? answer : .failure("the body is not a volume: line: \(String(buffer: response.body).prefix(60))")
+        return TextParameters(parsing: Array(response.body.readableBytesView))["volume"].flatMap(Double.init) != nil ? answer : .failure("the body is not a volume: line: \(String(buffer: response.body).prefix(60))")
     }
 
     static let flush = step("raop.flush", "raop.md §2 FLUSH", "FLUSH with RTP-Info is accepted") { probe in
