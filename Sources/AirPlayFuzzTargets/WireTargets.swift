@@ -79,6 +79,8 @@ enum WireTargets {
         guard let packet = RAOPPacket.parse(bytes) else { return }
         if case .audio(let audio) = packet {
             precondition(RAOPPacket.parse(audio.bytes) == packet, "an audio packet does not read back as written")
+            precondition(RAOPPacket.parse(RAOPPacket.retransmission(of: audio.bytes, sequence: audio.sequence)) == .retransmitted(audio),
+                         "a retransmission does not read back as written")
         }
         bytes.withUnsafeBytes { _ = RAOPAudioPacket.header(of: $0) }
     }

@@ -369,7 +369,7 @@ final class RAOPSenderDatagramHandler: ChannelInboundHandler, @unchecked Sendabl
             guard envelope.remoteAddress.ipAddress == receiverIP else { return }
             let kept = backlog.withLockedValue { $0.packets(from: request.first, count: request.count) }
             for (sequence, packet) in kept {
-                write([0x80, 0xD6, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + packet, to: envelope.remoteAddress, context: context)
+                write(RAOPPacket.retransmission(of: packet, sequence: sequence), to: envelope.remoteAddress, context: context)
             }
             resent.withLockedValue { $0 += kept.count }
         default:

@@ -293,8 +293,7 @@ package struct SenderSetupMachine: Sendable {
             // A PTP session names its timing peers right after RECORD (Apple's order).
             if let peers = timingPeers {
                 step = .setPeers
-                return [.send(SenderRequest(method: "SETPEERS", body: PropertyList.array(peers.map { .string($0) }).encoded(as: .binary),
-                                            contentType: "/peer-list-changed"))]
+                return [.send(SenderRequest(method: "SETPEERS", body: TimingPeers.plist(addresses: peers).encoded(as: .binary), contentType: TimingPeers.contentType))]
             }
             return afterRecord()
         case .setPeers:

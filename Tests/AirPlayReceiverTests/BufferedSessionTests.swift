@@ -104,6 +104,8 @@ import Testing
                                                         "ClockID": .integer(5)])])
         #expect(machine.receive(Self.plistRequest("SETPEERSX", extended), on: id, now: 0).contains(.timingPeers(["10.0.0.7"])))
         #expect(RAOP.reply(machine.receive(Self.plistRequest("SETPEERS", .array([])), on: id, now: 0))?.status == 400)
+        // What our sender writes is what the box reads.
+        #expect(TimingPeers.addresses(in: TimingPeers.plist(addresses: ["10.0.0.1", "10.0.0.2"])) == ["10.0.0.1", "10.0.0.2"])
     }
 
     @Test func buffered103StreamsAreTakenOnlyWithPTP() throws {

@@ -298,5 +298,7 @@ private func wireHex(_ bytes: [UInt8]) -> String {
         }
         #expect(inner == outer)
         #expect(UInt16(bytes[2]) << 8 | UInt16(bytes[3]) == inner.sequence, "the header repeats the sequence number")
+        // As the sender writes one: the same bytes.
+        #expect(RAOPPacket.retransmission(of: Array(bytes[4...]), sequence: inner.sequence) == bytes)
     }
 }

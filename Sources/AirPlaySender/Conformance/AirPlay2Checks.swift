@@ -64,8 +64,7 @@ enum AirPlay2Checks {
             let session = try await AirPlay2SenderSession.start(client: client, timingPort: nil, ptpPeers: [local])
             defer { Task { await session.close() } }
             try await client.request("RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: 0, rtpTime: 0).headerValue])
-            try await client.request("SETPEERS", body: PropertyList.array([.string(local), .string(remote)]).encoded(as: .binary),
-                                     contentType: "/peer-list-changed")
+            try await client.request("SETPEERS", body: TimingPeers.plist(addresses: [local, remote]).encoded(as: .binary), contentType: TimingPeers.contentType)
             let stream = AirPlay2SenderSession.bufferedStream(compression: 2, audioFormat: 0x40000, samplesPerFrame: 352,
                                                               format: PCMFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16),
                                                               key: SecureRandom.bytes(32), ssrc: UInt32.random(in: 1...UInt32.max))

@@ -142,7 +142,7 @@ final class AppleWalk: @unchecked Sendable {
     func setPeers(_ probe: ConformanceProbe) async -> ConformanceOutcome {
         guard let connection else { return .skipped("no paired connection") }
         let peers = [connection.localAddress?.ipAddress, connection.remoteIP].compactMap { $0 }.map(IPAddressBytes.plain)
-        return await plain("SETPEERS", body: PropertyList.array(peers.map { .string($0) }).encoded(as: .binary), contentType: "/peer-list-changed")
+        return await plain("SETPEERS", body: TimingPeers.plist(addresses: peers).encoded(as: .binary), contentType: TimingPeers.contentType)
     }
 
     /// `step`, or skipped on a receiver without buffered audio (its anchors and buffered

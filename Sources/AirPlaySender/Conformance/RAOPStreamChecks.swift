@@ -89,7 +89,7 @@ struct GapStream {
             if waiting[1].revents & Int16(POLLIN) != 0 { answerTiming() }
             if waiting[0].revents & Int16(POLLIN) != 0, case .resendRequest(let request)? = RAOPPacket.parse(receive(control).bytes) {
                 guard request.first <= Self.missing, Self.missing &- request.first < request.count else { return .askedWrongly(request) }
-                send([0x80, 0xD6, 0x00, 0x01] + packet(Int(Self.missing - 1000)).bytes, to: ports.control)
+                send(RAOPPacket.retransmission(of: packet(Int(Self.missing - 1000)).bytes, sequence: Self.missing), to: ports.control)
                 return .asked(request, after: now - (gapSentAt ?? now), timingAnswered: timingAnswered)
             }
         }

@@ -136,4 +136,13 @@ public enum TimingPeers {
         collect(plist)
         return found
     }
+
+    /// SETPEERS' `Content-Type`, as Apple's senders write it.
+    public static let contentType = "/peer-list-changed"
+
+    /// SETPEERS' body as a sender writes it (encoded as a binary plist): an array of the
+    /// addresses, the sender's own first, then each receiver's.
+    public static func plist(addresses: [String]) -> PropertyList {
+        .array(addresses.map { .string($0) })
+    }
 }

@@ -48,6 +48,13 @@ public enum RAOPPacket: Hashable, Sendable {
         }
     }
 
+    /// A retransmission's wire form (payload type 0x56, marker set: 0xD6), sent on the control
+    /// port in answer to a resend request: a header of its own, carrying the resent packet's
+    /// sequence number, then that audio packet whole. `parse` reads it back as `.retransmitted`.
+    public static func retransmission(of packet: [UInt8], sequence: UInt16) -> [UInt8] {
+        [0x80, 0xD6, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + packet
+    }
+
     static func be16(_ bytes: [UInt8], _ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
     static func be32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[at + $1]) }
