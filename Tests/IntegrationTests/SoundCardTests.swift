@@ -182,14 +182,14 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     /// `audio_drift_correction = "resample"`: the corrected packets are played a frame longer or
     /// shorter through libsoxr instead of a stuffed frame, and the rooms stay as closely in step.
     @Test func twoRoomsResamplingOnCards400PPMApartStayInStepAtTheCards() throws {
-        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsa:card\($0)" }, seconds: 42, correction: "resample")
+        try Self.twoRooms(timing: .bufferedOnPTP, output: { "alsa:card\($0)" }, seconds: 32, correction: "resample")
     }
 
     /// A card whose crystal runs on time, its mixer named (`alsa_mixer = "PCM"`): the sender's
     /// volume (50 %, -15 dB) is set on the card's mixer, and every sample of the file reaches the
     /// card untouched, none added or removed, each second on time.
     @Test func aCardOnTimeGetsEverySampleUntouchedWithTheVolumeOnItsMixer() throws {
-        let seconds = 32
+        let seconds = 22
         let group = try BufferedAudioTests.Group(label: "cards-x", count: 1, fifos: false)
         let cards = try SimulatedCards(label: "exact", ppm: [0])
         let file = try Self.music(seconds: seconds, in: group.sender.directory)
@@ -213,9 +213,9 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     /// pyatv over RAOP (AirPlay 1, timed by its NTP answers and sync packets) into a room whose
     /// card runs 300 ppm fast: the room follows pyatv's clock, not the card's crystal. After the
     /// first 10 s every second of the file leaves the card within a millisecond of where pyatv's
-    /// pace puts it (unfollowed, the card would run 9 ms ahead over the 30 s judged, and underrun).
+    /// pace puts it (unfollowed, the card would run 6 ms ahead over the 20 s judged, and underrun).
     @Test func pyatvOverRAOPToACard300PPMFastIsPlayedOnPyatvsClock() throws {
-        let seconds = 42
+        let seconds = 32
         let group = try BufferedAudioTests.Group(label: "cards-y", count: 1, fifos: false)
         let cards = try SimulatedCards(label: "pyatv", ppm: [300])
         let file = try Self.music(seconds: seconds, in: group.sender.directory)
@@ -267,7 +267,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     /// sender says when the stream's first frame is heard on its PTP clock, and after the first
     /// 10 s every second of the file leaves the card within a millisecond of that promise.
     @Test func aCard300PPMFastPlaysEachSecondWhenTheSenderMeansIt() throws {
-        let seconds = 62
+        let seconds = 42
         let group = try BufferedAudioTests.Group(label: "cards-p", count: 1, fifos: false)
         let cards = try SimulatedCards(label: "promise", ppm: [300])
         let file = try Self.music(seconds: seconds, in: group.sender.directory)
