@@ -46,6 +46,7 @@ public final class ALSAMixer: HardwareVolume, @unchecked Sendable {
         }
     }
 
+    /// Sets the element for AirPlay's `decibels` (opening the mixer first if need be).
     public func setVolume(decibels: Double) {
         state.withLock { opened in
             if opened.element == nil, reopen(&opened) != nil { return }

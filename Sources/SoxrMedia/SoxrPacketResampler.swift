@@ -16,6 +16,8 @@ public struct SoxrPacketResampler: PacketResampler {
         if let reason = cairplay_soxr_load() { throw SoxrError(reason: String(cString: reason)) }
     }
 
+    /// `packet` as exactly `frames` frames (at most 1 % from its own count), joined to `before`
+    /// and `after`; nil when the packet is malformed or libsoxr fails (the caller stuffs).
     public func resample(_ packet: [Int32], to frames: Int, before: ArraySlice<Int32>, after: ArraySlice<Int32>,
                          channels: Int, maximumSample: Int32) -> [Int32]? {
         guard channels > 0, packet.count % channels == 0 else { return nil }
@@ -52,5 +54,6 @@ public struct SoxrPacketResampler: PacketResampler {
 public struct SoxrError: Error, CustomStringConvertible {
     /// Why, with what to install.
     public let reason: String
+    /// The reason, as logs show it.
     public var description: String { reason }
 }
