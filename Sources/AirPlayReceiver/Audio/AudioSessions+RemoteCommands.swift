@@ -41,3 +41,16 @@ extension AudioSessions: SenderEventChannel {
                               headers: ["Content-Type": PropertyListFormat.binary.contentType], body: body)
     }
 }
+
+extension AudioSessions {
+    /// A sender's volume: on the card's mixer when the box has one (the samples stay
+    /// bit-perfect), else scaling the session's samples.
+    func applyVolume(_ decibels: Double, session number: Int) {
+        if let hardwareVolume {
+            hardwareVolume.setVolume(decibels: decibels)
+        } else {
+            sessions.withLockedValue { $0[number] }?.playout?.setVolume(decibels: decibels)
+        }
+        logger.info("audio volume", metadata: ["session": "\(number)", "volume.dB": "\(decibels)"])
+    }
+}

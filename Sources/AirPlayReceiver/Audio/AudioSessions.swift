@@ -75,7 +75,7 @@ public final class AudioSessions: Sendable {
     /// How each playout follows a drifting clock (`audio_drift_correction`).
     private let driftCorrection: DriftCorrection
     /// The card's mixer, when the sender's volume goes there instead of into the samples.
-    private let hardwareVolume: (any HardwareVolume)?
+    let hardwareVolume: (any HardwareVolume)?
     let decoders: any RAOPDecoderFactory
     /// Test-only fault injection: this share of first-time audio packets is dropped on arrival.
     let faultDropPercent: Int
@@ -313,12 +313,7 @@ public final class AudioSessions: Sendable {
                 if !resources.buffered { resources.anchored?.forget() }
                 resources.playout?.flush(before: before)
             case .setVolume(let number, let decibels):
-                if let hardwareVolume {
-                    hardwareVolume.setVolume(decibels: decibels)
-                } else {
-                    sessions.withLockedValue { $0[number] }?.playout?.setVolume(decibels: decibels)
-                }
-                logger.info("audio volume", metadata: ["session": "\(number)", "volume.dB": "\(decibels)"])
+                applyVolume(decibels, session: number)
             case .requestResend(let number, let first, let count):
                 guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
                 requestResend(RAOPResendRequest(first: first, count: count), resources: resources)
