@@ -59,6 +59,20 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
         if case .sink(let description) = self { description } else { nil }
     }
 
+    /// What to say at start about an output whose card cannot be followed, or nil.
+    ///
+    /// GStreamer's `pipewiresink` (PipeWire 0.3, Debian 12's) is a plain sink without a clock:
+    /// its pipeline runs on the system clock while PipeWire plays at the card's pace, so the room
+    /// drifts from the others by the card's error (0.4 ms a second apart for cards 400 ppm apart).
+    /// PipeWire's ALSA plugin reports PipeWire's own account of the card, which airplayd follows.
+    public var advice: String? {
+        guard case .sink(let description) = self,
+              let element = description.split(whereSeparator: { $0 == " " || $0 == "!" }).first, element == "pipewiresink" else { return nil }
+        let node = description.split(separator: " ").first { $0.hasPrefix("target-object=") }.map { ":NODE=" + $0.dropFirst(14) } ?? ""
+        return "pipewiresink gives no clock of its card, so this room drifts from the others by the card's error; "
+            + "audio_output = \"alsa:pipewire\(node)\" plays through PipeWire following its card (package pipewire-alsa)"
+    }
+
     /// The text the key takes (`raw:PATH`, `alsa:DEVICE` or the description).
     public var description: String {
         switch self {

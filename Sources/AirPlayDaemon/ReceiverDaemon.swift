@@ -220,6 +220,7 @@ public final class ReceiverDaemon: Service, Sendable {
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
         logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
+        if let advice = configuration.audioOutput.advice { logger.warning("audio_output: \(advice)") }
         // Before any child process starts: systemd's sockets (PTP's ports) are ours alone.
         let inherited = InheritedSockets.adopt()
         if inherited > 0 { logger.info("sockets from systemd", metadata: ["count": "\(inherited)"]) }

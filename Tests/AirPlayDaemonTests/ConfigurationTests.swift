@@ -67,6 +67,16 @@ import Testing
         #expect(AudioOutput.sink("alsasink").mixerDevice == nil)
     }
 
+    /// GStreamer's `pipewiresink` has no clock of its card: airplayd says so at start and names
+    /// the output that follows a card through PipeWire (its ALSA plugin, the same node).
+    @Test func pipewiresinkIsAdvisedAgainstWithTheOutputThatFollowsTheCard() throws {
+        let advice = try #require(try AudioOutput(parsing: "pipewiresink target-object=card0").advice)
+        #expect(advice.contains("no clock") && advice.contains("alsa:pipewire:NODE=card0"))
+        #expect(try AudioOutput(parsing: "pipewiresink").advice?.contains("\"alsa:pipewire\"") == true)
+        #expect(try AudioOutput(parsing: "alsasink device=hw:0").advice == nil)
+        #expect(try AudioOutput(parsing: "alsa:pipewire:NODE=card0").advice == nil)
+    }
+
     private func error(_ toml: String) -> ConfigurationError? {
         do {
             _ = try ReceiverConfiguration.parse(toml: toml)
