@@ -23,6 +23,7 @@ let package = Package(
         fuzzer("airplay2-setup"),
         fuzzer("rtsp-session"),
         fuzzer("play-request"),
+        fuzzer("video-action"),
         fuzzer("config"),
         fuzzer("tlv8"),
         fuzzer("pair-setup"),

@@ -158,6 +158,11 @@ play_bodies = [(0, plistlib.dumps({"Content-Location": "http://10.0.0.2/a.m3u8",
                (2, b"Content-Location: http://[fe80::1%25eth0]:80/x\r\n")]
 for kind, body in play_bodies:
     add("play-request", bytes([kind]) + body)
+fcup = vector("video-fcup.json")
+for a in fcup["actions"]:
+    add("video-action", bytes.fromhex(a["plist"]))
+for r in fcup["requests"]:
+    add("video-action", r["xml"])
 with open(os.path.join(root, "systemd", "airplayd.toml"), "rb") as f:
     add("config", f.read())
 add("config", b'name = "Living Room"\nport = 7000\n[mqtt]\nhost = "127.0.0.1"\nport = 1883\ntopic = "airplayd"\narray = [[1, 2], ["a"]]\n')

@@ -9,7 +9,7 @@ import NIOCore
 /// its companions, `/play`), the RTSP session machine driven by whole requests, and the
 /// configuration file a user hands the daemon.
 enum SessionTargets {
-    static let all: [FuzzTarget] = [plist, airPlay2Setup, rtspSession, playRequest, configuration]
+    static let all: [FuzzTarget] = [plist, airPlay2Setup, rtspSession, playRequest, videoAction, configuration]
 
     /// XML and binary property lists. What our encoding writes reads back as the same list
     /// (compared in a canonical form: keys sorted, reals by their bits, so that dictionary
@@ -140,6 +140,19 @@ enum SessionTargets {
 
     /// `/play` bodies (binary plist or `text/parameters`) and the URL policy every media URL
     /// passes (here without name resolution: the fuzzer must not reach the network).
+    /// A phone's `/action` bodies (FCUP answers, the queue's inserts and removals) and the FCUP
+    /// requests a sender reads on its event channel: what reads also writes back the same.
+    static let videoAction = FuzzTarget("video-action", "video /action bodies and FCUP playlist requests") { bytes in
+        guard let list = try? PropertyList(decoding: bytes) else { return }
+        if let action = try? VideoAction(plist: list) {
+            let again = try? VideoAction(plist: PropertyList(decoding: action.plist.encoded(as: .binary)))
+            precondition(again == action, "a /action does not read back as written")
+        }
+        if let request = try? FCUPRequest(event: list) {
+            precondition((try? FCUPRequest(event: request.event)) == request, "an FCUP request does not read back as written")
+        }
+    }
+
     static let playRequest = FuzzTarget("play-request", "video /play bodies and media URLs") { bytes in
         var input = FuzzInput(bytes)
         let types = ["application/x-apple-binary-plist", "text/parameters", "", "application/x-apple-plist+xml"]

@@ -28,18 +28,22 @@ public struct ProtocolVersion: Hashable, Sendable, CustomStringConvertible {
     /// `PTTH/1.0`, the reverse HTTP protocol of the `/reverse` event channel.
     public static let ptth10 = ProtocolVersion(name: "PTTH", major: 1, minor: 0)
 
+    /// `EVENT/1.0`, which an iPhone answers the event channel's requests with (a reply's
+    /// protocol only; never a request's).
+    public static let event10 = ProtocolVersion(name: "EVENT", major: 1, minor: 0)
+
     /// True for RTSP.
     public var isRTSP: Bool { name == "RTSP" }
 
     /// The wire form, e.g. `RTSP/1.0`.
     public var description: String { "\(name)/\(major).\(minor)" }
 
-    /// Parses `NAME/M.N` where NAME is HTTP, RTSP or PTTH and M, N are single digits.
+    /// Parses `NAME/M.N` where NAME is HTTP, RTSP, PTTH or EVENT and M, N are single digits.
     public init?(parsing text: Substring) {
         guard let slash = text.firstIndex(of: "/") else { return nil }
         let name = text[..<slash]
         let digits = Array(text[text.index(after: slash)...])
-        guard ["HTTP", "RTSP", "PTTH"].contains(String(name)), digits.count == 3, digits[1] == ".",
+        guard ["HTTP", "RTSP", "PTTH", "EVENT"].contains(String(name)), digits.count == 3, digits[1] == ".",
               let major = digits[0].wholeNumberValue, let minor = digits[2].wholeNumberValue,
               digits[0].isASCII, digits[2].isASCII
         else { return nil }

@@ -308,7 +308,7 @@ enum RequestHeadParser {
             }
             return fail(400, "unknown protocol \(protocolText.prefix(16))")
         }
-        guard parsedVersion.major == 1, parsedVersion.name != "PTTH" else {
+        guard parsedVersion.major == 1, parsedVersion.name != "PTTH", parsedVersion.name != "EVENT" else {
             return fail(505, "unsupported protocol version \(protocolText)")
         }
         if let headerProblem { return fail(400, headerProblem) }

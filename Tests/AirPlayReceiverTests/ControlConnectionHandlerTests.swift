@@ -110,6 +110,13 @@ import Testing
         #expect(try Self.written(channel).hasPrefix("POST /event HTTP/1.1\r\n"))
         try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
         #expect(try channel.readInbound(as: InboundRequest.self) == nil)
+        // An iPhone answers `EVENT/1.0 200 OK`: a reply too, and the channel stays open for the next.
+        events.send(sessionID: "session-1", event: .dictionary(["state": .string("paused")]))
+        channel.embeddedEventLoop.run()
+        #expect(try Self.written(channel).hasPrefix("POST /event HTTP/1.1\r\n"))
+        try channel.writeInbound(ByteBuffer(string: "EVENT/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"))
+        channel.embeddedEventLoop.run()
+        #expect(events.has(sessionID: "session-1"))
         _ = try? channel.finish()
     }
 

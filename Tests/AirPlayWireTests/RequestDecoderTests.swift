@@ -86,6 +86,8 @@ import Testing
 
     @Test func unsupportedVersionIs505() {
         #expect(rejection(decodeAll("GET / HTTP/2.0\r\n\r\n").first)?.status == 505)
+        // EVENT/1.0 is how an iPhone replies on the event channel, never a request's protocol.
+        #expect(rejection(decodeAll("POST /event EVENT/1.0\r\n\r\n").first)?.status == 505)
         #expect(rejection(decodeAll("GET / SIP/2.0\r\n\r\n").first)?.status == 400)
     }
 

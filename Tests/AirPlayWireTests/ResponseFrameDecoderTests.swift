@@ -22,6 +22,18 @@ import Testing
                                                        decoderFactory: { AirPlayResponseFrameDecoder() })
     }
 
+    /// An iPhone answers the event channel's requests (`POST /event`, an FCUP playlist request)
+    /// with `EVENT/1.0 200 OK` as well as `HTTP/1.1 200 OK`: both are replies.
+    @Test func anIPhonesEventReplyIsAReply() throws {
+        let input = "EVENT/1.0 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"
+        let expected = [
+            AirPlayResponse(version: .event10, status: 200, headers: ["Content-Length": "0"]),
+            AirPlayResponse(version: .http11, status: 200),
+        ]
+        try ByteToMessageDecoderVerifier.verifyDecoder(stringInputOutputPairs: [(input, expected)],
+                                                       decoderFactory: { AirPlayResponseFrameDecoder() })
+    }
+
     /// What waits of a response not yet whole is counted, so a sender can tell that nothing
     /// came in clear when it turns encryption on after pair-verify.
     @Test func bytesOfAPartialResponseAreCounted() throws {
