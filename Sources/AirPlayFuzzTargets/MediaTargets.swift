@@ -9,15 +9,23 @@ enum MediaTargets {
     /// Master and media playlists. A playlist written back out reads back to the same text.
     static let hlsPlaylist = FuzzTarget("hls-playlist", "HLS master and media playlists") { bytes in
         var input = FuzzInput(bytes)
-        guard let playlist = try? PlaylistParser.parse(input.text()) else { return }
+        let text = input.text()
+        guard let playlist = try? PlaylistParser.parse(text) else { return }
         switch playlist {
         case .master(let master):
             _ = VariantDescription.all(master)
+            _ = PlaylistProtection.refusal(master: master)
             guard let again = try? PlaylistParser.parseMaster(master.text) else { preconditionFailure("a written master playlist does not parse") }
             precondition(again.text == master.text, "a master playlist's text changed on a round trip")
         case .media(let media):
             guard let again = try? PlaylistParser.parseMedia(media.text) else { preconditionFailure("a written media playlist does not parse") }
             precondition(again.text == media.text, "a media playlist's text changed on a round trip")
+            _ = PlaylistProtection.refusal(media: media)
+            // A condensed playlist (YouTube's) expands or is refused; what it expands to is a
+            // playlist that prints and parses back.
+            if let expanded = try? CondensedPlaylist.parseMedia(text) {
+                precondition((try? PlaylistParser.parseMedia(expanded.text)) != nil, "an expanded playlist does not parse")
+            }
         }
     }
 
