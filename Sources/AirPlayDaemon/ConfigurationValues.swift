@@ -83,6 +83,18 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// `video_language` and `video_subtitles`: language tags (letters, digits, `-`, `_`) joined by colons.
+enum RenditionLanguages {
+    /// The text when it is a valid list (empty included), else nil.
+    static func valid(_ text: String) -> String? {
+        guard text.utf8.count <= 200 else { return nil }
+        let tags = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard text.isEmpty || tags.allSatisfy({ tag in !tag.isEmpty && tag.count <= 35
+            && tag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } }) else { return nil }
+        return text
+    }
+}
+
 /// The pair-setup PIN (`pin`).
 public enum PairingPIN: Hashable, Sendable {
     /// A new random PIN for every pair-setup (`random`).

@@ -55,6 +55,10 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var videoMaxResolution = Resolution(width: 3840, height: 2160)
     /// Whether the display shows HDR (`video_hdr`): PQ and HLG variants are left out when not.
     public var videoHDR: Bool = false
+    /// Audio languages for a video's renditions, a colon list most wanted first (`video_language`).
+    public var videoLanguage: String = ""
+    /// Subtitle languages for a video's renditions, a colon list (`video_subtitles`); empty: as the master says.
+    public var videoSubtitles: String = ""
     /// Whether AC-3/E-AC-3 may pass through to the audio output undecoded (`audio_passthrough`).
     public var audioPassthrough: Bool = false
     /// Extra certificate authorities (PEM) trusted for HTTPS playlists and keys (`tls_ca_file`).

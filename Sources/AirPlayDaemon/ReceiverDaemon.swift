@@ -91,6 +91,8 @@ public final class ReceiverDaemon: Service, Sendable {
         return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
                           refuseLocalTargets: configuration.videoRefuseLocalURLs,
                           requestKey: { sessionID, uri in await events.requestKey(sessionID: sessionID, uri: uri) },
+                          preferences: RenditionPreferences(audio: configuration.videoLanguage, subtitles: configuration.videoSubtitles,
+                                                            environment: ProcessInfo.processInfo.environment),
                           logger: logger)
     }
 

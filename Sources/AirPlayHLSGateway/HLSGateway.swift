@@ -21,6 +21,8 @@ import NIOCore
 public final class HLSGateway: HLSProxy {
     /// Asks the sender of a session for a key it can reach and we cannot (a custom scheme).
     public typealias KeyRequester = @Sendable (_ sessionID: String, _ uri: String) async -> Result<[UInt8], HLSKeyError>
+    /// Asks the sender of a session for a playlist only it can reach (`mlhls://`, over FCUP).
+    public typealias PlaylistRequester = @Sendable (_ sessionID: String, _ url: String) async -> Result<String, HandedOverPlaylistError>
 
     let sessions = NIOLockedValueBox(HLSGatewaySessions())
     private let policy: VariantPolicy
@@ -28,16 +30,23 @@ public final class HLSGateway: HLSProxy {
     /// Where the player reaches the control port: `127.0.0.1:PORT`, or the zone's own address.
     private let playerOrigin = NIOLockedValueBox("127.0.0.1:0")
     private let requestKey: KeyRequester?
+    private let requestPlaylist: PlaylistRequester?
+    private let preferences: RenditionPreferences
     private let logger: Logger
 
     /// A gateway with a variant policy, an optional extra CA file and a way to ask senders for keys.
     /// With `refuseLocalTargets` (`video_refuse_local_urls`), nothing behind the gateway is
     /// fetched from a loopback or link-local address: not a playlist, key or redirect (checked at
     /// each connection), nor the segments the player fetches (their hosts, checked when served).
-    public init(policy: VariantPolicy, caFile: String?, refuseLocalTargets: Bool = false, requestKey: KeyRequester?, logger: Logger) {
+    /// Playlists a sender handed over as `mlhls://` come from `requestPlaylist` (its phone, over
+    /// FCUP); their segments are fetched by the player from the origin like any other.
+    public init(policy: VariantPolicy, caFile: String?, refuseLocalTargets: Bool = false, requestKey: KeyRequester?,
+                requestPlaylist: PlaylistRequester? = nil, preferences: RenditionPreferences? = nil, logger: Logger) {
+        self.preferences = preferences ?? RenditionPreferences(audio: "", subtitles: "", environment: [:])
         self.policy = policy
         options = HTTPRequestOptions(timeout: 15, maximumBytes: 8 << 20, caFile: caFile, refuseLocalTargets: refuseLocalTargets)
         self.requestKey = requestKey
+        self.requestPlaylist = requestPlaylist
         self.logger = logger
     }
 
@@ -86,28 +95,29 @@ public final class HLSGateway: HLSProxy {
 
     /// Answers `GET /hls/<token>/<name>` (the player's requests).
     public func respond(to request: AirPlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<AirPlayResponse> {
+        let promise = eventLoop.makePromise(of: AirPlayResponse.self)
+        Task { promise.succeed(await answer(request)) }
+        return promise.futureResult
+    }
+
+    /// The answer to one of the player's requests.
+    func answer(_ request: AirPlayRequest) async -> AirPlayResponse {
         let parts = request.path.split(separator: "/")
         guard parts.count == 3, parts[0] == "hls", sessions.withLockedValue({ $0[String(parts[1])] != nil }) else {
-            return eventLoop.makeSucceededFuture(Self.text(404, "no such HLS playback"))
+            return Self.text(404, "no such HLS playback")
         }
         let token = String(parts[1]), name = String(parts[2])
-        let promise = eventLoop.makePromise(of: AirPlayResponse.self)
-        Task {
-            let response: AirPlayResponse
-            switch name {
-            case "main.m3u8": response = await main(token)
-            case "trick.m3u8": response = trickMaster(token)
-            case _ where name.hasPrefix("t") && name.hasSuffix(".m3u8"): response = await trickPlaylist(token, name: String(name.dropLast(5)))
-            case _ where name.hasPrefix("c") && name.hasSuffix(".ts"): response = await chunk(token, name: String(name.dropLast(3)))
-            case _ where name.hasPrefix("k") && name.hasSuffix(".key"): response = await key(token, name: String(name.dropLast(4)))
-            case _ where Self.proxiedNumber(name) != nil:
-                response = await proxied(token, number: Self.proxiedNumber(name)!, range: request.headers["Range"])
-            case _ where name.hasSuffix(".m3u8"): response = await mediaPlaylist(token, name: String(name.dropLast(5)))
-            default: response = Self.text(404, "no \(name) in this playback")
-            }
-            promise.succeed(response)
+        switch name {
+        case "main.m3u8": return await main(token)
+        case "trick.m3u8": return trickMaster(token)
+        case _ where name.hasPrefix("t") && name.hasSuffix(".m3u8"): return await trickPlaylist(token, name: String(name.dropLast(5)))
+        case _ where name.hasPrefix("c") && name.hasSuffix(".ts"): return await chunk(token, name: String(name.dropLast(3)))
+        case _ where name.hasPrefix("k") && name.hasSuffix(".key"): return await key(token, name: String(name.dropLast(4)))
+        case _ where Self.proxiedNumber(name) != nil:
+            return await proxied(token, number: Self.proxiedNumber(name)!, range: request.headers["Range"])
+        case _ where name.hasSuffix(".m3u8"): return await mediaPlaylist(token, name: String(name.dropLast(5)))
+        default: return Self.text(404, "no \(name) in this playback")
         }
-        return promise.futureResult
     }
 
     // MARK: Playlists
@@ -126,13 +136,21 @@ public final class HLSGateway: HLSProxy {
             return fail(token, 502, "\(session.origin) is not a valid playlist: \(error)")
         }
         switch playlist {
-        case .media(let media):
+        case .media:
+            let media: MediaPlaylist
+            do {
+                media = try CondensedPlaylist.parseMedia(text)
+            } catch {
+                return fail(token, 502, "\(session.origin) is not a valid media playlist: \(error)")
+            }
+            if let refusal = PlaylistProtection.refusal(media: media) { return fail(token, 415, refusal) }
             // A media playlist played directly: rewritten like a variant's.
             sessions.withLockedValue { $0.servedMediaDirectly(token: token, base: base) }
             let rewritten = rewrite(media, base: base, token: token)
             if let problem = await screen(rewritten) { return fail(token, 403, problem) }
             return Self.playlist(proxying(rewritten, token: token).text)
         case .master(let master):
+            if let refusal = PlaylistProtection.refusal(master: master) { return fail(token, 415, refusal) }
             let (allowed, refused) = policy.choose(master)
             guard !allowed.isEmpty else {
                 let reasons = refused.sorted { $0.key < $1.key }.map { "variant \($0.key): \($0.value)" }.joined(separator: "; ")
@@ -141,9 +159,10 @@ public final class HLSGateway: HLSProxy {
             // Start where the measured bandwidth allows: players begin with the first variant
             // listed, and adapt from there among the ones that fit.
             let measured = session.figures.measuredBandwidth == nil
-                ? await probeBandwidth(master, allowed: allowed, base: base, headers: session.headers) : session.figures.measuredBandwidth
+                ? await probeBandwidth(master, allowed: allowed, base: base, headers: session.headers, sessionID: session.sessionID) : session.figures.measuredBandwidth
             guard let served = sessions.withLockedValue({
-                $0.serveMaster(token: token, master: master, base: base, allowed: allowed, refused: refused, measured: measured)
+                $0.serveMaster(token: token, master: master, base: base, allowed: allowed, refused: refused, measured: measured,
+                           preferred: preferences.choices(for: master))
             }) else { return Self.text(404, "playback ended") }
             if let start = served.start {
                 logger.info("hls start variant", metadata: ["variant": "\(start)",
@@ -236,17 +255,27 @@ public final class HLSGateway: HLSProxy {
     }
 
     /// How fast the origin delivers: the first segment of the leanest allowed variant, fetched
-    /// once (at most 4 MiB, 4 s). Nil when it cannot be measured.
-    private func probeBandwidth(_ master: MasterPlaylist, allowed: [Int], base: String, headers: [String: String]) async -> Double? {
+    /// once (at most 4 MiB, 4 s). Nil when it cannot be measured. A handed-over playlist is asked
+    /// of the sender (and kept there, so the player's own request for it is answered at once).
+    private func probeBandwidth(_ master: MasterPlaylist, allowed: [Int], base: String, headers: [String: String],
+                                sessionID: String) async -> Double? {
         guard let leanest = allowed.min(by: { master.variants[$0].bandwidth < master.variants[$1].bandwidth }) else { return nil }
         var options = self.options
         options.headers = headers
         options.timeout = 4
-        guard let playlist = try? await HTTPClient.get(Self.absolute(master.variants[leanest].uri, base), options: options),
-              let text = playlist.text, let media = try? PlaylistParser.parseMedia(text), let first = media.segments.first else { return nil }
+        let url = Self.absolute(master.variants[leanest].uri, base)
+        let text: String?, playlistURL: String
+        if url.lowercased().hasPrefix("mlhls://") {
+            text = try? await requestPlaylist?(sessionID, url).get()
+            playlistURL = url
+        } else {
+            let playlist = try? await HTTPClient.get(url, options: options)
+            (text, playlistURL) = (playlist?.text, playlist?.finalURL ?? url)
+        }
+        guard let text, let media = try? CondensedPlaylist.parseMedia(text), let first = media.segments.first else { return nil }
         options.maximumBytes = 4 << 20
         let started = ContinuousClock.now
-        guard let segment = try? await HTTPClient.get(Self.absolute(first.uri, playlist.finalURL), options: options,
+        guard let segment = try? await HTTPClient.get(Self.absolute(first.uri, playlistURL), options: options,
                                                        range: first.byteRange.flatMap(\.closedRange)),
               (200..<300).contains(segment.status), segment.body.count >= 1024 else { return nil }
         let elapsed = ContinuousClock.now - started
@@ -409,15 +438,29 @@ public final class HLSGateway: HLSProxy {
         case .failure(let response):
             return .failure(response)
         case .success(let (text, base)):
+            let media: MediaPlaylist
             do {
-                return .success((try PlaylistParser.parseMedia(text), base))
+                // YouTube's condensed segment lines expanded (any other playlist is as parsed).
+                media = try CondensedPlaylist.parseMedia(text)
             } catch {
                 return .failure(fail(token, 502, "\(origin) is not a valid media playlist: \(error)"))
             }
+            if let refusal = PlaylistProtection.refusal(media: media) { return .failure(fail(token, 415, refusal)) }
+            return .success((media, base))
         }
     }
 
     private func fetchText(_ url: String, headers: [String: String], token: String) async -> Fetched {
+        if url.lowercased().hasPrefix("mlhls://") {
+            // Only the sender's phone reaches it: asked over FCUP, relative URIs resolving against it.
+            guard let requestPlaylist, let session = sessions.withLockedValue({ $0[token] }) else {
+                return .failure(fail(token, 502, "\(url.prefix(200)): only the sender can fetch it, and it cannot be asked"))
+            }
+            switch await requestPlaylist(session.sessionID, url) {
+            case .success(let text): return .success((text, url))
+            case .failure(let error): return .failure(fail(token, error.status, error.reason))
+            }
+        }
         var options = self.options
         options.headers = headers
         do {

@@ -72,10 +72,12 @@ struct HLSGatewaySessions: Sendable {
     /// with the first one). A master that differs from the last one read (a rendition switch)
     /// forgets the old names and which variant played.
     mutating func serveMaster(token: String, master: MasterPlaylist, base: String, allowed: [Int], refused: [Int: String],
-                              measured: Double?) -> ServedMaster? {
+                              measured: Double?, preferred: [String: HLSRenditionChoice] = [:]) -> ServedMaster? {
         guard var session = sessions[token] else { return nil }
         var served = master.keeping(variants: allowed)
-        (served.renditions, served.variants) = HLSGateway.apply(session.selection, renditions: served.renditions, variants: served.variants)
+        // The sender's choices first, then the box's languages.
+        let selection = preferred.merging(session.selection) { $1 }
+        (served.renditions, served.variants) = HLSGateway.apply(selection, renditions: served.renditions, variants: served.variants)
         var names: [String: String] = [:]
         served.variants = zip(allowed.sorted(), served.variants).map { index, variant in
             names["v\(index)"] = HLSGateway.absolute(variant.uri, base)

@@ -33,6 +33,19 @@ public enum PlaylistURL {
     }
 }
 
+/// Why a playlist handed over by the sender (`mlhls://`, fetched over FCUP) could not be had.
+public struct HandedOverPlaylistError: Error, Hashable, Sendable {
+    /// The status the gateway answers its player with (502, 503, 504).
+    public var status: Int
+    /// What went wrong.
+    public var reason: String
+    /// A failure.
+    public init(status: Int, reason: String) {
+        self.status = status
+        self.reason = reason
+    }
+}
+
 /// Why a key could not be had.
 public struct HLSKeyError: Error, Hashable, Sendable {
     /// What went wrong.
