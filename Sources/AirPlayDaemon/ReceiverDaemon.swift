@@ -65,7 +65,7 @@ public final class ReceiverDaemon: Service, Sendable {
     }
 
     /// Video sessions playing through GStreamer with the configured sinks.
-    private func makeVideoSessions(events: EventChannels, gateway: HLSGateway) -> VideoSessions {
+    private func makeVideoSessions(events: EventChannels, gateway: HLSGateway, fcup: FCUPBroker) -> VideoSessions {
         let (media, videoSink, audioOutput) = (self.media, configuration.videoSink, configuration.audioOutput.description)
         let followRedirects = !configuration.videoRefuseLocalURLs
         return VideoSessions(
@@ -78,12 +78,13 @@ public final class ReceiverDaemon: Service, Sendable {
             events: events, gateway: gateway,
             makeClassicPlayer: { () throws(MediaError) -> any MediaPlayer in
                 try media.makePlayer(videoSink: videoSink, audioOutput: audioOutput, classicPlaybin: true, followRedirects: followRedirects)
-            }, nowPlaying: nowPlaying, logger: logger)
+            }, nowPlaying: nowPlaying, fcup: fcup, logger: logger)
     }
 
     /// The HLS gateway: variants within the configured display and the installed decoders; keys
-    /// over HTTPS with the sender's headers, or from the sender over its event channel.
-    private func makeHLSGateway(events: EventChannels) -> HLSGateway {
+    /// over HTTPS with the sender's headers, or from the sender over its event channel; the
+    /// playlists of a handed-over video (`mlhls://`) from the sender's phone over FCUP.
+    private func makeHLSGateway(events: EventChannels, fcup: FCUPBroker) -> HLSGateway {
         let policy = VariantPolicy(
             maximumResolution: configuration.videoMaxResolution, hdr: configuration.videoHDR,
             passthrough: configuration.audioPassthrough,
@@ -91,6 +92,7 @@ public final class ReceiverDaemon: Service, Sendable {
         return HLSGateway(policy: policy, caFile: configuration.tlsCAFile.isEmpty ? nil : configuration.tlsCAFile,
                           refuseLocalTargets: configuration.videoRefuseLocalURLs,
                           requestKey: { sessionID, uri in await events.requestKey(sessionID: sessionID, uri: uri) },
+                          requestPlaylist: { sessionID, url in await fcup.requestPlaylist(sessionID: sessionID, url: url) },
                           preferences: RenditionPreferences(audio: configuration.videoLanguage, subtitles: configuration.videoSubtitles,
                                                             environment: ProcessInfo.processInfo.environment),
                           logger: logger)
@@ -255,8 +257,9 @@ public final class ReceiverDaemon: Service, Sendable {
             }
         }
         let events = EventChannels(logger: logger)
-        let gateway = playbackPossible ? makeHLSGateway(events: events) : nil
-        let video = gateway.map { makeVideoSessions(events: events, gateway: $0) }
+        let fcup = FCUPBroker(events: events, logger: logger)
+        let gateway = playbackPossible ? makeHLSGateway(events: events, fcup: fcup) : nil
+        let video = gateway.map { makeVideoSessions(events: events, gateway: $0, fcup: fcup) }
         var router = ControlRouter(serverInfo: {
             ServerInfo(deviceID: identity.id, name: currentName.withLockedValue { $0 },
                        capabilities: currentCapabilities.withLockedValue { $0 })

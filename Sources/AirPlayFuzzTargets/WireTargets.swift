@@ -30,7 +30,7 @@ enum WireTargets {
         for message in split {
             switch message {
             case .request(let request):
-                precondition(request.body.readableBytes <= RequestLimits.default.maxBodyBytes)
+                precondition(request.body.readableBytes <= RequestLimits.default.maxBodyBytes(method: request.method, target: request.target))
                 _ = (request.path, request.queryItems, request.cseq)
             case .rejected(let rejection):
                 precondition((400..<600).contains(rejection.status), "a rejection must be an error status")

@@ -43,16 +43,28 @@ public struct RequestLimits: Hashable, Sendable {
     public var maxHeaderCount: Int
     /// Largest body, in bytes (413 beyond).
     public var maxBodyBytes: Int
+    /// Larger limits for a few `POST` paths (a phone's `/action` carries a whole playlist).
+    public var largerBodies: [String: Int]
 
     /// Limits from their parts.
-    public init(maxHeadBytes: Int = 16 * 1024, maxHeaderCount: Int = 64, maxBodyBytes: Int = 1024 * 1024) {
+    public init(maxHeadBytes: Int = 16 * 1024, maxHeaderCount: Int = 64, maxBodyBytes: Int = 1024 * 1024,
+                largerBodies: [String: Int] = [:]) {
         self.maxHeadBytes = maxHeadBytes
         self.maxHeaderCount = maxHeaderCount
         self.maxBodyBytes = maxBodyBytes
+        self.largerBodies = largerBodies
     }
 
-    /// 16 KiB of head, 64 fields, 1 MiB of body: enough for artwork and plists, no more.
-    public static let `default` = RequestLimits()
+    /// The body limit of a request: its path's larger one, if it has one, for a `POST`.
+    public func maxBodyBytes(method: String, target: String) -> Int {
+        guard method == "POST", !largerBodies.isEmpty else { return maxBodyBytes }
+        let path = target.prefix { $0 != "?" }
+        return largerBodies[String(path)].map { max($0, maxBodyBytes) } ?? maxBodyBytes
+    }
+
+    /// 16 KiB of head, 64 fields, 1 MiB of body (8 MiB for a `POST /action`, an FCUP answer with
+    /// its playlist): enough for artwork and plists, no more.
+    public static let `default` = RequestLimits(largerBodies: ["/action": 8 << 20])
 }
 
 /// Frames HTTP/1.x and RTSP/1.0 requests on the shared control port.
@@ -173,11 +185,12 @@ public struct AirPlayRequestDecoder: ByteToMessageDecoder {
             if rejection.rejection.closesConnection { state = .closed }
             return .rejected(rejection.rejection)
         case .success(let head):
-            if head.bodyLength > limits.maxBodyBytes {
+            let limit = limits.maxBodyBytes(method: head.method, target: head.target)
+            if head.bodyLength > limit {
                 buffer.moveReaderIndex(forwardBy: bodyStart)
                 state = .skippingBody(remaining: head.bodyLength)
                 return .rejected(RequestRejection(
-                    status: 413, reason: "body of \(head.bodyLength) bytes exceeds \(limits.maxBodyBytes)",
+                    status: 413, reason: "body of \(head.bodyLength) bytes exceeds \(limit)",
                     version: head.version, cseq: head.headers["CSeq"]))
             }
             guard buffer.readableBytes >= bodyStart + head.bodyLength else { return nil }

@@ -34,6 +34,22 @@ import Testing
         #expect(again.first == .stopPlayer(2))
     }
 
+    /// A handed-over video (`mlhls://`) ends its FCUP exchange whenever it ends; `playlistRemove`
+    /// of the playing item ends it untold (the sender removed it itself), of another item changes
+    /// nothing.
+    @Test func aHandedOverItemEndsWithItsExchange() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try machine.play(sessionID: "S", url: "mlhls://localhost/master.m3u8", gatewayURL: "gw", start: .seconds(0),
+                             paused: false, itemID: "ITEM-1").get()
+        #expect(machine.removeItem("ITEM-2", sessionID: "S").isEmpty)
+        #expect(machine.removeItem("ITEM-1", sessionID: "other").isEmpty)
+        #expect(machine.removeItem("ITEM-1", sessionID: "S") == [.stopPlayer(1), .endHandOver(sessionID: "S"), .closeGateway("gw")])
+        #expect(machine.current == nil)
+        _ = try machine.play(sessionID: "S", url: "mlhls://localhost/master.m3u8", gatewayURL: "gw2", start: .seconds(0),
+                             paused: false).get()
+        #expect(try machine.stop(sessionID: "S").get().contains(.endHandOver(sessionID: "S")))
+    }
+
     /// With `video_takeover = "refuse"`, another sender gets 409 while the video loads, plays
     /// or is paused, and may take over once it has ended.
     @Test func refusedTakeoverWhileAnotherVideoPlays() throws {

@@ -113,6 +113,19 @@ import Testing
         #expect(request(decoder.next(from: &buffer))?.path == "/info")
     }
 
+    /// A phone's `POST /action` carries a whole playlist (FCUP): the default limits take 8 MiB
+    /// there and 1 MiB anywhere else.
+    @Test func anActionMayCarryAPlaylist() {
+        var decoder = AirPlayRequestDecoder()
+        var buffer = ByteBuffer(string: "POST /action HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n" + String(repeating: "x", count: 2_000_000))
+        #expect(request(decoder.next(from: &buffer))?.body.readableBytes == 2_000_000)
+        buffer = ByteBuffer(string: "POST /play HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n")
+        #expect(rejection(decoder.next(from: &buffer))?.status == 413)
+        #expect(RequestLimits.default.maxBodyBytes(method: "POST", target: "/action?x=1") == 8 << 20)
+        #expect(RequestLimits.default.maxBodyBytes(method: "GET", target: "/action") == 1 << 20)
+        #expect(RequestLimits(maxBodyBytes: 0).maxBodyBytes(method: "POST", target: "/action") == 0)
+    }
+
     @Test func oversizedHeadIs431AndTheConnectionResynchronises() {
         let limits = RequestLimits(maxHeadBytes: 256, maxHeaderCount: 16, maxBodyBytes: 10)
         let huge = "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 2000) + "\r\n\r\n"

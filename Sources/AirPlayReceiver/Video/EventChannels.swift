@@ -69,9 +69,10 @@ public final class EventChannels: Sendable {
     /// True when the session has an open event channel.
     public func has(sessionID: String) -> Bool { channels.withLockedValue { $0[sessionID] != nil } }
 
-    /// Sends `POST /event` with the plist to the session's channel, if it has one.
-    public func send(sessionID: String, event: PropertyList) {
-        guard let (channel, replies) = channels.withLockedValue({ $0[sessionID] }) else { return }
+    /// Sends `POST /event` with the plist to the session's channel, if it has one (false when not).
+    @discardableResult
+    public func send(sessionID: String, event: PropertyList) -> Bool {
+        guard let (channel, replies) = channels.withLockedValue({ $0[sessionID] }) else { return false }
         let body = event.encoded(as: .xml)
         var buffer = channel.allocator.buffer(capacity: body.count + 200)
         buffer.writeString("POST /event HTTP/1.1\r\nContent-Type: text/x-apple-plist+xml\r\n")
@@ -82,7 +83,8 @@ public final class EventChannels: Sendable {
             replies?.expect(nil)
             channel.writeAndFlush(request, promise: nil)
         }
-        logger.debug("event sent", metadata: ["session": "\(sessionID)", "event": "\(event["state"]?.stringValue ?? "?")"])
+        logger.debug("event sent", metadata: ["session": "\(sessionID)", "event": "\(event["state"]?.stringValue ?? event["type"]?.stringValue ?? "?")"])
+        return true
     }
 
     /// Closes every event channel (shutdown).

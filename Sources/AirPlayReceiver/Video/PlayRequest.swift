@@ -17,6 +17,10 @@ public struct PlayRequest: Hashable, Sendable {
     /// Headers for the receiver's own requests for this media's playlists and keys (cookies,
     /// authorization): our extension key `httpHeaders` in a plist body (Protocol/video.md).
     public var httpHeaders: [String: String] = [:]
+    /// The item's `uuid` (an iPhone names each item of its queue; `playlistRemove` names it back).
+    public var itemID: String?
+    /// The app that sent it (`clientProcName`: `YouTube`, `MobileSafari`), for the log.
+    public var clientName: String?
 
     /// A request from its parts.
     public init(url: String, start: StartPosition = .seconds(0), rate: Double? = nil, sessionID: String? = nil) {
@@ -98,6 +102,8 @@ public struct PlayRequest: Hashable, Sendable {
             rate = nil
         }
         sessionID = request.headers["X-Apple-Session-ID"] ?? fields["x-apple-session-id"]
+        itemID = fields["uuid"].flatMap { $0.utf8.count <= 128 ? $0 : nil }
+        clientName = fields["clientprocname"].map { String($0.prefix(64)) }
     }
 }
 

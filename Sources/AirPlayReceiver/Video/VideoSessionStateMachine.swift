@@ -29,6 +29,10 @@ struct VideoSessionStateMachine: Sendable {
         var lastEvent: String?
         /// True while the player plays the I-frame playlist (fast rates).
         var trick = false
+        /// The item's `uuid`, when the sender named it (`playlistRemove` names it back).
+        var itemID: String?
+        /// True when the sender handed the video over (`mlhls://`): its playlists come over FCUP.
+        var handedOver: Bool { url.lowercased().hasPrefix("mlhls:") }
     }
 
     /// Something on a player.
@@ -56,6 +60,8 @@ struct VideoSessionStateMachine: Sendable {
         case closeGateway(String)
         /// Sends a state event on the session's `/reverse` channel.
         case sendEvent(sessionID: String, state: String)
+        /// The handed-over video of a session ended: its playlist requests to the phone end too.
+        case endHandOver(sessionID: String)
     }
 
     /// A request refused, with its status and reason.
@@ -89,15 +95,15 @@ struct VideoSessionStateMachine: Sendable {
     /// `/play`: the new session replaces the current one (which is told `stopped` when it is
     /// another sender's), unless takeovers are refused while another sender's video plays.
     /// `gatewayURL` is where the player reads an HLS playlist through the gateway.
-    mutating func play(sessionID: String, url: String, gatewayURL: String?, start: StartPosition, paused: Bool)
-        -> Result<[Action], Refusal> {
+    mutating func play(sessionID: String, url: String, gatewayURL: String?, start: StartPosition, paused: Bool,
+                       itemID: String? = nil) -> Result<[Action], Refusal> {
         if takeover == .refuse, let active = current, active.id != sessionID,
            [.loading, .playing, .paused].contains(active.playerState) {
             return .failure(Refusal(status: 409, reason: "another sender's video is playing; this receiver refuses takeovers"))
         }
         var actions = current.map { end($0, tellSender: $0.id != sessionID) } ?? []
         let player = newPlayer()
-        current = Session(id: sessionID, url: url, gatewayURL: gatewayURL, player: player)
+        current = Session(id: sessionID, url: url, gatewayURL: gatewayURL, player: player, itemID: itemID)
         actions.append(.startPlayer(player, url: gatewayURL ?? url, start: start, paused: paused, volume: volume, trick: false))
         return .success(actions)
     }
@@ -111,6 +117,15 @@ struct VideoSessionStateMachine: Sendable {
         }
         current = nil
         return .success(end(active, tellSender: true))
+    }
+
+    /// `/action` `playlistRemove`: the item leaves the sender's queue. The current item's
+    /// session ends, untold (the sender removed it itself, and usually sends the next `/play`
+    /// at once); any other uuid changes nothing.
+    mutating func removeItem(_ itemID: String, sessionID: String) -> [Action] {
+        guard let active = current, active.id == sessionID, active.itemID == itemID else { return [] }
+        current = nil
+        return end(active, tellSender: false)
     }
 
     /// Shutdown: ends whatever plays.
@@ -204,6 +219,7 @@ struct VideoSessionStateMachine: Sendable {
     /// already was (or it replaces its own video, and expects nothing for the old item).
     private func end(_ session: Session, tellSender: Bool) -> [Action] {
         var actions: [Action] = [.stopPlayer(session.player)]
+        if session.handedOver { actions.append(.endHandOver(sessionID: session.id)) }
         if let url = session.gatewayURL { actions.append(.closeGateway(url)) }
         if tellSender, session.lastEvent != "stopped" { actions.append(.sendEvent(sessionID: session.id, state: "stopped")) }
         return actions

@@ -41,8 +41,10 @@ public final class VideoSessions: Sendable {
     /// Makes the player for trick play (fast rates on an HLS I-frame playlist).
     /// Players on classic playbin: trick play, and progressive media (see `startPlayer`).
     private let makeClassicPlayer: PlayerFactory?
-    private let policy: MediaURLPolicy
-    private let events: EventChannels
+    let policy: MediaURLPolicy
+    let events: EventChannels
+    /// Asks senders for the playlists of videos they handed over (`mlhls://`, FCUP).
+    let fcup: FCUPBroker?
     let logger: Logger
     let machine: NIOLockedValueBox<Machine>
     /// The players the machine asked for, by id.
@@ -60,8 +62,9 @@ public final class VideoSessions: Sendable {
     /// Sessions with a player factory and policies.
     public init(makePlayer: @escaping PlayerFactory, policy: MediaURLPolicy, takeover: VideoTakeover,
                 events: EventChannels, gateway: (any HLSProxy)? = nil, makeClassicPlayer: PlayerFactory? = nil,
-                nowPlaying: NowPlaying? = nil, logger: Logger) {
+                nowPlaying: NowPlaying? = nil, fcup: FCUPBroker? = nil, logger: Logger) {
         self.gateway = gateway
+        self.fcup = fcup
         self.nowPlaying = nowPlaying
         self.makeClassicPlayer = makeClassicPlayer
         self.makePlayer = makePlayer
@@ -75,6 +78,7 @@ public final class VideoSessions: Sendable {
     public static let routes: [String: [String]] = [
         "/play": ["POST"], "/scrub": ["GET", "POST"], "/rate": ["POST"], "/stop": ["POST"],
         "/volume": ["POST"], "/playback-info": ["GET"], "/setProperty": ["PUT", "POST"], "/getProperty": ["GET", "POST"],
+        "/action": ["POST"], "/fp-setup2": ["POST"],
     ]
 
     /// Answers one video request.
@@ -89,6 +93,8 @@ public final class VideoSessions: Sendable {
         case "/volume": return .now(setVolume(request))
         case "/setProperty": return .now(setProperty(request))
         case "/getProperty": return .now(getProperty(request))
+        case "/action": return action(request)
+        case "/fp-setup2": return .now(fairPlayVideoSetup(request))
         default: return .now(Self.text(404, "no resource at \(request.path)"))
         }
     }
@@ -102,7 +108,7 @@ public final class VideoSessions: Sendable {
     // MARK: Carrying out actions
 
     /// Runs `actions` on the players' queue and answers once they ran: `success`, or the first failure.
-    private func later(_ actions: [Machine.Action], success: AirPlayResponse = AirPlayResponse(status: 200)) -> VideoAnswer {
+    func later(_ actions: [Machine.Action], success: AirPlayResponse = AirPlayResponse(status: 200)) -> VideoAnswer {
         .later { [self] eventLoop in
             let promise = eventLoop.makePromise(of: AirPlayResponse.self)
             playerQueue.async { promise.succeed(self.carryOut(actions) ?? success) }
@@ -143,6 +149,8 @@ public final class VideoSessions: Sendable {
                 players.withLockedValue { $0.removeValue(forKey: id) }?.stop()
             case .closeGateway(let url):
                 gateway?.close(url)
+            case .endHandOver(let sessionID):
+                fcup?.end(sessionID: sessionID, reason: "the video ended")
             case .sendEvent(let sessionID, let state):
                 sendEvent(sessionID: sessionID, state: state)
             }
@@ -202,6 +210,7 @@ public final class VideoSessions: Sendable {
         } catch {
             return .now(Self.text(error.status, error.reason))
         }
+        if HandOver.isHandedOver(play.url) { return handOver(play, request: request) }
         guard policy.refuseLocalTargets else {
             do {
                 try policy.check(play.url)
@@ -240,21 +249,22 @@ public final class VideoSessions: Sendable {
     }
 
     /// Starts playing `url` (the request's URL, or where its redirects lead) for a `/play`.
-    private func begin(_ play: PlayRequest, url: String, request: AirPlayRequest) -> VideoAnswer {
+    func begin(_ play: PlayRequest, url: String, request: AirPlayRequest) -> VideoAnswer {
         let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
         // HLS playlists go through the gateway: it picks the variants and fetches the keys.
         let gatewayURL = gateway.flatMap { gateway in
             PlaylistURL.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
         }
         let decision = machine.withLockedValue {
-            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0)
+            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0, itemID: play.itemID)
         }
         switch decision {
         case .failure(let refusal):
             if let gatewayURL { gateway?.close(gatewayURL) }
             return .now(Self.text(refusal.status, refusal.reason))
         case .success(let actions):
-            logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
+            logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))",
+                                                 "app": "\(play.clientName ?? "-")"])
             announce(play, request: request)
             return later(actions)
         }
@@ -362,6 +372,7 @@ public final class VideoSessions: Sendable {
     /// Properties senders set; accepted and acknowledged (their effects arrive with HLS renditions).
     static let settableProperties: Set<String> = [
         "forwardEndTime", "reverseEndTime", "selectedMediaArray", "actionAtItemEnd", "isInterestedInDateRange",
+        "interstitialEvents", "textMarkupArray",
     ]
     /// Properties senders read.
     static let readableProperties: Set<String> = ["playbackAccessLog", "playbackErrorLog"]
