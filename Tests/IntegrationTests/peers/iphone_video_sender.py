@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""An iPhone handing a video over to an AirPlay receiver, written from the documented facts
+(UxPlay 1.73.6's http_handlers.h, fcup_request.h and airplay_video.c; apsdk; UxPlay's issues;
+Protocol/video.md §7): no code of theirs.
+
+Two roles:
+
+  iphone_video_sender.py origin MEDIA_DIR
+      YouTube's origin: serves a video's segments under YouTube-like paths,
+      /videoplayback/itag/ITAG/govp/ANY/gosq/K -> MEDIA_DIR/<stream of ITAG>/<segment K>.
+      Prints its port on the first line. Streams (TestMedia's groups layout): itag 136 -> s2
+      (video), 140 -> sEnglish, 141 -> sFrench. Any other path is a file of MEDIA_DIR (the
+      plain HLS a Safari-style hand-over names).
+
+  iphone_video_sender.py phone HOST PORT --origin URL --media MEDIA_DIR [--mode youtube|url]
+                         [--event-replies http|event] [--report FILE]
+      The phone. Connection 1: POST /reverse (PTTH/1.0), then it answers the receiver's requests
+      on it: state events with 200, and each unhandledURLRequest (FCUP) with 200 and then a
+      POST /action on connection 2 carrying the playlist. Connection 2: GET /server-info, a
+      binary-plist POST /play (youtube: Content-Location mlhls://localhost/master.m3u8, the
+      playlists built from MEDIA_DIR with YouTube's condensed segment lines pointing at the
+      origin; url: Safari's form, the origin's own http:// master), PUT /setProperty as iOS 18
+      does, POST /rate, GET /playback-info once a second, a scrub to 24 s, rate 0 and 1,
+      POST /stop. It prints one JSON line: what it measured and what the receiver did.
+
+At most 20 header fields a request (UxPlay refuses more).
+"""
+import http.server
+import json
+import os
+import plistlib
+import re
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+
+STREAMS = {"136": "groups/s2", "140": "groups/sEnglish", "141": "groups/sFrench"}
+
+
+# ---------------------------------------------------------------- the origin
+
+class Origin(http.server.BaseHTTPRequestHandler):
+    media = ""
+    pattern = re.compile(r"^/videoplayback/itag/(\d+)/govp/[^/]+/gosq/(\d+)$")
+
+    def do_GET(self):
+        match = self.pattern.match(self.path)
+        if not match:
+            return self.static()
+        stream = STREAMS.get(match.group(1))
+        if not stream:
+            self.send_error(404)
+            return
+        segments = media_segments(os.path.join(self.media, stream, "index.m3u8"))
+        index = int(match.group(2))
+        if index >= len(segments):
+            self.send_error(404)
+            return
+        with open(os.path.join(self.media, stream, segments[index][1]), "rb") as handle:
+            data = handle.read()
+        self.send_response(200)
+        self.send_header("Content-Type", "video/mp2t")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def static(self):
+        path = os.path.normpath(os.path.join(self.media, self.path.split("?")[0].lstrip("/")))
+        if not path.startswith(os.path.abspath(self.media) + "/") or not os.path.isfile(path):
+            self.send_error(404)
+            return
+        data = open(path, "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.apple.mpegurl" if path.endswith(".m3u8") else "video/mp2t")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def serve_origin(media: str) -> None:
+    Origin.media = os.path.abspath(media)
+    server = socketserver.ThreadingTCPServer(("0.0.0.0", 0), Origin)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def media_segments(path: str):
+    """(duration, file) of each segment of an ffmpeg media playlist."""
+    lines = open(path).read().splitlines()
+    result = []
+    for number, line in enumerate(lines):
+        if line.startswith("#EXTINF:"):
+            result.append((float(line[8:].split(",")[0]), lines[number + 1].strip()))
+    return result
+
+
+# ---------------------------------------------------------------- the phone's playlists
+
+def phone_playlists(media: str, origin: str) -> dict:
+    """What YouTube's app would hand over: an mlhls master and condensed media playlists."""
+    master = (
+        "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+        '#EXT-X-MEDIA:URI="mlhls://localhost/itag/140/mediadata.m3u8",TYPE=AUDIO,GROUP-ID="aud",LANGUAGE="en",'
+        'NAME="English",DEFAULT=YES,AUTOSELECT=YES\n'
+        '#EXT-X-MEDIA:URI="mlhls://localhost/itag/141/mediadata.m3u8",TYPE=AUDIO,GROUP-ID="aud",LANGUAGE="fr",'
+        'NAME="French",DEFAULT=NO,AUTOSELECT=YES\n'
+        '#EXT-X-STREAM-INF:BANDWIDTH=400000,CODECS="avc1.42c00d,mp4a.40.2",RESOLUTION=320x180,AUDIO="aud"\n'
+        "mlhls://localhost/itag/136/mediadata.m3u8\n"
+    )
+    playlists = {"mlhls://localhost/master.m3u8": master}
+    for itag, stream in STREAMS.items():
+        segments = media_segments(os.path.join(media, stream, "index.m3u8"))
+        text = "#EXTM3U\n"
+        # YouTube writes the condensed form's tag on the line after #EXTM3U.
+        text += f'#YT-EXT-CONDENSED-URL:BASE-URI="{origin}/videoplayback/itag/{itag}",PARAMS="govp,gosq",PREFIX="s/"\n'
+        text += "#EXT-X-VERSION:3\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        text += f"#EXT-X-TARGETDURATION:{int(max(d for d, _ in segments) + 0.999)}\n#EXT-X-MEDIA-SEQUENCE:0\n"
+        offset = 0
+        for index, (duration, _) in enumerate(segments):
+            text += f"#EXTINF:{duration:.3f},\ns/slices%3D{offset}-{offset + 99999}/{index}\n"
+            offset += 100000
+        text += "#EXT-X-ENDLIST\n"
+        playlists[f"mlhls://localhost/itag/{itag}/mediadata.m3u8"] = text
+    return playlists
+
+
+# ---------------------------------------------------------------- HTTP over raw sockets
+
+def read_message(sock, buffer: bytearray, timeout: float):
+    """One HTTP message (request or reply) from a socket: (first line, headers, body)."""
+    sock.settimeout(timeout)
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        buffer.extend(chunk)
+    end = buffer.index(b"\r\n\r\n")
+    head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+    del buffer[:end + 4]
+    headers = {}
+    for line in head[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(buffer) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        buffer.extend(chunk)
+    body = bytes(buffer[:length])
+    del buffer[:length]
+    return head[0], headers, body
+
+
+class Phone:
+    def __init__(self, host, port, playlists, event_replies):
+        self.session = str(uuid.uuid4()).upper()
+        self.playlists = playlists
+        self.event_replies = event_replies
+        self.lock = threading.Lock()
+        self.control = socket.create_connection((host, port), timeout=10)
+        self.control_buffer = bytearray()
+        self.reverse = socket.create_connection((host, port), timeout=10)
+        self.reverse_buffer = bytearray()
+        self.fcup = []      # (request id, url, /action status)
+        self.events = []    # state events
+        self.errors = []
+
+    def request(self, method, path, body=b"", content_type=None, extra=()):
+        head = f"{method} {path} HTTP/1.1\r\nX-Apple-Session-ID: {self.session}\r\n"
+        head += "User-Agent: AirPlay/860.7.1\r\nX-Apple-Device-ID: 0xaabbccddee01\r\n"
+        for name, value in extra:
+            head += f"{name}: {value}\r\n"
+        if content_type:
+            head += f"Content-Type: {content_type}\r\n"
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        with self.lock:
+            self.control.sendall(head.encode() + body)
+            line, headers, reply = read_message(self.control, self.control_buffer, 15)
+        return int(line.split(" ")[1]), headers, reply
+
+    def open_reverse(self):
+        head = (f"POST /reverse HTTP/1.1\r\nUpgrade: PTTH/1.0\r\nConnection: Upgrade\r\nX-Apple-Purpose: event\r\n"
+                f"X-Apple-Session-ID: {self.session}\r\nContent-Length: 0\r\n\r\n")
+        self.reverse.sendall(head.encode())
+        line, _, _ = read_message(self.reverse, self.reverse_buffer, 10)
+        if " 101 " not in line + " ":
+            raise RuntimeError(f"/reverse answered {line}")
+        threading.Thread(target=self.serve_reverse, daemon=True).start()
+
+    def serve_reverse(self):
+        while True:
+            try:
+                line, headers, body = read_message(self.reverse, self.reverse_buffer, 3600)
+            except Exception:
+                return
+            reply = "EVENT/1.0 200 OK" if self.event_replies == "event" else "HTTP/1.1 200 OK"
+            self.reverse.sendall(f"{reply}\r\nContent-Length: 0\r\n\r\n".encode())
+            try:
+                event = plistlib.loads(body) if body else {}
+            except Exception as error:
+                self.errors.append(f"unreadable event: {error}")
+                continue
+            if event.get("type") == "unhandledURLRequest":
+                threading.Thread(target=self.answer_fcup, args=(event,), daemon=True).start()
+            elif "state" in event:
+                self.events.append(event["state"])
+
+    def answer_fcup(self, event):
+        request = event.get("request", {})
+        url, request_id = request.get("FCUP_Response_URL", ""), request.get("FCUP_Response_RequestID")
+        data = self.playlists.get(url)
+        params = {"FCUP_Response_URL": url, "FCUP_Response_RequestID": request_id,
+                  "FCUP_Response_StatusCode": 0 if data is not None else 404,
+                  "FCUP_Response_Data": (data or "").encode(),
+                  "FCUP_Response_Headers": {"Content-Type": "application/vnd.apple.mpegurl"}}
+        body = plistlib.dumps({"type": "unhandledURLResponse", "params": params}, fmt=plistlib.FMT_BINARY)
+        try:
+            status, _, _ = self.request("POST", "/action", body, "application/x-apple-binary-plist")
+        except Exception as error:
+            self.errors.append(f"/action: {error}")
+            status = -1
+        self.fcup.append({"id": request_id, "url": url, "status": status})
+
+    def playback_info(self):
+        status, _, body = self.request("GET", "/playback-info")
+        if status != 200 or not body:
+            return {}
+        try:
+            return plistlib.loads(body)
+        except Exception:
+            return {}
+
+    def position_when(self, condition, timeout):
+        """Polls /playback-info once a second (as iOS does) until `condition(info)`."""
+        deadline = time.time() + timeout
+        info = {}
+        while time.time() < deadline:
+            info = self.playback_info()
+            if condition(info):
+                return info
+            time.sleep(1)
+        return info
+
+
+def run_phone(args) -> dict:
+    host, port = args[0], int(args[1])
+    options = dict(zip(args[2::2], args[3::2]))
+    origin, media = options["--origin"], options["--media"]
+    mode = options.get("--mode", "youtube")
+    playlists = phone_playlists(media, origin)
+    phone = Phone(host, port, playlists, options.get("--event-replies", "http"))
+    report = {"mode": mode, "session": phone.session}
+    phone.open_reverse()
+    status, _, _ = phone.request("GET", "/server-info")
+    report["serverInfo"] = status
+    location = "mlhls://localhost/master.m3u8" if mode == "youtube" else f"{origin}/groups/master.m3u8"
+    item = str(uuid.uuid4()).upper()
+    play = {"Content-Location": location, "Start-Position": 0.0, "Start-Position-Seconds": 0.0, "uuid": item,
+            "clientProcName": "YouTube" if mode == "youtube" else "MobileSafari",
+            "clientBundleID": "com.google.ios.youtube" if mode == "youtube" else "com.apple.mobilesafari",
+            "rate": 1.0, "volume": 1.0, "streamType": 1, "model": "iPhone16,2", "osBuildVersion": "22B83",
+            "playbackRestrictions": 0, "SenderMACAddress": "AA:BB:CC:DD:EE:01"}
+    started = time.time()
+    status, _, body = phone.request("POST", "/play", plistlib.dumps(play, fmt=plistlib.FMT_BINARY),
+                                    "application/x-apple-binary-plist")
+    report["play"] = status
+    if status != 200:
+        report["playBody"] = body.decode("latin-1")[:300]
+        return finish(phone, report)
+    for name in ("actionAtItemEnd", "interstitialEvents", "textMarkupArray"):
+        value = {"value": 0} if name == "actionAtItemEnd" else {"value": []}
+        status, _, _ = phone.request("PUT", f"/setProperty?{name}", plistlib.dumps(value, fmt=plistlib.FMT_BINARY),
+                                     "application/x-apple-binary-plist")
+        report[f"setProperty.{name}"] = status
+    report["rate1"] = phone.request("POST", "/rate?value=1.000000")[0]
+    # Playing: the first position past 0.5 s, then how far it goes in 12 s.
+    first = phone.position_when(lambda i: i.get("position", 0) > 0.5, 40)
+    report["firstFrameSeconds"] = round(time.time() - started, 2)
+    report["duration"] = first.get("duration")
+    begin_at, begin = time.time(), first.get("position", 0)
+    time.sleep(12)
+    later = phone.playback_info()
+    report["advanced"] = round(later.get("position", 0) - begin, 2)
+    report["advancedOver"] = round(time.time() - begin_at, 2)
+    if mode == "url":
+        # Safari's hand-over differs only in how the playlists are reached: control as above.
+        report["stop"] = phone.request("POST", "/stop")[0]
+        return finish(phone, report)
+    # A scrub to 24 s lands.
+    report["scrub"] = phone.request("POST", "/scrub?position=24.000000")[0]
+    landed = phone.position_when(lambda i: 23.5 <= i.get("position", 0) <= 30, 10)
+    report["scrubLanded"] = round(landed.get("position", -1), 2)
+    # Rate 0 holds the position; rate 1 plays on.
+    report["rate0"] = phone.request("POST", "/rate?value=0.000000")[0]
+    time.sleep(1.5)
+    held = phone.playback_info().get("position", -1)
+    time.sleep(2)
+    report["heldFor2s"] = round(phone.playback_info().get("position", -1) - held, 2)
+    report["rate1Again"] = phone.request("POST", "/rate?value=1.000000")[0]
+    resumed = phone.playback_info().get("position", -1)
+    time.sleep(2.5)
+    report["playedAfterResume"] = round(phone.playback_info().get("position", -1) - resumed, 2)
+    report["stop"] = phone.request("POST", "/stop")[0]
+    return finish(phone, report)
+
+
+def finish(phone, report):
+    time.sleep(0.5)
+    report["fcup"] = phone.fcup
+    report["events"] = phone.events
+    report["errors"] = phone.errors
+    return report
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "origin":
+        serve_origin(sys.argv[2])
+    else:
+        print(json.dumps(run_phone(sys.argv[2:])), flush=True)
