@@ -161,10 +161,13 @@ public struct ControlRouter: Sendable {
                  takes: { router, request, _ in
                      router.activeVideo != nil && VideoSessions.routes[request.path]?.contains(request.method) == true
                  },
-                 answer: { router, request, _ in
+                 answer: { router, request, connection -> Answer in
+                     // A video's sender is alive for its audio session too (iOS 27 sends no RTSP
+                     // /feedback while a video plays).
+                     router.activeAudio?.senderActive(remote: connection?.remote)
                      switch router.activeVideo!.answer(request) {
-                     case .now(let response): .now(response)
-                     case .later(let future): .later(future)
+                     case .now(let response): return .now(response)
+                     case .later(let future): return .later(future)
                      }
                  }),
         Endpoint(name: "other RTSP methods",

@@ -45,6 +45,26 @@ import Testing
         return number
     }
 
+    /// iOS 27 sends no RTSP `/feedback` while a video it handed over plays: the session set up in
+    /// phase 1 stays alive as long as the same host asks something elsewhere (its video's
+    /// `/playback-info` once a second); another host's requests do not count, and without the
+    /// sender's own it ends after `sessionTimeout` as before.
+    @Test func aSenderPlayingVideoKeepsItsSessionWithoutFeedback() throws {
+        var machine = Self.machine()
+        let phone: [UInt8] = [10, 79, 0, 1]
+        guard case .openEventPort(let number)? = machine.setupSession(Self.phase1, on: a, senderHost: phone, now: 0).last else {
+            Issue.record("no session"); return
+        }
+        _ = machine.eventPortOpened(session: number, port: 7010)
+        for second in 1...60 {
+            machine.senderActive(host: phone, now: Double(second))
+            machine.senderActive(host: [10, 79, 0, 9], now: Double(second) + 0.5)
+            #expect(machine.tick(now: Double(second) + 0.5).isEmpty, "second \(second)")
+        }
+        let ended = machine.tick(now: 91)
+        #expect(ended.contains(.closeConnection(a)), "30 s after the phone's last request")
+    }
+
     /// Phase 1 answers with the event port once it listens; the sender's NTP port is kept for
     /// phase 2, where the timing requests start.
     @Test func phaseOneAnswersWithTheEventPort() throws {

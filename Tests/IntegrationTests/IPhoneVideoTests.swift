@@ -69,10 +69,10 @@ import Testing
         }
 
         /// The phone's session against the box's `port`: its JSON report.
-        func phone(port: Int, mode: String = "youtube", eventReplies: String = "http") throws -> [String: Any] {
+        func phone(port: Int, mode: String = "youtube", eventReplies: String = "http", rtsp: Bool = false) throws -> [String: Any] {
             let result = try hosts.sender.run(try Products.peerTool("python"), [
                 Self.script, "phone", "10.79.0.2", String(port), "--origin", origin, "--media", media, "--mode", mode,
-                "--event-replies", eventReplies,
+                "--event-replies", eventReplies, "--rtsp", rtsp ? "yes" : "no",
             ], timeout: 120)
             let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
             guard let report = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
@@ -116,17 +116,21 @@ import Testing
     /// The same phone into airplayd, answering on the event channel with `EVENT/1.0 200 OK`,
     /// with the box set to French (`video_language = "fr"`): it plays, the French dub's playlist is
     /// the audio one asked for, the state events come in order, rate 1 plays on after rate 0;
-    /// and a Safari-style `http://` master plays too.
+    /// and a Safari-style `http://` master plays too. The phone also holds an AirPlay 2 RTSP
+    /// session (transient pair-verify, SETUP phase 1) silent all along, as iOS 27 does while a
+    /// video plays: with `audio_session_timeout = 5` it is still open after the 25 s video,
+    /// kept alive by the video's own requests.
     @Test func anIPhonesYouTubeVideoPlaysOnAirplayd() throws {
         let lab = try Lab(label: "iphone-airplayd")
         defer { lab.close() }
         let config = lab.hosts.box.directory + "/airplayd.toml"
-        try "video_language = \"fr\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "video_language = \"fr\"\naudio_session_timeout = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try RunningDaemon.start(in: lab.hosts.box, extra: [
             "--config", config, "--audio-output", "fakesink sync=true", "--video-sink", "fakesink sync=true", "--ptp", "off",
         ])
-        let report = try lab.phone(port: 7000, eventReplies: "event")
+        let report = try lab.phone(port: 7000, eventReplies: "event", rtsp: true)
         Self.expectYouTubePlayed(report, "airplayd")
+        #expect(report["rtspSetup"] as? Int == 200 && report["rtspOpenAtEnd"] as? Bool == true, "\(report)")
         let asked = (report["fcup"] as? [[String: Any]] ?? []).compactMap { $0["url"] as? String }
         #expect(asked.contains("mlhls://localhost/itag/141/mediadata.m3u8") && !asked.contains("mlhls://localhost/itag/140/mediadata.m3u8"),
                 "the French dub, not the English one: \(asked)")

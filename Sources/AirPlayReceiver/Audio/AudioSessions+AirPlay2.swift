@@ -33,7 +33,10 @@ extension AudioSessions {
             if session.timingProtocol == "PTP", !session.timingPeers.isEmpty {
                 ptp?.setPeers(session.timingPeers)
             }
-            let actions = machine.withLockedValue { $0.setupSession(session, ptp: session.timingProtocol == "PTP", on: connection.id, now: self.now()) }
+            let host = connection.remote.map(RAOPPorts.hostBytes)
+            let actions = machine.withLockedValue {
+                $0.setupSession(session, ptp: session.timingProtocol == "PTP", on: connection.id, senderHost: host, now: self.now())
+            }
             return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
         case .remoteControl(let session):
             return openRemoteControl(session, connection: connection)

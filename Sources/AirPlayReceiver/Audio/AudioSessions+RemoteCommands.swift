@@ -54,3 +54,13 @@ extension AudioSessions {
         logger.info("audio volume", metadata: ["session": "\(number)", "volume.dB": "\(decibels)"])
     }
 }
+
+extension AudioSessions {
+    /// The audio session's sender asked something on another connection (a video's
+    /// `/playback-info`, `/action`): its session stays alive without RTSP (`senderActive`).
+    public func senderActive(remote: SocketAddress?) {
+        guard let remote else { return }
+        let host = RAOPPorts.hostBytes(remote)
+        machine.withLockedValue { $0.senderActive(host: host, now: self.now()) }
+    }
+}

@@ -161,7 +161,8 @@ public final class AudioSessions: Sendable {
             case .playable(let stream): prepared = stream
             }
             prepared?.sender = Self.sender(of: request, connection: connection)
-            actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, now: self.now()) }
+            let host = connection.remote.map(RAOPPorts.hostBytes)
+            actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, senderHost: host, now: self.now()) }
         } else {
             actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now()) }
         }

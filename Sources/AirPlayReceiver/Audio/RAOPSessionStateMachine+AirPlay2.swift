@@ -10,7 +10,8 @@ import NIOCore
 extension RAOPSessionStateMachine {
     /// SETUP phase 1 on an encrypted connection: a new AirPlay 2 session (taking over, or
     /// refused, like ANNOUNCE), whose reply waits for the event port.
-    public mutating func setupSession(_ setup: AirPlay2Setup.Session, ptp: Bool = false, on connection: ConnectionID, now: Double) -> [Action] {
+    public mutating func setupSession(_ setup: AirPlay2Setup.Session, ptp: Bool = false, on connection: ConnectionID,
+                                      senderHost: [UInt8]? = nil, now: Double) -> [Action] {
         var actions: [Action] = []
         if let refusal = takeOver(for: connection, by: "AirPlay 2 SETUP", into: &actions) { return [refusal] }
         nextNumber += 1
@@ -19,6 +20,7 @@ extension RAOPSessionStateMachine {
         session.usesPTP = ptp
         session.senderTimingPort = setup.timingPort.map { UInt16($0) }
         session.senderName = setup.name.map { String($0.prefix(100)) }
+        session.senderHost = senderHost
         current = session
         return actions + [.openEventPort(session: nextNumber)]
     }

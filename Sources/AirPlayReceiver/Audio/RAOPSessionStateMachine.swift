@@ -72,6 +72,9 @@ public struct RAOPSessionStateMachine: Sendable {
         public var senderTimingPort: UInt16?
         /// AirPlay 2: the sender's device name from SETUP phase 1 (`name`), for now-playing.
         public var senderName: String?
+        /// The sender's host address, when known: its requests elsewhere (a video it plays) keep
+        /// the session alive (`senderActive`).
+        public var senderHost: [UInt8]?
         /// Where it is.
         public var phase: Phase
         /// The last RTSP request or UDP packet, on the caller's clock.
@@ -233,11 +236,13 @@ public struct RAOPSessionStateMachine: Sendable {
 
     /// An ANNOUNCE whose stream was parsed and found playable: a new session, taking over (or
     /// refused) when another connection plays.
-    public mutating func announce(_ stream: RAOPStreamDescription, on connection: ConnectionID, now: Double) -> [Action] {
+    public mutating func announce(_ stream: RAOPStreamDescription, on connection: ConnectionID, senderHost: [UInt8]? = nil,
+                                  now: Double) -> [Action] {
         var actions: [Action] = []
         if let refusal = takeOver(for: connection, by: "ANNOUNCE", into: &actions) { return [refusal] }
         nextNumber += 1
         current = Session(number: nextNumber, connection: connection, stream: stream, phase: .announced, lastActivity: now)
+        current?.senderHost = senderHost
         actions += [.beginSession(number: nextNumber, connection: connection), .reply(AirPlayResponse(status: 200))]
         return actions
     }
@@ -435,6 +440,14 @@ public struct RAOPSessionStateMachine: Sendable {
     /// A sync or timing packet: the sender is alive.
     public mutating func senderAlive(session number: Int, now: Double) {
         if current?.number == number { current?.lastActivity = now }
+    }
+
+    /// The sender asked something on another connection (its video's `/playback-info` once a
+    /// second, an FCUP answer): it is alive, whatever its RTSP connection says. iOS 27 sends no
+    /// RTSP `/feedback` while a video plays; a session ended for that silence would close the
+    /// phone's RTSP connection under its video (UxPlay #542).
+    public mutating func senderActive(host: [UInt8], now: Double) {
+        if let sender = current?.senderHost, sender == host { current?.lastActivity = now }
     }
 
     /// Time passed: a session without RTSP or RTP for `sessionTimeout` ends and its connection closes.

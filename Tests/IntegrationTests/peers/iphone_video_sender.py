@@ -22,6 +22,10 @@ Two roles:
       origin; url: Safari's form, the origin's own http:// master), PUT /setProperty as iOS 18
       does, POST /rate, GET /playback-info once a second, a scrub to 24 s, rate 0 and 1,
       POST /stop. It prints one JSON line: what it measured and what the receiver did.
+      With --rtsp it first opens the usual RTSP connection as a phone does (pyatv's transient
+      pair-verify, AirPlay 2 SETUP phase 1) and then stays silent on it, as iOS 27 does while a
+      video plays (no /feedback); the report says whether that connection was still open at
+      the end (rtspOpenAtEnd).
 
 At most 20 header fields a request (UxPlay refuses more).
 """
@@ -238,6 +242,14 @@ class Phone:
         except Exception:
             return {}
 
+    def wait(self, seconds):
+        """Lets `seconds` pass, asking /playback-info once a second as iOS does meanwhile."""
+        deadline = time.time() + seconds
+        while time.time() < deadline - 1:
+            self.playback_info()
+            time.sleep(min(1, max(0, deadline - time.time() - 0.05)))
+        time.sleep(max(0, deadline - time.time()))
+
     def position_when(self, condition, timeout):
         """Polls /playback-info once a second (as iOS does) until `condition(info)`."""
         deadline = time.time() + timeout
@@ -250,6 +262,41 @@ class Phone:
         return info
 
 
+class RTSPSession:
+    """The phone's RTSP connection: pyatv's transient pair-verify, then SETUP phase 1."""
+
+    def __init__(self, host, port, session):
+        import asyncio
+        from pyatv.auth.hap_pairing import TRANSIENT_CREDENTIALS
+        from pyatv.protocols.airplay.auth import verify_connection
+        from pyatv.support.http import http_connect
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.connection = self.run(http_connect(host, port))
+        self.run(verify_connection(TRANSIENT_CREDENTIALS, self.connection))
+        body = plistlib.dumps({"timingProtocol": "NTP", "timingPort": 6002, "sessionUUID": session,
+                               "deviceID": "AA:BB:CC:DD:EE:01", "name": "iPhone stand-in", "model": "iPhone16,2",
+                               "osName": "iPhone OS", "osVersion": "27.0"}, fmt=plistlib.FMT_BINARY)
+        self.path = f"rtsp://{host}/{abs(hash(session)) % 10**9}"
+        self.status = self.request("SETUP", body).code
+
+    def run(self, coroutine, timeout=15):
+        import asyncio
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def request(self, method, body=None):
+        self.cseq = getattr(self, "cseq", 0) + 1
+        return self.run(self.connection.send_and_receive(
+            method, self.path, protocol="RTSP/1.0", headers={"CSeq": str(self.cseq)}, body=body, allow_error=True,
+            content_type="application/x-apple-binary-plist" if body else None), 10)
+
+    def still_open(self):
+        try:
+            return self.request("OPTIONS").code == 200
+        except Exception:
+            return False
+
+
 def run_phone(args) -> dict:
     host, port = args[0], int(args[1])
     options = dict(zip(args[2::2], args[3::2]))
@@ -258,6 +305,10 @@ def run_phone(args) -> dict:
     playlists = phone_playlists(media, origin)
     phone = Phone(host, port, playlists, options.get("--event-replies", "http"))
     report = {"mode": mode, "session": phone.session}
+    rtsp = None
+    if options.get("--rtsp") == "yes":
+        rtsp = RTSPSession(host, port, phone.session)
+        report["rtspSetup"] = rtsp.status
     phone.open_reverse()
     status, _, _ = phone.request("GET", "/server-info")
     report["serverInfo"] = status
@@ -286,7 +337,7 @@ def run_phone(args) -> dict:
     report["firstFrameSeconds"] = round(time.time() - started, 2)
     report["duration"] = first.get("duration")
     begin_at, begin = time.time(), first.get("position", 0)
-    time.sleep(12)
+    phone.wait(12)
     later = phone.playback_info()
     report["advanced"] = round(later.get("position", 0) - begin, 2)
     report["advancedOver"] = round(time.time() - begin_at, 2)
@@ -300,15 +351,17 @@ def run_phone(args) -> dict:
     report["scrubLanded"] = round(landed.get("position", -1), 2)
     # Rate 0 holds the position; rate 1 plays on.
     report["rate0"] = phone.request("POST", "/rate?value=0.000000")[0]
-    time.sleep(1.5)
+    phone.wait(1.5)
     held = phone.playback_info().get("position", -1)
-    time.sleep(2)
+    phone.wait(2)
     report["heldFor2s"] = round(phone.playback_info().get("position", -1) - held, 2)
     report["rate1Again"] = phone.request("POST", "/rate?value=1.000000")[0]
     resumed = phone.playback_info().get("position", -1)
-    time.sleep(2.5)
+    phone.wait(2.5)
     report["playedAfterResume"] = round(phone.playback_info().get("position", -1) - resumed, 2)
     report["stop"] = phone.request("POST", "/stop")[0]
+    if rtsp:
+        report["rtspOpenAtEnd"] = rtsp.still_open()
     return finish(phone, report)
 
 
