@@ -141,4 +141,26 @@ import Testing
         #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(3000))")
         #expect(daemon.process.stderr.contains("fcup request id=1"), "\(daemon.process.stderr.suffix(3000))")
     }
+
+    /// What the box must survive from a phone: FairPlay video (`/fp-setup2`: 421 with the
+    /// reason), a hand-over whose playlist is FairPlay-protected (refused with the reason, the
+    /// phone told `stopped`), and a quality change while a playlist request is unanswered
+    /// (`playlistRemove` of the playing item, then the late answer: 200, nothing breaks; UxPlay
+    /// 1.73.6 aborts on the next `/action` there, #545, so this runs on airplayd only).
+    @Test func hostileHandOversAreRefusedAndSurvived() throws {
+        let lab = try Lab(label: "iphone-hostile")
+        defer { lab.close() }
+        let daemon = try RunningDaemon.start(in: lab.hosts.box, extra: [
+            "--audio-output", "fakesink sync=true", "--video-sink", "fakesink sync=true", "--ptp", "off",
+        ])
+        let report = try lab.phone(port: 7000, mode: "hostile")
+        #expect(report["fpSetup2"] as? Int == 421, "\(report)")
+        #expect(report["drmPlay"] as? Int == 200 && (report["drmEvents"] as? [String])?.last == "stopped", "\(report)")
+        #expect(daemon.process.stderr.contains("FairPlay-protected video (skd:// keys) cannot be played here"),
+                "\(daemon.process.stderr.suffix(3000))")
+        #expect(report["withheld"] as? [String] == ["mlhls://localhost/itag/136/mediadata.m3u8"], "\(report)")
+        #expect(report["playlistRemove"] as? Int == 200 && report["lateAnswer"] as? Int == 200, "\(report)")
+        #expect(report["serverInfoAfter"] as? Int == 200 && report["playbackInfoAfter"] as? Int == 200, "\(report)")
+        #expect(daemon.process.isRunning && (report["errors"] as? [String])?.isEmpty == true, "\(report)")
+    }
 }

@@ -25,7 +25,8 @@ Two roles:
       With --rtsp it first opens the usual RTSP connection as a phone does (pyatv's transient
       pair-verify, AirPlay 2 SETUP phase 1) and then stays silent on it, as iOS 27 does while a
       video plays (no /feedback); the report says whether that connection was still open at
-      the end (rtspOpenAtEnd).
+      the end (rtspOpenAtEnd). --mode hostile: /fp-setup2, a FairPlay-protected hand-over, and
+      a playlistRemove while a playlist request is unanswered, answered late after it.
 
 At most 20 header fields a request (UxPlay refuses more).
 """
@@ -174,6 +175,8 @@ class Phone:
         self.reverse = socket.create_connection((host, port), timeout=10)
         self.reverse_buffer = bytearray()
         self.fcup = []      # (request id, url, /action status)
+        self.withheld = {}  # url -> the unanswered request, for URLs in `withhold`
+        self.withhold = set()
         self.events = []    # state events
         self.errors = []
 
@@ -220,6 +223,9 @@ class Phone:
     def answer_fcup(self, event):
         request = event.get("request", {})
         url, request_id = request.get("FCUP_Response_URL", ""), request.get("FCUP_Response_RequestID")
+        if url in self.withhold:
+            self.withheld[url] = event
+            return
         data = self.playlists.get(url)
         params = {"FCUP_Response_URL": url, "FCUP_Response_RequestID": request_id,
                   "FCUP_Response_StatusCode": 0 if data is not None else 404,
@@ -297,12 +303,56 @@ class RTSPSession:
             return False
 
 
+def run_hostile(phone, report, item) -> dict:
+    """What a box must survive: FairPlay video, a DRM playlist, and the phone changing quality
+    (playlistRemove) while a playlist request is in flight, then answering it late (UxPlay #545)."""
+    report["fpSetup2"] = phone.request("POST", "/fp-setup2", b"FPLY\x03\x01\x01\x00\x00\x00\x00\x04\x02\x00\x02\xbb",
+                                       "application/octet-stream")[0]
+    # A master whose only variant is FairPlay-protected.
+    drm = ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"skd://key65\","
+           "KEYFORMAT=\"com.apple.streamingkeydelivery\",KEYFORMATVERSIONS=\"1\"\n#EXTINF:2.0,\nhttp://10.79.0.1:9/1.ts\n#EXT-X-ENDLIST\n")
+    phone.playlists = {"mlhls://localhost/master.m3u8": "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=400000,RESOLUTION=320x180\n"
+                                                        "mlhls://localhost/itag/999/mediadata.m3u8\n",
+                       "mlhls://localhost/itag/999/mediadata.m3u8": drm}
+    report["drmPlay"] = play(phone, item + "-drm")
+    phone.position_when(lambda i: "stopped" in phone.events, 15)
+    report["drmEvents"] = list(phone.events)
+    phone.events.clear()
+    # The quality changes while the media playlist is asked: the item is removed, the answer comes late.
+    phone.playlists = dict(phone_playlists_kept)
+    phone.withhold = {"mlhls://localhost/itag/136/mediadata.m3u8"}
+    report["removePlay"] = play(phone, item)
+    deadline = time.time() + 15
+    while not phone.withheld and time.time() < deadline:
+        time.sleep(0.1)
+    report["withheld"] = sorted(phone.withheld)
+    remove = plistlib.dumps({"type": "playlistRemove", "params": {"item": {"uuid": item}}}, fmt=plistlib.FMT_BINARY)
+    report["playlistRemove"] = phone.request("POST", "/action", remove, "application/x-apple-binary-plist")[0]
+    phone.withhold = set()
+    for url, event in list(phone.withheld.items()):
+        phone.answer_fcup(event)
+    report["lateAnswer"] = phone.fcup[-1]["status"] if phone.fcup else None
+    report["serverInfoAfter"] = phone.request("GET", "/server-info")[0]
+    report["playbackInfoAfter"] = phone.request("GET", "/playback-info")[0]
+    return finish(phone, report)
+
+
+def play(phone, item):
+    body = {"Content-Location": "mlhls://localhost/master.m3u8", "Start-Position": 0.0, "Start-Position-Seconds": 0.0,
+            "uuid": item, "clientProcName": "YouTube", "rate": 1.0}
+    return phone.request("POST", "/play", plistlib.dumps(body, fmt=plistlib.FMT_BINARY), "application/x-apple-binary-plist")[0]
+
+
+phone_playlists_kept = {}
+
+
 def run_phone(args) -> dict:
     host, port = args[0], int(args[1])
     options = dict(zip(args[2::2], args[3::2]))
     origin, media = options["--origin"], options["--media"]
     mode = options.get("--mode", "youtube")
     playlists = phone_playlists(media, origin)
+    phone_playlists_kept.update(playlists)
     phone = Phone(host, port, playlists, options.get("--event-replies", "http"))
     report = {"mode": mode, "session": phone.session}
     rtsp = None
@@ -312,6 +362,8 @@ def run_phone(args) -> dict:
     phone.open_reverse()
     status, _, _ = phone.request("GET", "/server-info")
     report["serverInfo"] = status
+    if mode == "hostile":
+        return run_hostile(phone, report, str(uuid.uuid4()).upper())
     location = "mlhls://localhost/master.m3u8" if mode == "youtube" else f"{origin}/groups/master.m3u8"
     item = str(uuid.uuid4()).upper()
     play = {"Content-Location": location, "Start-Position": 0.0, "Start-Position-Seconds": 0.0, "uuid": item,
