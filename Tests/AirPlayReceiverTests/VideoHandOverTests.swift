@@ -122,13 +122,17 @@ import Testing
     }
 
     /// `fp-setup2` (FairPlay video) is refused with 421 and the reason; the queue's insert is
-    /// answered; the properties iOS 18 sets are acknowledged with `errorCode` 0; a broken
+    /// taken, one without a URL refused; the properties iOS 18 sets are acknowledged with `errorCode` 0; a broken
     /// `/action` gets its reason.
     @Test func whatTheBoxDoesNotPlayIsSaid() throws {
         let setup = Self.setup()
         let fairPlay = try Self.response(setup.sessions.answer(VideoSessionsTests.request("POST", "/fp-setup2", body: "FPLY")))
         #expect(fairPlay.status == 421 && String(buffer: fairPlay.body).contains("FairPlay"))
-        #expect(try Self.response(setup.sessions.answer(Self.action(.playlistInsert(item: ["uuid": .string("NEXT")])))).status == 200)
+        let queued = PropertyList.string("https://example.com/next.m3u8")
+        #expect(try Self.response(setup.sessions.answer(Self.action(.playlistInsert(item: ["uuid": .string("NEXT"),
+                                                                                         "Content-Location": queued])))).status == 200)
+        let nowhere = try Self.response(setup.sessions.answer(Self.action(.playlistInsert(item: ["uuid": .string("NEXT")]))))
+        #expect(nowhere.status == 400 && String(buffer: nowhere.body).contains("Content-Location"))
         for property in ["interstitialEvents", "textMarkupArray"] {
             let answer = try Self.response(setup.sessions.answer(VideoSessionsTests.request("PUT", "/setProperty?\(property)")))
             #expect(answer.status == 200, "\(property)")

@@ -50,6 +50,38 @@ import Testing
         #expect(try machine.stop(sessionID: "S").get().contains(.endHandOver(sessionID: "S")))
     }
 
+    /// `playlistInsert` queues items after the playing one: when it ends, the next plays in the
+    /// same session (no `stopped` for the one that ended); a removed item leaves the queue;
+    /// `actionAtItemEnd` 1 (pause) keeps the queue waiting; another sender's video clears it.
+    @Test func queuedItemsPlayWhenTheCurrentOneEnds() throws {
+        var machine = Machine(takeover: .replace)
+        _ = try machine.play(sessionID: "S", url: "https://example.com/a.m3u8", gatewayURL: nil, start: .seconds(0), paused: false,
+                             itemID: "A").get()
+        var next = PlayRequest(url: "https://example.com/b.m3u8", sessionID: "S")
+        next.itemID = "B"
+        var third = PlayRequest(url: "https://example.com/c.m3u8", sessionID: "S")
+        third.itemID = "C"
+        #expect(throws: Never.self) { try machine.insertItem(next, sessionID: "S").get() }
+        #expect(throws: Never.self) { try machine.insertItem(third, sessionID: "S").get() }
+        #expect(machine.insertItem(PlayRequest(url: "https://example.com/d.m3u8"), sessionID: "S").isFailure, "an item needs its uuid")
+        #expect(machine.removeItem("C", sessionID: "S").isEmpty && machine.queue.map(\.itemID) == ["B"])
+        #expect(machine.playerChanged(1, to: .ended) == [.playNext(sessionID: "S", next)])
+        #expect(machine.queue.isEmpty)
+        // Nothing queued: the end is the session's.
+        _ = try machine.play(sessionID: "S", url: "https://example.com/b.m3u8", gatewayURL: nil, start: .seconds(0), paused: false,
+                             itemID: "B").get()
+        #expect(machine.playerChanged(2, to: .ended) == [.sendEvent(sessionID: "S", state: "stopped")])
+        // Pause at the item's end: the queue waits.
+        _ = try machine.play(sessionID: "S", url: "https://example.com/b.m3u8", gatewayURL: nil, start: .seconds(0), paused: false).get()
+        _ = machine.insertItem(third, sessionID: "S")
+        machine.setItemEnd(1)
+        #expect(machine.playerChanged(3, to: .ended) == [.sendEvent(sessionID: "S", state: "stopped")])
+        // Another sender's video takes the queue away.
+        machine.setItemEnd(0)
+        _ = try machine.play(sessionID: "T", url: "https://example.com/t.mp4", gatewayURL: nil, start: .seconds(0), paused: false).get()
+        #expect(machine.queue.isEmpty)
+    }
+
     /// With `video_takeover = "refuse"`, another sender gets 409 while the video loads, plays
     /// or is paused, and may take over once it has ended.
     @Test func refusedTakeoverWhileAnotherVideoPlays() throws {
@@ -139,4 +171,8 @@ import Testing
         #expect(machine.playerFailedToStart(3, tellSender: true)
                 == [.stopPlayer(3), .closeGateway("gw2"), .sendEvent(sessionID: "B", state: "stopped")])
     }
+}
+
+extension Result {
+    var isFailure: Bool { if case .failure = self { true } else { false } }
 }

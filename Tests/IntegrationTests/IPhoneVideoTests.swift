@@ -119,7 +119,8 @@ import Testing
     /// and a Safari-style `http://` master plays too. The phone also holds an AirPlay 2 RTSP
     /// session (transient pair-verify, SETUP phase 1) silent all along, as iOS 27 does while a
     /// video plays: with `audio_session_timeout = 5` it is still open after the 25 s video,
-    /// kept alive by the video's own requests.
+    /// kept alive by the video's own requests. Then a playlist: an item near its end with the
+    /// next queued (`playlistInsert`), which plays when it ends, with no `stopped` between.
     @Test func anIPhonesYouTubeVideoPlaysOnAirplayd() throws {
         let lab = try Lab(label: "iphone-airplayd")
         defer { lab.close() }
@@ -138,6 +139,12 @@ import Testing
         #expect(report["events"] as? [String] == ["loading", "playing", "paused", "playing", "stopped"], "\(report)")
         let safari = try lab.phone(port: 7000, mode: "url")
         #expect(safari["play"] as? Int == 200 && (safari["advanced"] as? Double ?? 0) >= 9, "airplayd, Safari: \(safari)")
+        // A playlist: the next item, queued with playlistInsert, plays when the first ends.
+        let queue = try lab.phone(port: 7000, mode: "queue")
+        #expect(queue["play"] as? Int == 200 && queue["playlistInsert"] as? Int == 200, "\(queue)")
+        #expect((queue["nextAdvanced"] as? Double ?? 0) >= 2 && (queue["nextStartedAt"] as? Double ?? -1) >= 1, "\(queue)")
+        #expect(!(queue["events"] as? [String] ?? []).dropLast().contains("stopped"), "no stop between the items: \(queue)")
+        #expect(daemon.process.stderr.contains("video next item"), "\(daemon.process.stderr.suffix(3000))")
         #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(3000))")
         #expect(daemon.process.stderr.contains("fcup request id=1"), "\(daemon.process.stderr.suffix(3000))")
     }

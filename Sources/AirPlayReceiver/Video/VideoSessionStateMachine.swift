@@ -62,6 +62,8 @@ struct VideoSessionStateMachine: Sendable {
         case sendEvent(sessionID: String, state: String)
         /// The handed-over video of a session ended: its playlist requests to the phone end too.
         case endHandOver(sessionID: String)
+        /// The session's item ended and the next one in its queue plays now (`playlistInsert`).
+        case playNext(sessionID: String, PlayRequest)
     }
 
     /// A request refused, with its status and reason.
@@ -81,6 +83,12 @@ struct VideoSessionStateMachine: Sendable {
     private(set) var current: Session?
     /// The volume every new player gets (`/volume`), 0...1.
     private(set) var volume = 1.0
+    /// Items the sender queued after the current one (`playlistInsert`), and whose they are.
+    var queue: [PlayRequest] = []
+    var queueOwner: String?
+    /// What happens when an item ends (`actionAtItemEnd`): the next queued item plays, unless
+    /// the sender asked to pause or do nothing there.
+    var itemEnd: ItemEnd = .advance
 
     /// A machine refusing or allowing takeovers by another sender.
     init(takeover: VideoTakeover) { self.takeover = takeover }
@@ -102,6 +110,7 @@ struct VideoSessionStateMachine: Sendable {
             return .failure(Refusal(status: 409, reason: "another sender's video is playing; this receiver refuses takeovers"))
         }
         var actions = current.map { end($0, tellSender: $0.id != sessionID) } ?? []
+        if queueOwner != sessionID { (queue, queueOwner) = ([], nil) }
         let player = newPlayer()
         current = Session(id: sessionID, url: url, gatewayURL: gatewayURL, player: player, itemID: itemID)
         actions.append(.startPlayer(player, url: gatewayURL ?? url, start: start, paused: paused, volume: volume, trick: false))
@@ -116,6 +125,7 @@ struct VideoSessionStateMachine: Sendable {
             return .failure(Refusal(status: 409, reason: "session \(requested) is not the current video session"))
         }
         current = nil
+        (queue, queueOwner) = ([], nil)
         return .success(end(active, tellSender: true))
     }
 
@@ -123,6 +133,7 @@ struct VideoSessionStateMachine: Sendable {
     /// session ends, untold (the sender removed it itself, and usually sends the next `/play`
     /// at once); any other uuid changes nothing.
     mutating func removeItem(_ itemID: String, sessionID: String) -> [Action] {
+        if queueOwner == sessionID { queue.removeAll { $0.itemID == itemID } }
         guard let active = current, active.id == sessionID, active.itemID == itemID else { return [] }
         current = nil
         return end(active, tellSender: false)
@@ -196,6 +207,11 @@ struct VideoSessionStateMachine: Sendable {
     mutating func playerChanged(_ player: PlayerID, to state: MediaState) -> [Action] {
         guard var active = current, active.player == player else { return [] }
         active.playerState = state
+        if state == .ended, itemEnd == .advance, queueOwner == active.id, !queue.isEmpty {
+            // The session goes on with its next item: no `stopped` for the one that ended.
+            current = active
+            return [.playNext(sessionID: active.id, queue.removeFirst())]
+        }
         defer { current = active }
         guard let event = Self.event(for: state), active.lastEvent != event else { return [] }
         active.lastEvent = event

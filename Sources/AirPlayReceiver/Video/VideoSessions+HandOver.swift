@@ -1,5 +1,6 @@
 import AirPlayPlist
 import AirPlayWire
+import NIOCore
 
 /// Videos an iPhone hands over (its YouTube app: `mlhls://localhost/master.m3u8`), whose
 /// playlists only the phone can reach: the box asks for each over the `/reverse` channel (FCUP,
@@ -55,13 +56,60 @@ extension VideoSessions {
                                                          "current": "\(!actions.isEmpty)"])
             return later(actions)
         case .playlistInsert(let item):
-            // The queue is not played yet (issue 42, S6): said, and answered as UxPlay does.
-            logger.notice("video item queued; only the current item is played",
-                          metadata: ["session": "\(sessionID)", "uuid": "\(item["uuid"]?.stringValue?.prefix(64) ?? "-")"])
-            return .now(AirPlayResponse(status: 200))
+            return .now(insert(item, sessionID: sessionID))
         case .other(let type):
             logger.info("video action ignored", metadata: ["session": "\(sessionID)", "type": "\(type)"])
             return .now(AirPlayResponse(status: 200))
+        }
+    }
+
+    /// `playlistInsert`: the item (a `/play` body's keys) is queued after the current one; its URL
+    /// must be one `/play` would take (screened when it is played).
+    func insert(_ item: [String: PropertyList], sessionID: String) -> AirPlayResponse {
+        var request = AirPlayRequest(method: "POST", target: "/play", version: .http11,
+                                     headers: ["X-Apple-Session-ID": sessionID, "Content-Type": "application/x-apple-binary-plist"])
+        request.body = ByteBuffer(bytes: PropertyList.dictionary(item).encoded(as: .binary))
+        let play: PlayRequest
+        do {
+            play = try PlayRequest(request: request)
+            if !HandOver.isHandedOver(play.url) { try MediaURLPolicy(refusingLocalTargetsWith: nil).check(play.url) }
+        } catch {
+            return Self.text(400, "playlistInsert: \(error.reason)")
+        }
+        switch machine.withLockedValue({ $0.insertItem(play, sessionID: sessionID) }) {
+        case .failure(let refusal): return Self.text(refusal.status, refusal.reason)
+        case .success:
+            logger.info("video item queued", metadata: ["session": "\(sessionID)", "uuid": "\(play.itemID?.prefix(64) ?? "-")",
+                                                        "url": "\(play.url.prefix(300))"])
+            return AirPlayResponse(status: 200)
+        }
+    }
+
+    /// The next queued item plays (the current one ended): as a `/play` of the session would,
+    /// its URL screened here, off the event loops. On the players' queue.
+    func playNext(_ play: PlayRequest, sessionID: String) {
+        var url = play.url
+        if !HandOver.isHandedOver(url) {
+            do {
+                try policy.check(url)
+                url = try policy.destination(of: url, headers: play.httpHeaders)
+            } catch {
+                logger.notice("queued video refused", metadata: ["session": "\(sessionID)", "reason": "\(error.reason)"])
+                sendEvent(sessionID: sessionID, state: "stopped")
+                return
+            }
+        }
+        let gatewayURL = gateway.flatMap { PlaylistURL.isPlaylist(url) ? $0.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil }
+        let decision = machine.withLockedValue {
+            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: false, itemID: play.itemID)
+        }
+        switch decision {
+        case .failure(let refusal):
+            if let gatewayURL { gateway?.close(gatewayURL) }
+            logger.notice("queued video refused", metadata: ["session": "\(sessionID)", "reason": "\(refusal.reason)"])
+        case .success(let actions):
+            logger.info("video next item", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])
+            _ = carryOut(actions)
         }
     }
 

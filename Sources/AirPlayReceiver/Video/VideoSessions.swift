@@ -151,6 +151,8 @@ public final class VideoSessions: Sendable {
                 gateway?.close(url)
             case .endHandOver(let sessionID):
                 fcup?.end(sessionID: sessionID, reason: "the video ended")
+            case .playNext(let sessionID, let play):
+                playNext(play, sessionID: sessionID)
             case .sendEvent(let sessionID, let state):
                 sendEvent(sessionID: sessionID, state: state)
             }
@@ -382,6 +384,10 @@ public final class VideoSessions: Sendable {
             return Self.text(404, "unknown property \(request.queryItems.first?.name ?? "(none)")")
         }
         if key == "selectedMediaArray", let refusal = selectMedia(request) { return refusal }
+        if key == "actionAtItemEnd", let body = try? PropertyList(decoding: Array(request.body.readableBytesView)),
+           let value = (body["value"] ?? body).integerValue {
+            machine.withLockedValue { $0.setItemEnd(Int(clamping: value)) }
+        }
         return ControlRouter.plistResponse(.dictionary(["errorCode": .integer(0)]), format: ControlRouter.negotiatePlistFormat(request))
     }
 
@@ -455,10 +461,11 @@ public final class VideoSessions: Sendable {
         }
         if status.state == .ended { logger.info("video reached its end", metadata: ["session": "\(sessionID)"]) }
         for case .sendEvent(let session, let state) in actions { sendEvent(sessionID: session, state: state) }
+        for case .playNext(let session, let play) in actions { playerQueue.async { [self] in playNext(play, sessionID: session) } }
     }
 
     /// Sends a state event to a session's `/reverse` channel.
-    private func sendEvent(sessionID: String, state: String) {
+    func sendEvent(sessionID: String, state: String) {
         // Events carry the session as a number; a stable hash of the id keeps it the same across events.
         let sessionNumber = Int64(sessionID.utf8.reduce(UInt32(5381)) { ($0 &* 33) ^ UInt32($1) } & 0x7FFF_FFFF)
         events.send(sessionID: sessionID, event: .dictionary([

@@ -26,7 +26,8 @@ Two roles:
       pair-verify, AirPlay 2 SETUP phase 1) and then stays silent on it, as iOS 27 does while a
       video plays (no /feedback); the report says whether that connection was still open at
       the end (rtspOpenAtEnd). --mode hostile: /fp-setup2, a FairPlay-protected hand-over, and
-      a playlistRemove while a playlist request is unanswered, answered late after it.
+      a playlistRemove while a playlist request is unanswered, answered late after it. --mode
+      queue: an item near its end, the next queued with playlistInsert, played when it ends.
 
 At most 20 header fields a request (UxPlay refuses more).
 """
@@ -337,8 +338,26 @@ def run_hostile(phone, report, item) -> dict:
     return finish(phone, report)
 
 
-def play(phone, item):
-    body = {"Content-Location": "mlhls://localhost/master.m3u8", "Start-Position": 0.0, "Start-Position-Seconds": 0.0,
+def run_queue(phone, report, origin) -> dict:
+    """A playlist: the item plays from 34 s of 40, the next one (Safari's form) is queued with
+    playlistInsert, and plays when the first ends, in the same session."""
+    report["play"] = play(phone, "ITEM-A", start=34.0)
+    phone.position_when(lambda i: i.get("position", 0) >= 34.5, 15)
+    item = {"uuid": "ITEM-B", "Content-Location": f"{origin}/groups/master.m3u8", "Start-Position-Seconds": 0.0,
+            "clientProcName": "YouTube"}
+    body = plistlib.dumps({"type": "playlistInsert", "params": {"item": item}}, fmt=plistlib.FMT_BINARY)
+    report["playlistInsert"] = phone.request("POST", "/action", body, "application/x-apple-binary-plist")[0]
+    # The first ends about 6 s in; the next then plays from its start.
+    nxt = phone.position_when(lambda i: 1.0 <= i.get("position", 0) <= 12, 25)
+    report["nextStartedAt"] = round(nxt.get("position", -1), 2)
+    phone.wait(3)
+    report["nextAdvanced"] = round(phone.playback_info().get("position", -1) - nxt.get("position", 0), 2)
+    report["stop"] = phone.request("POST", "/stop")[0]
+    return finish(phone, report)
+
+
+def play(phone, item, start=0.0):
+    body = {"Content-Location": "mlhls://localhost/master.m3u8", "Start-Position": 0.0, "Start-Position-Seconds": start,
             "uuid": item, "clientProcName": "YouTube", "rate": 1.0}
     return phone.request("POST", "/play", plistlib.dumps(body, fmt=plistlib.FMT_BINARY), "application/x-apple-binary-plist")[0]
 
@@ -364,6 +383,8 @@ def run_phone(args) -> dict:
     report["serverInfo"] = status
     if mode == "hostile":
         return run_hostile(phone, report, str(uuid.uuid4()).upper())
+    if mode == "queue":
+        return run_queue(phone, report, origin)
     location = "mlhls://localhost/master.m3u8" if mode == "youtube" else f"{origin}/groups/master.m3u8"
     item = str(uuid.uuid4()).upper()
     play = {"Content-Location": location, "Start-Position": 0.0, "Start-Position-Seconds": 0.0, "uuid": item,
