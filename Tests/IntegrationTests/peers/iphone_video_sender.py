@@ -28,6 +28,7 @@ Two roles:
       the end (rtspOpenAtEnd). --mode hostile: /fp-setup2, a FairPlay-protected hand-over, and
       a playlistRemove while a playlist request is unanswered, answered late after it. --mode
       queue: an item near its end, the next queued with playlistInsert, played when it ends.
+      --mode start-youtube|start-url (benchmarks): /play to the first position past 0.
 
 At most 20 header fields a request (UxPlay refuses more).
 """
@@ -356,6 +357,26 @@ def run_queue(phone, report, origin) -> dict:
     return finish(phone, report)
 
 
+def run_start(phone, report, origin, youtube) -> dict:
+    """For the benchmark: seconds from sending /play to the first position past 0, asked every
+    50 ms, then /stop."""
+    location = "mlhls://localhost/master.m3u8" if youtube else f"{origin}/groups/master.m3u8"
+    body = {"Content-Location": location, "Start-Position": 0.0, "Start-Position-Seconds": 0.0,
+            "uuid": str(uuid.uuid4()).upper(), "clientProcName": "YouTube" if youtube else "MobileSafari", "rate": 1.0}
+    started = time.time()
+    report["play"] = phone.request("POST", "/play", plistlib.dumps(body, fmt=plistlib.FMT_BINARY),
+                                   "application/x-apple-binary-plist")[0]
+    seconds = None
+    while time.time() - started < 30:
+        if phone.playback_info().get("position", 0) > 0:
+            seconds = time.time() - started
+            break
+        time.sleep(0.05)
+    report["firstPosition"] = round(seconds, 3) if seconds is not None else None
+    report["stop"] = phone.request("POST", "/stop")[0]
+    return finish(phone, report)
+
+
 def play(phone, item, start=0.0):
     body = {"Content-Location": "mlhls://localhost/master.m3u8", "Start-Position": 0.0, "Start-Position-Seconds": start,
             "uuid": item, "clientProcName": "YouTube", "rate": 1.0}
@@ -385,6 +406,8 @@ def run_phone(args) -> dict:
         return run_hostile(phone, report, str(uuid.uuid4()).upper())
     if mode == "queue":
         return run_queue(phone, report, origin)
+    if mode in ("start-youtube", "start-url"):
+        return run_start(phone, report, origin, mode == "start-youtube")
     location = "mlhls://localhost/master.m3u8" if mode == "youtube" else f"{origin}/groups/master.m3u8"
     item = str(uuid.uuid4()).upper()
     play = {"Content-Location": location, "Start-Position": 0.0, "Start-Position-Seconds": 0.0, "uuid": item,
