@@ -3,6 +3,7 @@ import AirPlayMedia
 import AirPlayReceiver
 import AirPlayWire
 import GStreamerMedia
+import Logging
 
 /// The media stack airplayd plays with: GStreamer for URLs, AAC and audio sinks, our own
 /// decoder for ALAC. The only place the daemon meets GStreamer.
@@ -12,11 +13,15 @@ import GStreamerMedia
 /// does not carry GStreamer's registry and plugins.
 package struct GStreamerEngine: ReceiverMediaEngine {
     private let probe: MediaProbe
+    /// Video players run in a process of their own (`VideoPlayerHost`): a crash in GStreamer or
+    /// the media ends that video, not the daemon.
+    private let videoPlayers: VideoPlayerHost
 
     /// An engine whose capabilities and `sinks` (the configured sink descriptions) are checked
     /// in a child process, or here if the child cannot be run.
-    package init(sinks: [String]) {
+    package init(sinks: [String], logger: Logger = Logger(label: "airplayd")) {
         probe = MediaProbe.inChild(sinks: sinks) ?? MediaProbe.here(sinks: sinks)
+        videoPlayers = VideoPlayerHost(logger: logger)
     }
 
     package var versionDescription: String { probe.version }
@@ -40,13 +45,12 @@ package struct GStreamerEngine: ReceiverMediaEngine {
         try PlaybinPlayer.checkSink(description)
     }
 
+    /// A player in the video player process. playbin's hlsdemux plays the I-frame chunks of
+    /// trick play, where playbin3's hlsdemux2 stalls; and progressive media, where playbin3 1.22
+    /// can crash on stop (VideoSessions): `classicPlaybin`.
     package func makePlayer(videoSink: String, audioOutput: String, classicPlaybin: Bool, followRedirects: Bool) throws(MediaError) -> any MediaPlayer {
-        var configuration = PlaybinPlayer.Configuration(videoSink: videoSink, audioOutput: audioOutput)
-        configuration.followRedirects = followRedirects
-        // playbin's hlsdemux plays the I-frame chunks of trick play, where playbin3's hlsdemux2
-        // stalls; and progressive media, where playbin3 1.22 can crash on stop (VideoSessions).
-        if classicPlaybin { configuration.element = "playbin" }
-        return try PlaybinPlayer(configuration: configuration)
+        videoPlayers.makePlayer(PlayerMessage.Setup(videoSink: videoSink, audioOutput: audioOutput, classic: classicPlaybin,
+                                                    followRedirects: followRedirects))
     }
 
     package func makePCMOutput(sink: String, format: PCMFormat) throws(MediaError) -> any PCMOutput {
@@ -94,4 +98,10 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
             }
         }
     }
+}
+
+/// The video player process's entry (`airplayd --video-player`, started by the daemon).
+package enum VideoPlayerProcess {
+    /// Serves the daemon's players until it goes away.
+    package static func run() -> Never { VideoPlayerChild.run() }
 }

@@ -1,9 +1,10 @@
-/// Whether a playlist's video can be played here at all: DRM (FairPlay's `skd://` keys and
-/// `com.apple.streamingkeydelivery`, Widevine's and PlayReady's key formats) and SAMPLE-AES
-/// cannot, and a receiver must say so with a reason instead of handing the player something
-/// that fails or crashes (the Apple TV app, Disney+, paid YouTube films). AES-128 with an
-/// identity key (the key is a URL) plays; where a playlist offers several key formats for the
-/// same segments, an identity AES-128 key among them is enough.
+/// Whether a playlist's video can be played here at all: DRM (FairPlay: the key format
+/// `com.apple.streamingkeydelivery`, or SAMPLE-AES with `skd://` keys; Widevine's and
+/// PlayReady's key formats) and SAMPLE-AES cannot, and a receiver must say so with a reason
+/// instead of handing the player something that fails or crashes (the Apple TV app, Disney+,
+/// paid YouTube films). AES-128 with an identity key plays, whatever its URI's scheme (a
+/// custom-scheme key, `skd://` included, is asked of the sender: `hls.md` §5.8); where a
+/// playlist offers several key formats for the same segments, one such key is enough.
 public enum PlaylistProtection {
     /// Why a master cannot be played (its `EXT-X-SESSION-KEY`s announce DRM only), or nil.
     public static func refusal(master: MasterPlaylist) -> String? {
@@ -30,13 +31,14 @@ public enum PlaylistProtection {
         return "SAMPLE-AES encrypted video cannot be played here (only AES-128 is)"
     }
 
-    /// An AES-128 key given by URL: what the player can open.
+    /// An AES-128 identity key: what the player can open (the gateway fetches its key).
     static func isOpenable(_ key: AttributeList) -> Bool {
-        key["METHOD"] == "AES-128" && (key["KEYFORMAT"] ?? "identity") == "identity" && !isFairPlay(key)
+        key["METHOD"] == "AES-128" && (key["KEYFORMAT"] ?? "identity") == "identity"
     }
 
-    /// FairPlay Streaming: its key scheme or its key format.
+    /// FairPlay Streaming: its key format, or sample encryption with its key scheme.
     static func isFairPlay(_ key: AttributeList) -> Bool {
-        (key["URI"]?.lowercased().hasPrefix("skd://") ?? false) || key["KEYFORMAT"] == "com.apple.streamingkeydelivery"
+        key["KEYFORMAT"] == "com.apple.streamingkeydelivery"
+            || (key["METHOD"]?.hasPrefix("SAMPLE-AES") == true && key["URI"]?.lowercased().hasPrefix("skd://") == true)
     }
 }

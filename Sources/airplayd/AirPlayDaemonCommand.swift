@@ -94,6 +94,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Flag(name: .customLong("probe-media"), help: .hidden)
     var probeMedia = false
 
+    @Flag(name: .customLong("video-player"), help: .hidden)
+    var videoPlayer = false
+
     @Option(name: .customLong("probe-sink"), help: .hidden)
     var probeSinks: [String] = []
 
@@ -107,6 +110,10 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if let date = configurationManualDate {
             print(ConfigurationManual.page(date: date), terminator: "")
             return
+        }
+        if videoPlayer {
+            // The daemon's video player process (see VideoPlayerHost): its socket is descriptor 3.
+            VideoPlayerProcess.run()
         }
         if probeMedia {
             // The child the daemon asks what GStreamer can do (see MediaProbe).
@@ -128,7 +135,7 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         let command = self
         PairingsCommand.Create.ensureIdentity(in: settings.stateDirectory)
         let sinks = [settings.videoSink] + (settings.audioOutput.sinkDescription.map { [$0] } ?? [])
-        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks), logger: logger,
+        let daemon = ReceiverDaemon(configuration: settings, media: GStreamerEngine(sinks: sinks, logger: logger), logger: logger,
                                     makeSurfaces: ReceiverSurfaces.make) {
             try command.resolveConfiguration()
         }

@@ -103,5 +103,7 @@ import Testing
         let both = try Self.media(keys: ["METHOD=AES-128,URI=\"https://k.example/key\"",
                                          "METHOD=SAMPLE-AES,URI=\"skd://k\",KEYFORMAT=\"com.apple.streamingkeydelivery\""])
         #expect(PlaylistProtection.refusal(media: both) == nil)
+        // A custom-scheme AES-128 key (the sender hands it over: `hls.md` §5.8), skd:// included.
+        #expect(PlaylistProtection.refusal(media: try Self.media(keys: ["METHOD=AES-128,URI=\"skd://key1\""])) == nil)
     }
 }

@@ -97,6 +97,44 @@ import Testing
         #expect(try sender.playbackInfo()["duration"] == nil, "after the end nothing plays")
     }
 
+    /// Video plays in a process of its own (`airplayd --video-player`): killed mid-play with
+    /// SIGABRT, as Debian 12's GStreamer aborts in hlsdemux2 on some HLS, the video ends with
+    /// `stopped` and the reason in `/playback-info`; the daemon, an audio stream playing
+    /// meanwhile, and the next video (in a new player process) go on.
+    @Test func aCrashedVideoPlayerEndsOneVideoNotTheDaemon() throws {
+        let media = try media()
+        let daemon = try LocalDaemon()
+        let directory = Products.scratchDirectory("player-crash")
+        let tone = directory + "/tone.wav"
+        let made = try runCommand(try #require(TestHost.which("ffmpeg")), ["-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                                                            "sine=frequency=440:sample_rate=44100:duration=10", "-ac", "2", tone], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        let audio = try ManagedProcess(try Products.executable("airplay"), ["stream", tone, "--to", "127.0.0.1:\(daemon.port)"],
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
+                                       label: "airplay-stream")
+        let sender = try Sender(port: daemon.port)
+        #expect(try sender.play(media.url("hls/index.m3u8")).status == 200)
+        #expect(try sender.waitFor("playing").last == "playing")
+        func playerPIDs() -> [Int32] {
+            daemon.process.lines(containing: "video player process started").compactMap { line in
+                line.split(separator: " ").first { $0.hasPrefix("pid=") }.flatMap { Int32($0.dropFirst(4)) }
+            }
+        }
+        let pid = try #require(playerPIDs().last, "\(daemon.process.stderr.suffix(2000))")
+        #expect(kill(pid, SIGABRT) == 0)
+        #expect(try sender.waitFor("stopped", timeout: 10).last == "stopped")
+        let error = try sender.playbackInfo()["error"]
+        #expect(error?["description"]?.stringValue?.contains("video player process ended (killed by signal 6)") == true, "\(String(describing: error))")
+        #expect(daemon.process.isRunning && daemon.process.stderr.contains("video player process ended"))
+        // The next video plays, in a new player process.
+        #expect(try sender.play(media.url("clip.mp4")).status == 200)
+        #expect(try sender.waitFor("playing").last == "playing")
+        #expect(playerPIDs().count == 2 && playerPIDs().last != pid, "\(playerPIDs())")
+        #expect(audio.waitForExit(timeout: 30) == 0, "the audio stream played on: \(audio.stderr.suffix(1000))")
+        #expect(!daemon.process.stderr.contains("audio session ended") || daemon.process.stderr.contains("reason=TEARDOWN"),
+                "\(daemon.process.stderr.suffix(2000))")
+    }
+
     @Test func seekLandsNearTheTargetAndRateZeroHolds() throws {
         let media = try media()
         let daemon = try LocalDaemon()

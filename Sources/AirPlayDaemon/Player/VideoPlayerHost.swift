@@ -1,0 +1,158 @@
+import AirPlayMedia
+import Dispatch
+import Glibc
+import Logging
+import Synchronization
+
+/// airplayd's side of its video player process (`VideoPlayerChild`): starts it when the first
+/// video needs a player (and again after it died), hands out `ChildMediaPlayer`s that drive
+/// players in it, and when it dies (a crash in GStreamer, a kill), fails every player it held
+/// with the reason, so each video ends with an error event while the daemon plays on.
+final class VideoPlayerHost: Sendable {
+    private struct Child: Sendable {
+        var socket: PlayerSocket
+        var pid: pid_t
+    }
+
+    private struct State: Sendable {
+        var child: Child?
+        var nextPlayer = 1
+        var nextRequest = 1
+        var players: [Int: ChildMediaPlayer] = [:]
+        var waiting: [Int: ReplyBox] = [:]
+    }
+
+    /// Where one request's reply lands.
+    final class ReplyBox: Sendable {
+        let done = DispatchSemaphore(value: 0)
+        let error = Mutex<MediaError??>(nil)
+    }
+
+    private let state = Mutex(State())
+    private let executable: String
+    private let logger: Logger
+
+    /// A host starting `executable --video-player` (the daemon's own binary).
+    init(executable: String = "/proc/self/exe", logger: Logger) {
+        self.executable = executable
+        self.logger = logger
+    }
+
+    /// A new player in the child (which starts on its `load`).
+    func makePlayer(_ setup: PlayerMessage.Setup) -> ChildMediaPlayer {
+        let player = state.withLock { state -> ChildMediaPlayer in
+            defer { state.nextPlayer += 1 }
+            return ChildMediaPlayer(id: state.nextPlayer, setup: setup, host: self)
+        }
+        state.withLock { $0.players[player.id] = player }
+        return player
+    }
+
+    /// Sends a message that is not answered.
+    func send(_ message: PlayerMessage) {
+        state.withLock { $0.child?.socket }?.send(message)
+    }
+
+    /// Sends a request and waits for its answer (starting the child if needed): nil, or the failure.
+    func call(_ make: (Int) -> PlayerMessage, timeout: Double) -> MediaError? {
+        let box = ReplyBox()
+        let sent: Bool
+        do {
+            sent = try state.withLock { state throws(MediaError) -> Bool in
+                let child: Child
+                if let running = state.child { child = running } else { child = try start(&state) }
+                let request = state.nextRequest
+                state.nextRequest += 1
+                state.waiting[request] = box
+                return child.socket.send(make(request))
+            }
+        } catch {
+            return error
+        }
+        guard sent else { return Self.gone("the video player process is gone") }
+        guard box.done.wait(timeout: .now() + timeout) == .success else {
+            return MediaError(code: -1, domain: "airplayd.player", message: "the video player process did not answer within \(Int(timeout)) s")
+        }
+        return box.error.withLock { $0 } ?? nil
+    }
+
+    /// The player is done with; its reports are no longer wanted.
+    func forget(_ id: Int) {
+        state.withLock { _ = $0.players.removeValue(forKey: id) }
+    }
+
+    /// Spawns the child on a fresh socket pair and starts reading from it. Under the lock.
+    private func start(_ state: inout State) throws(MediaError) -> Child {
+        guard let (ours, theirs) = PlayerSocket.pair() else { throw Self.gone("cannot make a socket pair: errno \(errno)") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // The child's end becomes its descriptor 3 (dup2 clears close-on-exec there).
+        posix_spawn_file_actions_adddup2(&actions, theirs.fd, VideoPlayerChild.socketDescriptor)
+        let words: [String] = [executable, "--video-player"]
+        let argv = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        // A crash there ends at once: Swift's backtracer would keep a dying player (and its
+        // video) hanging for seconds while it symbolicates.
+        var environment = [String]()
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if !text.hasPrefix("SWIFT_BACKTRACE=") { environment.append(text) }
+            entry += 1
+        }
+        environment.append("SWIFT_BACKTRACE=enable=no")
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        theirs.close()
+        guard spawned == 0 else {
+            ours.close()
+            throw Self.gone("cannot start the video player process: errno \(spawned)")
+        }
+        let child = Child(socket: ours, pid: pid)
+        state.child = child
+        logger.info("video player process started", metadata: ["pid": "\(pid)"])
+        // The child's reports are read on a thread of their own, blocked in recv until it ends.
+        DispatchQueue(label: "airplayd.video-player.\(pid)").async { [self] in read(child) }
+        return child
+    }
+
+    /// Reads the child's messages until it is gone; then fails what it held.
+    private func read(_ child: Child) {
+        while let message = child.socket.receive() {
+            switch message {
+            case .reply(let request, let error):
+                if let box = state.withLock({ $0.waiting.removeValue(forKey: request) }) {
+                    box.error.withLock { $0 = .some(error) }
+                    box.done.signal()
+                }
+            case .status(let id, let status, let change):
+                state.withLock { $0.players[id] }?.update(status, change: change)
+            default:
+                break
+            }
+        }
+        var status: Int32 = 0
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        let reason = status & 0x7F != 0 ? "killed by signal \(status & 0x7F)" : "exited with status \((status >> 8) & 0xFF)"
+        let (players, waiting) = state.withLock { state -> ([ChildMediaPlayer], [ReplyBox]) in
+            if state.child?.pid == child.pid { state.child = nil }
+            defer { (state.players, state.waiting) = ([:], [:]) }
+            return (Array(state.players.values), Array(state.waiting.values))
+        }
+        child.socket.close()
+        logger.warning("video player process ended", metadata: ["pid": "\(child.pid)", "reason": "\(reason)", "players": "\(players.count)"])
+        let error = Self.gone("the video player process ended (\(reason)); airplayd goes on")
+        for box in waiting {
+            box.error.withLock { $0 = .some(error) }
+            box.done.signal()
+        }
+        for player in players { player.failed(error) }
+    }
+
+    private static func gone(_ message: String) -> MediaError {
+        MediaError(code: -1, domain: "airplayd.player", message: message)
+    }
+}
