@@ -1,4 +1,5 @@
 import AirPlayHLS
+import AirPlayWire
 import Foundation
 
 /// One `airplay play`: a URL played on a receiver as it is, or a local file or HLS folder
@@ -22,6 +23,9 @@ public struct VideoPlaySession: Sendable {
         public var keys: KeyProvider?
         /// Wait for the receiver's `stopped` event (always done for media served from here).
         public var wait: Bool
+        /// How the receiver gets a local HLS video's playlists: as URLs on this machine's media
+        /// server, or handed over as an iPhone does (`mlhls://`, each asked for over FCUP).
+        public var playlists: PlaylistDelivery = .url
 
         /// A request from its parts.
         public init(media: String, start: Double = 0, prefer: (qualifier: VariantQualifier, text: String)? = nil,
@@ -34,6 +38,15 @@ public struct VideoPlaySession: Sendable {
             self.keys = keys
             self.wait = wait
         }
+    }
+
+    /// How a local HLS video's playlists reach the receiver.
+    public enum PlaylistDelivery: String, Sendable, CaseIterable {
+        /// `http://` URLs on this machine's media server (any receiver).
+        case url
+        /// Handed over as an iPhone's YouTube app does: `mlhls://localhost/…`, each playlist asked
+        /// for over FCUP on the event channel (UxPlay, Apple TVs, airplayd).
+        case fcup
     }
 
     /// What the session tells its owner while it runs.
@@ -63,6 +76,7 @@ public struct VideoPlaySession: Sendable {
     public func run(_ request: Request, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) {
         let sessionID = UUID().uuidString
         let remote = VideoRemote(connection: connection, sessionID: sessionID)
+        if request.playlists == .fcup { return try await runHandOver(request, remote: remote, report: report) }
         let (url, server) = try await resolve(request, report: report)
         let waiting = request.wait || server != nil || request.keys != nil
         if airPlay2, request.keys == nil {
@@ -84,6 +98,64 @@ public struct VideoPlaySession: Sendable {
         await listener.close()
         let info = try? await remote.playbackInfo()
         await server?.close()
+        if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+    }
+
+    /// A local HLS video handed over as an iPhone does: the event channel first (the receiver
+    /// asks for the playlists on it), `/play` of `mlhls://localhost/…` in a binary plist, each
+    /// playlist request answered with `POST /action`, until the receiver says `stopped`.
+    private func runHandOver(_ request: Request, remote: VideoRemote, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) {
+        if let components = URLComponents(string: request.media), let scheme = components.scheme, ["http", "https"].contains(scheme.lowercased()) {
+            throw SenderError(.badInput, "--playlists fcup hands over a local HLS file or folder, not a URL")
+        }
+        let (file, root) = try Self.localMedia(request.media)
+        guard file.pathExtension.lowercased() == "m3u8" else {
+            throw SenderError(.badInput, "--playlists fcup hands over an HLS playlist (.m3u8), not \(file.lastPathComponent)")
+        }
+        let server = try await serve(root, what: request.media)
+        let playlists = HandOverPlaylists(root: root, httpRoot: server.url(for: root, host: try localAddress()))
+        let ended = EndSignal()
+        let listener = try await EventListener.open(host: address.host, port: address.port, sessionID: remote.sessionID,
+                                                    keys: request.keys) { event in
+            if let asked = try? FCUPRequest(event: event) {
+                Task { try? await remote.action(.unhandledURLResponse(playlists.answer(asked))) }
+                return
+            }
+            let state = event["state"]?.stringValue ?? "?"
+            report(.event(state))
+            if state == "stopped" { ended.fire() }
+        }
+        let url = playlists.handOverURL(for: file)
+        do {
+            try await remote.play(url: url, startSeconds: request.start, httpHeaders: request.headers, format: .binary)
+        } catch {
+            await listener.close()
+            await server.close()
+            throw error
+        }
+        report(.playing(url: url, sessionID: remote.sessionID))
+        // Receivers that send no state events (UxPlay) are asked once a second instead.
+        let watcher = Task {
+            var started = false, failures = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let info = try? await remote.playbackInfo() else {
+                    // A receiver that closed the session's connection after the end.
+                    failures += 1
+                    if started, failures >= 3 { break }
+                    continue
+                }
+                failures = 0
+                if info.state != "stopped" { started = true }
+                if started, info.state == "stopped" { break }
+            }
+            ended.fire()
+        }
+        await ended.wait()
+        watcher.cancel()
+        await listener.close()
+        let info = try? await remote.playbackInfo()
+        await server.close()
         if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
     }
 

@@ -95,11 +95,18 @@ public struct VideoRemote: Sendable {
         var fields: [String: PropertyList] = [
             "Content-Location": .string(url), "Start-Position-Seconds": .real(startSeconds),
             "Start-Position": .real(0), "X-Apple-Session-ID": .string(sessionID),
+            // The item's id, as iPhones send it (UxPlay refuses a /play without a 36-character one).
+            "uuid": .string(UUID().uuidString),
         ]
         // Our extension: headers the receiver sends with its playlist and key requests (cookies).
         if !httpHeaders.isEmpty { fields["httpHeaders"] = .dictionary(httpHeaders.mapValues { .string($0) }) }
         let body = PropertyList.dictionary(fields).encoded(as: format)
         _ = try await call("POST", "/play", body: body, contentType: format.contentType)
+    }
+
+    /// `POST /action` with a binary plist: an answer to the receiver's playlist request (FCUP).
+    public func action(_ action: VideoAction) async throws(SenderError) {
+        _ = try await call("POST", "/action", body: action.plist.encoded(as: .binary), contentType: PropertyListFormat.binary.contentType)
     }
 
     /// `POST /setProperty?selectedMediaArray`: an audio language, and a subtitle language or
@@ -151,6 +158,8 @@ public struct VideoRemote: Sendable {
     /// `GET /playback-info`.
     public func playbackInfo() async throws(SenderError) -> PlaybackInfo {
         let response = try await call("GET", "/playback-info")
+        // UxPlay answers with no body while it knows no position (before the start, after the end).
+        if response.body.readableBytes == 0 { return PlaybackInfo(.dictionary([:])) }
         guard let plist = try? PropertyList(decoding: Array(response.body.readableBytesView)) else {
             throw SenderError(.connectionLost, "the receiver's /playback-info is not a property list")
         }

@@ -175,4 +175,40 @@ import Testing
         #expect(report["serverInfoAfter"] as? Int == 200 && report["playbackInfoAfter"] as? Int == 200, "\(report)")
         #expect(daemon.process.isRunning && (report["errors"] as? [String])?.isEmpty == true, "\(report)")
     }
+
+    /// `airplay play DIR --playlists fcup` hands a local HLS video over as an iPhone does (the
+    /// playlists over FCUP, the segments from its own media server): into UxPlay and into
+    /// airplayd, each plays, lands a seek and stops when `airplay stop` says so.
+    @Test func airplayPlayHandsALocalVideoOver() throws {
+        let lab = try Lab(label: "airplay-fcup")
+        defer { lab.close() }
+        let uxplay = try lab.startUxPlay()
+        let daemon = try RunningDaemon.start(in: lab.hosts.box, port: 7100, extra: [
+            "--audio-output", "fakesink sync=true", "--video-sink", "fakesink sync=true", "--ptp", "off",
+        ])
+        for (name, port) in [("UxPlay", 7001), ("airplayd", 7100)] {
+            let state = lab.hosts.sender.directory + "/state-\(port)"
+            let environment = ["XDG_STATE_HOME": state]
+            let airplay = try Products.executable("airplay")
+            let to = ["--to", "10.79.0.2:\(port)"]
+            let play = try lab.hosts.sender.spawn(airplay, ["play", lab.media + "/groups/master.m3u8", "--playlists", "fcup", "--json",
+                                                            "--protocol", "1"] + to,
+                                                  environment: environment, label: "airplay-play")
+            func position() -> Double {
+                let result = try? lab.hosts.sender.run(airplay, ["status", "--json"] + to, environment: environment, timeout: 10)
+                let object = (try? JSONSerialization.jsonObject(with: Data((result?.stdout ?? "").utf8))) as? [String: Any]
+                return object?["position"] as? Double ?? -1
+            }
+            #expect(poll(timeout: 20, interval: 0.5) { position() >= 3 }, "\(name): \(play.stdout)\(play.stderr)")
+            let seek = try lab.hosts.sender.run(airplay, ["seek", "24"] + to, environment: environment)
+            #expect(seek.status == 0, "\(name): \(seek.stderr)")
+            #expect(poll(timeout: 10, interval: 0.5) { (23.5...32).contains(position()) }, "\(name): position \(position())")
+            let stop = try lab.hosts.sender.run(airplay, ["stop"] + to, environment: environment)
+            #expect(stop.status == 0, "\(name): \(stop.stderr)")
+            #expect(play.waitForExit(timeout: 20) != nil, "\(name): airplay play ends with the video: \(play.stdout)")
+            #expect(play.stdout.contains(#"mlhls:\/\/localhost\/master.m3u8"#), "\(name): \(play.stdout)")
+        }
+        #expect((uxplay.stdout + uxplay.stderr).contains("fcup_request send"))
+        #expect(daemon.process.stderr.contains("fcup request id=1"), "\(daemon.process.stderr.suffix(2000))")
+    }
 }

@@ -46,6 +46,7 @@ enum VideoPlayerChild {
                 player.onStateChange { status in socket.send(.status(player: id, status, change: true)) }
                 players.withLockedValue { $0[id] = player }
                 try player.load(url: url, start: start, paused: paused)
+                socket.send(.status(player: id, player.status, change: false))
                 socket.send(.reply(request: request, error: nil))
             } catch {
                 socket.send(.reply(request: request, error: error))
@@ -53,13 +54,9 @@ enum VideoPlayerChild {
         case .play(let id): players.withLockedValue { $0[id] }?.play()
         case .pause(let id): players.withLockedValue { $0[id] }?.pause()
         case .seek(let id, let request, let seconds):
-            socket.send(.reply(request: request, error: attempt(players.withLockedValue { $0[id] }) { player throws(MediaError) in
-                try player.seek(to: seconds)
-            }))
+            answer(request, id, players: players, socket: socket) { player throws(MediaError) in try player.seek(to: seconds) }
         case .rate(let id, let request, let rate):
-            socket.send(.reply(request: request, error: attempt(players.withLockedValue { $0[id] }) { player throws(MediaError) in
-                try player.setRate(rate)
-            }))
+            answer(request, id, players: players, socket: socket) { player throws(MediaError) in try player.setRate(rate) }
         case .volume(let id, let volume): players.withLockedValue { $0[id] }?.setVolume(volume)
         case .stop(let id):
             let player = players.withLockedValue { $0.removeValue(forKey: id) }
@@ -67,6 +64,16 @@ enum VideoPlayerChild {
         case .reply, .status:
             break
         }
+    }
+
+    /// Carries out a request on a player and answers it, the player's fresh status first (the
+    /// daemon reads its position as soon as the answer comes: a seek's must show).
+    private static func answer(_ request: Int, _ id: Int, players: NIOLockedValueBox<[Int: PlaybinPlayer]>, socket: PlayerSocket,
+                               _ body: (PlaybinPlayer) throws(MediaError) -> Void) {
+        let player = players.withLockedValue { $0[id] }
+        let error = attempt(player, body)
+        if let player { socket.send(.status(player: id, player.status, change: false)) }
+        socket.send(.reply(request: request, error: error))
     }
 
     /// Runs `body` on the player; the error it throws, or that there is no such player.
