@@ -17,7 +17,7 @@ struct ConformanceCommand: AsyncParsableCommand {
             1 when a check failed, 2 when the receiver cannot be reached. --profile apple instead walks an \
             iPhone's AirPlay 2 session in Apple's order on one connection (GET /info, transient pairing, \
             both fp-setup messages, SETUP phase 1 and 2, RECORD, SETPEERS, SETRATEANCHORTIME, /feedback, volume, \
-            FLUSHBUFFERED, TEARDOWN, /configure, a remote-control-only session), each step as STATUS {reply keys}.
+            FLUSHBUFFERED, TEARDOWN, /configure, a remote-control-only session), each step as STATUS {reply keys}.             --profile apple-video hands a video over as an iPhone's YouTube app does (/reverse, /server-info, /play of             mlhls://localhost/master.m3u8, the playlist requests on the event channel answered with POST /action, an             unknown request id, setProperty, /playback-info, /fp-setup2, /stop) and names each deviation.
             """)
 
     @Argument(help: "The receiver, HOST[:PORT].") var receiver: String
@@ -25,7 +25,7 @@ struct ConformanceCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds to browse for the receiver's mDNS records.") var browseSeconds: Double = 3
     @Flag(name: .long, help: "One JSON document instead of lines.") var json = false
     @Flag(name: .long, help: "List the checks and exit.") var list = false
-    @Option(name: .long, help: "standard (every section) or apple (an iPhone's AirPlay 2 session, in order).")
+    @Option(name: .long, help: "standard (every section), apple (an iPhone's AirPlay 2 session, in order) or apple-video (an iPhone's YouTube hand-over).")
     var profile: ConformanceSuite.Profile = .standard
 
     func run() async throws {

@@ -210,5 +210,20 @@ import Testing
         }
         #expect((uxplay.stdout + uxplay.stderr).contains("fcup_request send"))
         #expect(daemon.process.stderr.contains("fcup request id=1"), "\(daemon.process.stderr.suffix(2000))")
+
+        // `airplay conformance --profile apple-video`: airplayd follows the hand-over in every
+        // step; UxPlay's deviations are named (and it gets as far as the playlists).
+        for (name, port) in [("airplayd", 7100), ("UxPlay", 7001)] {
+            let run = try lab.hosts.sender.run(try Products.executable("airplay"), [
+                "conformance", "10.79.0.2:\(port)", "--profile", "apple-video", "--json", "--browse-seconds", "0.5",
+            ], timeout: 90)
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)\(run.stderr)")
+            let checks = report["checks"] as? [[String: Any]] ?? []
+            let deviations = checks.filter { $0["result"] as? String == "fail" }.map { "\($0["id"] ?? "?"): \($0["detail"] ?? "")" }
+            print("measure: conformance --profile apple-video against \(name): \(report["passed"] ?? "?") passed, \(report["failed"] ?? "?") failed\(deviations.isEmpty ? "" : ": " + deviations.joined(separator: "; "))")
+            #expect(checks.count == 12, "\(name): \(run.stdout)")
+            #expect(checks.first { $0["id"] as? String == "apple-video.action-master" }?["result"] as? String == "pass", "\(name): \(run.stdout)")
+            if name == "airplayd" { #expect(deviations.isEmpty && run.status == 0, "\(deviations)") }
+        }
     }
 }

@@ -83,6 +83,8 @@ public enum ConformanceSuite {
         case standard
         /// An iPhone's AirPlay 2 session, step by step in Apple's order, on one connection.
         case apple
+        /// An iPhone's YouTube video handed over (`mlhls://`, the playlists over FCUP).
+        case appleVideo = "apple-video"
     }
 
     /// The checks of a profile (the Apple profile's share one walk: a fresh one each time).
@@ -90,6 +92,7 @@ public enum ConformanceSuite {
         switch profile {
         case .standard: all
         case .apple: AppleProfileChecks.all()
+        case .appleVideo: VideoHandOverChecks.all()
         }
     }
 
