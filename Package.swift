@@ -140,7 +140,7 @@ let package = Package(
         // systemd, the journal, the page, the media engine and probe, and the wiring.
         .target(name: "AirPlayDaemon", dependencies: [
             "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
-            "AirPlayWire", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia", "SoxrMedia",
+            "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia", "SoxrMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
