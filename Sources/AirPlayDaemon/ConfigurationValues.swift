@@ -59,18 +59,28 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
         if case .sink(let description) = self { description } else { nil }
     }
 
-    /// What to say at start about an output whose card cannot be followed, or nil.
+    /// The output a room really plays to, and what to say about it at start.
     ///
     /// GStreamer's `pipewiresink` (PipeWire 0.3, Debian 12's) is a plain sink without a clock:
     /// its pipeline runs on the system clock while PipeWire plays at the card's pace, so the room
-    /// drifts from the others by the card's error (0.4 ms a second apart for cards 400 ppm apart).
-    /// PipeWire's ALSA plugin reports PipeWire's own account of the card, which airplayd follows.
-    public var advice: String? {
+    /// would drift from the others by the card's error (0.4 ms a second apart for cards 400 ppm
+    /// apart). PipeWire's ALSA plugin reports PipeWire's own account of the card, which the room
+    /// follows as a card's: with the plugin installed (`pipewireALSAPlugin`), a `pipewiresink`
+    /// plays there, to the same node (`target-object`); without it, it plays as named and the
+    /// note says how to follow the card.
+    public func followingTheCard(pipewireALSAPlugin: Bool) -> (output: AudioOutput, note: String?) {
         guard case .sink(let description) = self,
-              let element = description.split(whereSeparator: { $0 == " " || $0 == "!" }).first, element == "pipewiresink" else { return nil }
-        let node = description.split(separator: " ").first { $0.hasPrefix("target-object=") }.map { ":NODE=" + $0.dropFirst(14) } ?? ""
-        return "pipewiresink gives no clock of its card, so this room drifts from the others by the card's error; "
-            + "audio_output = \"alsa:pipewire\(node)\" plays through PipeWire following its card (package pipewire-alsa)"
+              let element = description.split(whereSeparator: { $0 == " " || $0 == "!" }).first, element == "pipewiresink" else { return (self, nil) }
+        let words = description.split(separator: " ").dropFirst()
+        let node = words.first { $0.hasPrefix("target-object=") }.map { String($0.dropFirst(14)) }
+        let device = "pipewire" + (node.map { ":NODE=" + $0 } ?? "")
+        guard pipewireALSAPlugin else {
+            return (self, "pipewiresink gives no clock of its card, so this room drifts from the others by the card's error; "
+                + "install pipewire-alsa (PipeWire's ALSA plugin), through which airplayd follows the card, or name audio_output = \"alsa:\(device)\"")
+        }
+        let ignored = words.filter { !$0.hasPrefix("target-object=") }
+        return (.alsa(device: device), "pipewiresink gives no clock of its card: playing to the same PipeWire node through PipeWire's ALSA plugin "
+            + "(alsa:\(device)), which follows it" + (ignored.isEmpty ? "" : "; not used: \(ignored.joined(separator: " "))"))
     }
 
     /// The text the key takes (`raw:PATH`, `alsa:DEVICE` or the description).

@@ -9,6 +9,7 @@ import AirPlayReceiver
 import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -98,9 +99,22 @@ public final class ReceiverDaemon: Service, Sendable {
                           logger: logger)
     }
 
+    /// The audio output rooms play to: the configured one, or for `pipewiresink` PipeWire's ALSA
+    /// plugin (which follows the card) when installed.
+    private var playedOutput: (output: AudioOutput, note: String?) {
+        configuration.audioOutput.followingTheCard(pipewireALSAPlugin: Self.hasPipeWireALSAPlugin())
+    }
+
+    /// Whether PipeWire's ALSA plugin (package pipewire-alsa) is installed.
+    static func hasPipeWireALSAPlugin() -> Bool {
+        ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib64", "/usr/lib"].contains {
+            access($0 + "/alsa-lib/libasound_module_pcm_pipewire.so", R_OK) == 0
+        }
+    }
+
     /// RAOP sessions playing to the configured audio output.
     private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: (any PTPClock)?) -> AudioSessions {
-        let (output, media, logger) = (configuration.audioOutput, self.media, self.logger)
+        let (output, media, logger) = (playedOutput.output, self.media, self.logger)
         return AudioSessions(
             group: group, deviceID: deviceID, password: configuration.password,
             makeOutput: { format throws -> any PCMOutput in
@@ -224,7 +238,10 @@ public final class ReceiverDaemon: Service, Sendable {
     /// Runs until graceful shutdown (SIGTERM/SIGINT through the service group).
     public func run() async throws {
         logger.info("starting", metadata: ["media": "\(media.versionDescription)"])
-        if let advice = configuration.audioOutput.advice { logger.warning("audio_output: \(advice)") }
+        let played = playedOutput
+        if let note = played.note {
+            if played.output == configuration.audioOutput { logger.warning("audio_output: \(note)") } else { logger.notice("audio_output: \(note)") }
+        }
         // Before any child process starts: systemd's sockets (PTP's ports) are ours alone.
         let inherited = InheritedSockets.adopt()
         if inherited > 0 { logger.info("sockets from systemd", metadata: ["count": "\(inherited)"]) }

@@ -67,14 +67,20 @@ import Testing
         #expect(AudioOutput.sink("alsasink").mixerDevice == nil)
     }
 
-    /// GStreamer's `pipewiresink` has no clock of its card: airplayd says so at start and names
-    /// the output that follows a card through PipeWire (its ALSA plugin, the same node).
-    @Test func pipewiresinkIsAdvisedAgainstWithTheOutputThatFollowsTheCard() throws {
-        let advice = try #require(try AudioOutput(parsing: "pipewiresink target-object=card0").advice)
-        #expect(advice.contains("no clock") && advice.contains("alsa:pipewire:NODE=card0"))
-        #expect(try AudioOutput(parsing: "pipewiresink").advice?.contains("\"alsa:pipewire\"") == true)
-        #expect(try AudioOutput(parsing: "alsasink device=hw:0").advice == nil)
-        #expect(try AudioOutput(parsing: "alsa:pipewire:NODE=card0").advice == nil)
+    /// GStreamer's `pipewiresink` has no clock of its card: with PipeWire's ALSA plugin installed
+    /// the room plays to the same node through it (which follows the card), saying so and what of
+    /// the description it does not use; without, it plays as named and says how to follow the card.
+    @Test func pipewiresinkPlaysThroughPipeWiresALSAPlugin() throws {
+        let sink = try AudioOutput(parsing: "pipewiresink target-object=card0 client-name=box")
+        let (output, note) = sink.followingTheCard(pipewireALSAPlugin: true)
+        #expect(output == .alsa(device: "pipewire:NODE=card0"))
+        #expect(note?.contains("alsa:pipewire:NODE=card0") == true && note?.contains("not used: client-name=box") == true)
+        #expect(try AudioOutput(parsing: "pipewiresink").followingTheCard(pipewireALSAPlugin: true).output == .alsa(device: "pipewire"))
+        let without = sink.followingTheCard(pipewireALSAPlugin: false)
+        #expect(without.output == sink && without.note?.contains("install pipewire-alsa") == true)
+        let alsasink = try AudioOutput(parsing: "alsasink device=hw:0")
+        #expect(alsasink.followingTheCard(pipewireALSAPlugin: true).output == alsasink)
+        #expect(alsasink.followingTheCard(pipewireALSAPlugin: true).note == nil)
     }
 
     private func error(_ toml: String) -> ConfigurationError? {
