@@ -1,5 +1,6 @@
 import AirPlayHLS
 import AirPlayReceiver
+import AirPlayWire
 
 /// The box's languages for a video's alternate renditions (`video_language`,
 /// `video_subtitles`): YouTube's masters carry a dubbed audio track per language, and the
@@ -58,7 +59,7 @@ public struct RenditionPreferences: Hashable, Sendable {
     }
 
     static func list(_ text: String) -> [String] {
-        text.split(separator: ":").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
+        text.split(separator: ":").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
     }
 
     /// `LANGUAGE` (a colon list), else the first of `LC_ALL`, `LC_MESSAGES`, `LANG`, without its
@@ -73,14 +74,5 @@ public struct RenditionPreferences: Hashable, Sendable {
             locale = []
         }
         return locale.map { String($0.prefix { $0 != "." && $0 != "@" }) }.filter { !$0.isEmpty && $0 != "C" && $0 != "POSIX" }
-    }
-}
-
-extension String {
-    var trimmingSpaces: String {
-        var text = Substring(self)
-        while text.first == " " { text = text.dropFirst() }
-        while text.last == " " { text = text.dropLast() }
-        return String(text)
     }
 }

@@ -117,7 +117,7 @@ public final class FCUPBroker: Sendable {
                 if case .failure(let failure) = result {
                     logger.notice("fcup failed", metadata: ["session": "\(sessionID)", "reason": "\(failure.reason)"])
                 }
-                continuation?.resume(returning: result.mapError { HandedOverPlaylistError(status: $0.status, reason: $0.reason) })
+                continuation?.resume(returning: result)
             }
         }
     }

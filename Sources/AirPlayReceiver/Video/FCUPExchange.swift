@@ -19,13 +19,9 @@ struct FCUPExchange: Sendable {
     /// A waiting fetch, named by the broker (which holds its continuation).
     typealias Waiter = Int
 
-    /// Why a playlist could not be had: the status the gateway answers its player with.
-    struct Failure: Error, Hashable, Sendable {
-        /// 502 (the phone failed), 503 (too many waiting, cancelled), 504 (no answer).
-        var status: Int
-        /// Why, for the log, the player's error and `/playback-info`.
-        var reason: String
-    }
+    /// Why a playlist could not be had (502 the phone failed, 503 too many waiting or cancelled,
+    /// 504 no answer): what the gateway answers its player with.
+    typealias Failure = HandedOverPlaylistError
 
     /// What the broker does, in order.
     enum Action: Hashable, Sendable {

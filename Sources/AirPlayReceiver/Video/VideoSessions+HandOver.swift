@@ -99,13 +99,8 @@ extension VideoSessions {
                 return
             }
         }
-        let gatewayURL = gateway.flatMap { PlaylistURL.isPlaylist(url) ? $0.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil }
-        let decision = machine.withLockedValue {
-            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: false, itemID: play.itemID)
-        }
-        switch decision {
+        switch start(play, url: url, sessionID: sessionID, paused: false) {
         case .failure(let refusal):
-            if let gatewayURL { gateway?.close(gatewayURL) }
             logger.notice("queued video refused", metadata: ["session": "\(sessionID)", "reason": "\(refusal.reason)"])
         case .success(let actions):
             logger.info("video next item", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))"])

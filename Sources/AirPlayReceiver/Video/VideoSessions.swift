@@ -253,16 +253,8 @@ public final class VideoSessions: Sendable {
     /// Starts playing `url` (the request's URL, or where its redirects lead) for a `/play`.
     func begin(_ play: PlayRequest, url: String, request: AirPlayRequest) -> VideoAnswer {
         let sessionID = play.sessionID.flatMap { $0.isEmpty ? nil : $0 } ?? "anonymous"
-        // HLS playlists go through the gateway: it picks the variants and fetches the keys.
-        let gatewayURL = gateway.flatMap { gateway in
-            PlaylistURL.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
-        }
-        let decision = machine.withLockedValue {
-            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: play.rate == 0, itemID: play.itemID)
-        }
-        switch decision {
+        switch start(play, url: url, sessionID: sessionID, paused: play.rate == 0) {
         case .failure(let refusal):
-            if let gatewayURL { gateway?.close(gatewayURL) }
             return .now(Self.text(refusal.status, refusal.reason))
         case .success(let actions):
             logger.info("video play", metadata: ["session": "\(sessionID)", "url": "\(play.url.prefix(300))",
@@ -270,6 +262,19 @@ public final class VideoSessions: Sendable {
             announce(play, request: request)
             return later(actions)
         }
+    }
+
+    /// The machine's decision on playing `url` for a session: HLS playlists go through the
+    /// gateway (it picks the variants and fetches the keys), closed again when refused.
+    func start(_ play: PlayRequest, url: String, sessionID: String, paused: Bool) -> Result<[Machine.Action], Machine.Refusal> {
+        let gatewayURL = gateway.flatMap { gateway in
+            PlaylistURL.isPlaylist(url) ? gateway.open(origin: url, headers: play.httpHeaders, sessionID: sessionID) : nil
+        }
+        let decision = machine.withLockedValue {
+            $0.play(sessionID: sessionID, url: url, gatewayURL: gatewayURL, start: play.start, paused: paused, itemID: play.itemID)
+        }
+        if case .failure = decision, let gatewayURL { gateway?.close(gatewayURL) }
+        return decision
     }
 
     private func playbackInfo(_ request: AirPlayRequest) -> AirPlayResponse {
