@@ -7,8 +7,8 @@ Usage: fifo_clock.py [--pcm s24le/48000] [--save PATH] FIFO_A FIFO_B [FIFO_C ...
 Opens the FIFOs for reading (so the receivers can open them for writing), reads until every
 writer has come and gone or the timeout passes, then prints "OK {json}" with, for each whole
 second of the output, how much later the others played its frames than A (milliseconds; with
-more than two outputs, the largest difference of any of them), and whether all outputs hold
-the same samples.
+more than two outputs, the largest difference of any of them, and each one's in
+"by_output_ms"), and whether all outputs hold the same samples.
 
 A raw output writes packets in groups fixed by RTP time (the same groups on every receiver),
 the first on time and the others up to 30 ms early, in one write; a receiver that wakes late
@@ -48,10 +48,15 @@ def second_skew(other, second):
 
 frames = min(len(d) for d in data) // size
 skews = []
+# Each other output's own skew per second, so a failure names the room that stood apart.
+by_output = [[] for _ in paths[1:]]
 for second in range(1, int(frames / rate)):
-    found = [s for s in (second_skew(i, second) for i in range(1, len(paths))) if s is not None]
+    per_output = [second_skew(i, second) for i in range(1, len(paths))]
+    for listed, skew in zip(by_output, per_output):
+        listed.append(None if skew is None else round(skew * 1000, 2))
+    found = [s for s in per_output if s is not None]
     if found:
         skews.append(round(max(found, key=abs) * 1000, 2))
 same = all(d[:frames * size] == data[0][:frames * size] for d in data)
-print("OK " + json.dumps({"frames": frames, "skews_ms": skews, "same_samples": same,
+print("OK " + json.dumps({"frames": frames, "skews_ms": skews, "same_samples": same, "by_output_ms": by_output,
                           "max_ms": max((abs(s) for s in skews), default=None)}))
