@@ -65,16 +65,16 @@ public enum AudioOutput: Hashable, Sendable, CustomStringConvertible {
     /// its pipeline runs on the system clock while PipeWire plays at the card's pace, so the room
     /// would drift from the others by the card's error (0.4 ms a second apart for cards 400 ppm
     /// apart). PipeWire's ALSA plugin reports PipeWire's own account of the card, which the room
-    /// follows as a card's: with the plugin installed (`pipewireALSAPlugin`), a `pipewiresink`
-    /// plays there, to the same node (`target-object`); without it, it plays as named and the
-    /// note says how to follow the card.
-    public func followingTheCard(pipewireALSAPlugin: Bool) -> (output: AudioOutput, note: String?) {
+    /// follows as a card's: with the plugin installed (`pipewireALSAPlugin`, asked only of a
+    /// `pipewiresink`), a `pipewiresink` plays there, to the same node (`target-object`);
+    /// without it, it plays as named and the note says how to follow the card.
+    public func followingTheCard(pipewireALSAPlugin: () -> Bool) -> (output: AudioOutput, note: String?) {
         guard case .sink(let description) = self,
               let element = description.split(whereSeparator: { $0 == " " || $0 == "!" }).first, element == "pipewiresink" else { return (self, nil) }
         let words = description.split(separator: " ").dropFirst()
         let node = words.first { $0.hasPrefix("target-object=") }.map { String($0.dropFirst(14)) }
         let device = "pipewire" + (node.map { ":NODE=" + $0 } ?? "")
-        guard pipewireALSAPlugin else {
+        guard pipewireALSAPlugin() else {
             return (self, "pipewiresink gives no clock of its card, so this room drifts from the others by the card's error; "
                 + "install pipewire-alsa (PipeWire's ALSA plugin), through which airplayd follows the card, or name audio_output = \"alsa:\(device)\"")
         }

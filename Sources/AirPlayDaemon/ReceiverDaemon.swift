@@ -9,7 +9,6 @@ import AirPlayReceiver
 import AirPlayTiming
 import AirPlayWire
 import FoundationEssentials
-import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -102,15 +101,12 @@ public final class ReceiverDaemon: Service, Sendable {
     /// The audio output rooms play to: the configured one, or for `pipewiresink` PipeWire's ALSA
     /// plugin (which follows the card) when installed.
     private var playedOutput: (output: AudioOutput, note: String?) {
-        configuration.audioOutput.followingTheCard(pipewireALSAPlugin: Self.hasPipeWireALSAPlugin())
+        configuration.audioOutput.followingTheCard(pipewireALSAPlugin: Self.hasPipeWireALSAPlugin)
     }
 
-    /// Whether PipeWire's ALSA plugin (package pipewire-alsa) is installed.
-    static func hasPipeWireALSAPlugin() -> Bool {
-        ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib64", "/usr/lib"].contains {
-            access($0 + "/alsa-lib/libasound_module_pcm_pipewire.so", R_OK) == 0
-        }
-    }
+    /// Whether PipeWire's ALSA plugin (package pipewire-alsa) is set up: its PCM `pipewire` is
+    /// in alsa-lib's configuration, as the package's `50-pipewire.conf` puts it.
+    static func hasPipeWireALSAPlugin() -> Bool { ALSAConfiguration.definesPCM("pipewire") }
 
     /// RAOP sessions playing to the configured audio output.
     private func makeAudioSessions(group: any EventLoopGroup, deviceID: DeviceID, ptp: (any PTPClock)?) -> AudioSessions {

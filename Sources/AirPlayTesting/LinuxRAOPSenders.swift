@@ -95,6 +95,19 @@ public enum PaddedSweep {
 /// makes ports), and a 352-frame quantum (0.3.65 otherwise rounds the sink's packets to 256
 /// frames and sends them in bursts). The sink only connects to the receiver once audio flows.
 public final class PipeWireRAOPSender: @unchecked Sendable {
+    /// The modules a private PipeWire server needs for clients to play into nodes it creates
+    /// (lines of a `context.modules` list): the native protocol, access, client and adapter
+    /// nodes, node factories, metadata and links.
+    public static let coreModules = """
+        { name = libpipewire-module-protocol-native }
+        { name = libpipewire-module-access args = { } }
+        { name = libpipewire-module-client-node }
+        { name = libpipewire-module-adapter }
+        { name = libpipewire-module-spa-node-factory }
+        { name = libpipewire-module-metadata }
+        { name = libpipewire-module-link-factory }
+        """
+
     private let directory: String
     private let daemon: ManagedProcess
     private let environment: [String: String]
@@ -128,13 +141,7 @@ public final class PipeWireRAOPSender: @unchecked Sendable {
             }
             context.modules = [
                 { name = libpipewire-module-rt args = { nice.level = -11 rt.prio = 88 } flags = [ ifexists nofail ] }
-                { name = libpipewire-module-protocol-native }
-                { name = libpipewire-module-access args = { } }
-                { name = libpipewire-module-client-node }
-                { name = libpipewire-module-adapter }
-                { name = libpipewire-module-spa-node-factory }
-                { name = libpipewire-module-metadata }
-                { name = libpipewire-module-link-factory }
+                \(PipeWireRAOPSender.coreModules)
                 { name = libpipewire-module-raop-sink
                   args = {
                       raop.hostname = "127.0.0.1"

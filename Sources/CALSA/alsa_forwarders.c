@@ -41,3 +41,7 @@ CAIRPLAY_LAZY_FORWARD(libasound, int, snd_mixer_selem_get_playback_volume_range,
 CAIRPLAY_LAZY_FORWARD(libasound, int, snd_mixer_selem_set_playback_dB_all, (snd_mixer_elem_t *elem, long value, int dir), (elem, value, dir))
 CAIRPLAY_LAZY_FORWARD(libasound, int, snd_mixer_selem_set_playback_volume_all, (snd_mixer_elem_t *elem, long value), (elem, value))
 CAIRPLAY_LAZY_FORWARD(libasound, int, snd_mixer_selem_set_playback_switch_all, (snd_mixer_elem_t *elem, int value), (elem, value))
+// The configuration tree (ALSAConfiguration): is a PCM defined.
+CAIRPLAY_LAZY_FORWARD(libasound, int, snd_config_update_ref, (snd_config_t **top), (top))
+CAIRPLAY_LAZY_FORWARD(libasound, int, snd_config_search, (snd_config_t *config, const char *key, snd_config_t **result), (config, key, result))
+CAIRPLAY_LAZY_FORWARD_VOID(libasound, snd_config_unref, (snd_config_t *top), (top))

@@ -72,15 +72,15 @@ import Testing
     /// the description it does not use; without, it plays as named and says how to follow the card.
     @Test func pipewiresinkPlaysThroughPipeWiresALSAPlugin() throws {
         let sink = try AudioOutput(parsing: "pipewiresink target-object=card0 client-name=box")
-        let (output, note) = sink.followingTheCard(pipewireALSAPlugin: true)
+        let (output, note) = sink.followingTheCard(pipewireALSAPlugin: { true })
         #expect(output == .alsa(device: "pipewire:NODE=card0"))
         #expect(note?.contains("alsa:pipewire:NODE=card0") == true && note?.contains("not used: client-name=box") == true)
-        #expect(try AudioOutput(parsing: "pipewiresink").followingTheCard(pipewireALSAPlugin: true).output == .alsa(device: "pipewire"))
-        let without = sink.followingTheCard(pipewireALSAPlugin: false)
+        #expect(try AudioOutput(parsing: "pipewiresink").followingTheCard(pipewireALSAPlugin: { true }).output == .alsa(device: "pipewire"))
+        let without = sink.followingTheCard(pipewireALSAPlugin: { false })
         #expect(without.output == sink && without.note?.contains("install pipewire-alsa") == true)
         let alsasink = try AudioOutput(parsing: "alsasink device=hw:0")
-        #expect(alsasink.followingTheCard(pipewireALSAPlugin: true).output == alsasink)
-        #expect(alsasink.followingTheCard(pipewireALSAPlugin: true).note == nil)
+        #expect(alsasink.followingTheCard(pipewireALSAPlugin: { true }).output == alsasink)
+        #expect(alsasink.followingTheCard(pipewireALSAPlugin: { true }).note == nil)
     }
 
     private func error(_ toml: String) -> ConfigurationError? {
