@@ -11,6 +11,12 @@ public enum ReceiverLinks {
         address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:)) ?? info?.features ?? []
     }
 
+    /// What a discovered receiver's records say it takes for video: `_airplay._tcp`'s
+    /// `features`, else `_raop._tcp`'s `ft`; nil for a receiver given as HOST:PORT.
+    public static func videoFeatures(of address: ReceiverAddress) -> FeatureSet? {
+        address.airPlayTXT?["features"].flatMap(FeatureSet.init(txtValue:)) ?? address.raopTXT?["ft"].flatMap(FeatureSet.init(txtValue:))
+    }
+
     /// Pair-verifies a fresh connection when this sender paired with the receiver, or pairs
     /// transiently when the receiver offers that (features bit 43 or 48 in its `_raop._tcp`
     /// record). `transient` pairs transiently even when the record does not offer it

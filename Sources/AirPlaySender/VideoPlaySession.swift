@@ -24,8 +24,9 @@ public struct VideoPlaySession: Sendable {
         /// Wait for the receiver's `stopped` event (always done for media served from here).
         public var wait: Bool
         /// How the receiver gets a local HLS video's playlists: as URLs on this machine's media
-        /// server, or handed over as an iPhone does (`mlhls://`, each asked for over FCUP).
-        public var playlists: PlaylistDelivery = .url
+        /// server, or handed over as an iPhone does (`mlhls://`, each asked for over FCUP), or
+        /// by what the receiver says it takes (`auto`).
+        public var playlists: PlaylistDelivery = .auto
 
         /// A request from its parts.
         public init(media: String, start: Double = 0, prefer: (qualifier: VariantQualifier, text: String)? = nil,
@@ -42,11 +43,23 @@ public struct VideoPlaySession: Sendable {
 
     /// How a local HLS video's playlists reach the receiver.
     public enum PlaylistDelivery: String, Sendable, CaseIterable {
+        /// `fcup` where the receiver takes a video handed over as an iPhone hands it
+        /// (`handOverChoice`), else `url`.
+        case auto
         /// `http://` URLs on this machine's media server (any receiver).
         case url
         /// Handed over as an iPhone's YouTube app does: `mlhls://localhost/…`, each playlist asked
         /// for over FCUP on the event channel (UxPlay, Apple TVs, airplayd).
         case fcup
+
+        /// What `auto` picks for a receiver with `features`: `fcup` where it plays video and HLS
+        /// (bits 0 and 4) and takes the session an iPhone opens (FairPlay setup, bit 14, or
+        /// AirPlay 2's pairing, bit 38 or 48), as UxPlay (`-hls`), Apple TVs and airplayd do;
+        /// else `url`: Kodi advertises 0 and 4 with neither and plays HLS by URL only.
+        public static func handOverChoice(for features: FeatureSet) -> PlaylistDelivery {
+            let phoneSession = !features.intersection([.fairPlayAuthentication, .unifiedMediaControl, .coreUtilsPairing]).isEmpty
+            return features.isSuperset(of: [.video, .videoHTTPLiveStreams]) && phoneSession ? .fcup : .url
+        }
     }
 
     /// What the session tells its owner while it runs.
@@ -76,7 +89,7 @@ public struct VideoPlaySession: Sendable {
     public func run(_ request: Request, report: @escaping @Sendable (Report) -> Void) async throws(SenderError) {
         let sessionID = UUID().uuidString
         let remote = VideoRemote(connection: connection, sessionID: sessionID)
-        if request.playlists == .fcup { return try await runHandOver(request, remote: remote, report: report) }
+        if try await delivery(of: request) == .fcup { return try await runHandOver(request, remote: remote, report: report) }
         let (url, server) = try await resolve(request, report: report)
         let waiting = request.wait || server != nil || request.keys != nil
         if airPlay2, request.keys == nil {
@@ -99,6 +112,28 @@ public struct VideoPlaySession: Sendable {
         let info = try? await remote.playbackInfo()
         await server?.close()
         if let error = info?.error { throw SenderError(.refused(status: 0), "playback failed: \(error)") }
+    }
+
+    /// How `request`'s playlists go: as asked, or for `auto`, handed over (FCUP) when the media is
+    /// a local HLS playlist and the receiver takes it so (`handOverChoice`, from its TXT record
+    /// when it was discovered, else from `GET /info`, as Apple's senders ask); a qualifier or a
+    /// key command plays by URL, as only that path knows them.
+    private func delivery(of request: Request) async throws(SenderError) -> PlaylistDelivery {
+        guard request.playlists == .auto else { return request.playlists }
+        guard request.prefer == nil, request.keys == nil, Self.isLocalHLSPlaylist(request.media) else { return .url }
+        if let features = ReceiverLinks.videoFeatures(of: address) { return .handOverChoice(for: features) }
+        switch await connection.info() {
+        case .said(let info): return .handOverChoice(for: info.features)
+        case .nothing: return .url
+        case .silent:
+            throw SenderError(.connectionLost, "\(address.name) did not answer GET /info; name --playlists url or fcup")
+        }
+    }
+
+    /// Whether `media` is a local `.m3u8` file, or a folder whose playlist is one.
+    static func isLocalHLSPlaylist(_ media: String) -> Bool {
+        if let scheme = URLComponents(string: media)?.scheme, ["http", "https"].contains(scheme.lowercased()) { return false }
+        return (try? localMedia(media))?.file.pathExtension.lowercased() == "m3u8"
     }
 
     /// A local HLS video handed over as an iPhone does: the event channel first (the receiver

@@ -111,14 +111,14 @@ struct PlayCommand: AsyncParsableCommand {
             help: "1 (/play and /reverse) or 2 (AirPlay 2: pairing, SETUP, /play on the encrypted connection). Default: 2 where the receiver advertises it.")
     var protocolVersion: Int?
 
-    @Option(name: .long, help: "How a local HLS video's playlists reach the receiver: url (served from here, any receiver; the default) or fcup (handed over as an iPhone's YouTube app does: mlhls://, each playlist asked for over the event channel; UxPlay, Apple TVs, airplayd).")
-    var playlists: String = "url"
+    @Option(name: .long, help: "How a local HLS video's playlists reach the receiver: url (served from here, any receiver), fcup (handed over as an iPhone's YouTube app does: mlhls://, each playlist asked for over the event channel; UxPlay, Apple TVs, airplayd) or auto (the default: fcup where the receiver advertises video, HLS and FairPlay setup or AirPlay 2 pairing, else url; url with --prefer or --key-command).")
+    var playlists: String = "auto"
 
     @OptionGroup var options: ReceiverOptions
 
     func validate() throws {
         guard protocolVersion == nil || [1, 2].contains(protocolVersion!) else { throw ValidationError("--protocol must be 1 or 2") }
-        guard VideoPlaySession.PlaylistDelivery(rawValue: playlists) != nil else { throw ValidationError("--playlists must be url or fcup") }
+        guard VideoPlaySession.PlaylistDelivery(rawValue: playlists) != nil else { throw ValidationError("--playlists must be auto, url or fcup") }
     }
 
     func run() async throws {
@@ -128,7 +128,7 @@ struct PlayCommand: AsyncParsableCommand {
             do { headers = try http.parsed() } catch { throw SenderError(.badInput, "\(error)") }
             var request = VideoPlaySession.Request(media: media, start: start, headers: headers, caFile: http.caFile,
                                                    keys: keyCommand.map(KeyCommand.provider), wait: wait)
-            request.playlists = VideoPlaySession.PlaylistDelivery(rawValue: playlists) ?? .url
+            request.playlists = VideoPlaySession.PlaylistDelivery(rawValue: playlists) ?? .auto
             if let prefer { request.prefer = (try HLSSource.qualifier(prefer), prefer) }
             let options = self.options
             try await VideoPlaySession(address: address, connection: connection, airPlay2: airPlay2).run(request) { report in

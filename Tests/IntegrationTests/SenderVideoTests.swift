@@ -35,14 +35,20 @@ import Testing
         #expect(daemon.process.stderr.contains("video reached its end"))
     }
 
+    /// A local HLS folder to airplayd, which advertises video, HLS and AirPlay 2 pairing in its
+    /// `GET /info`: handed over as an iPhone hands it (`--playlists auto`), played to its end.
+    /// Asked for URLs, the same folder is served by URL.
     @Test func playAnHLSFolderFromDisk() throws {
         let media = try #require(VideoPlaybackTests.media)
         let daemon = try LocalDaemon()
         let state = Products.scratchDirectory("xdg")
         let result = try airplay(["play", media.directory + "/hls", "--to", "127.0.0.1:\(daemon.port)", "--start", "5"], state: state)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(result.stdout.contains("index.m3u8"))
+        #expect(result.stdout.contains("playing mlhls://localhost/index.m3u8"), "\(result.stdout)")
         #expect(result.stdout.contains("event: stopped"))
+        let byURL = try airplay(["play", media.directory + "/hls", "--to", "127.0.0.1:\(daemon.port)", "--start", "5", "--playlists", "url"],
+                                state: state)
+        #expect(byURL.status == 0 && byURL.stdout.contains("playing http://") && byURL.stdout.contains("index.m3u8"), "\(byURL.stdout)\(byURL.stderr)")
     }
 
     @Test func controlCommandsAddressTheLastSession() throws {
