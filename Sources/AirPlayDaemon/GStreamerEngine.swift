@@ -16,12 +16,14 @@ package struct GStreamerEngine: ReceiverMediaEngine {
     /// Video players run in a process of their own (`VideoPlayerHost`): a crash in GStreamer or
     /// the media ends that video, not the daemon.
     private let videoPlayers: VideoPlayerHost
+    private let logger: Logger
 
     /// An engine whose capabilities and `sinks` (the configured sink descriptions) are checked
     /// in a child process, or here if the child cannot be run.
     package init(sinks: [String], logger: Logger = Logger(label: "airplayd")) {
         probe = MediaProbe.inChild(sinks: sinks) ?? MediaProbe.here(sinks: sinks)
         videoPlayers = VideoPlayerHost(logger: logger)
+        self.logger = logger
     }
 
     package var versionDescription: String { probe.version }
@@ -57,14 +59,17 @@ package struct GStreamerEngine: ReceiverMediaEngine {
         try GStreamerPCMOutput(sink: sink, format: format)
     }
 
-    package var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC) }
+    package var raopDecoders: any RAOPDecoderFactory { NativeAndGStreamerDecoders(canDecodeAAC: canDecodeAAC, logger: logger) }
 }
 
 /// The decoders airplayd plays RAOP with: ALAC in Swift (no pipeline, bit-exact with FFmpeg),
-/// AAC-LC and AAC-ELD through GStreamer's `avdec_aac`.
+/// AAC-LC and AAC-ELD through GStreamer's `avdec_aac` in a process of its own per stream
+/// (`ChildAudioDecoder`).
 struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
     /// Whether `avdec_aac` is installed (from the probe: answering ANNOUNCE builds nothing).
     let canDecodeAAC: Bool
+    /// Where a decoder process says it ended.
+    let logger: Logger
 
     func validate(_ stream: RAOPStreamDescription) throws(AudioDecodeError) {
         switch stream.codec {
@@ -92,7 +97,8 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
         case .aacLC, .aacELD:
             guard let config = stream.aacConfig else { throw .malformed("no AudioSpecificConfig") }
             do {
-                return try GStreamerAudioDecoder(aacConfig: config, sampleRate: stream.sampleRate, channels: stream.channels)
+                return try ChildAudioDecoder(stream: ChildAudioDecoder.Stream(config: config, sampleRate: stream.sampleRate, channels: stream.channels),
+                                             logger: logger)
             } catch {
                 throw .unsupported(error.message)
             }
@@ -104,4 +110,10 @@ struct NativeAndGStreamerDecoders: RAOPDecoderFactory {
 package enum VideoPlayerProcess {
     /// Serves the daemon's players until it goes away.
     package static func run() -> Never { VideoPlayerChild.run() }
+}
+
+/// The audio decoder process's entry (`airplayd --audio-decoder`, started by the daemon).
+package enum AudioDecoderProcess {
+    /// Decodes one stream's packets for the daemon until it goes away.
+    package static func run() -> Never { AudioDecoderChild.run() }
 }

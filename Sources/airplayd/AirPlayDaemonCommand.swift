@@ -97,6 +97,9 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
     @Flag(name: .customLong("video-player"), help: .hidden)
     var videoPlayer = false
 
+    @Flag(name: .customLong("audio-decoder"), help: .hidden)
+    var audioDecoder = false
+
     @Option(name: .customLong("probe-sink"), help: .hidden)
     var probeSinks: [String] = []
 
@@ -114,6 +117,10 @@ struct AirPlayDaemonCommand: AsyncParsableCommand {
         if videoPlayer {
             // The daemon's video player process (see VideoPlayerHost): its socket is descriptor 3.
             VideoPlayerProcess.run()
+        }
+        if audioDecoder {
+            // An AAC stream's decoder process (see ChildAudioDecoder): its socket is descriptor 3.
+            AudioDecoderProcess.run()
         }
         if probeMedia {
             // The child the daemon asks what GStreamer can do (see MediaProbe).

@@ -11,12 +11,9 @@ import NIOConcurrencyHelpers
 /// reports each player's status on every change and four times a second while it plays. It
 /// exits when the daemon's end of the socket closes.
 enum VideoPlayerChild {
-    /// The descriptor the daemon hands the socket over on.
-    static let socketDescriptor: Int32 = 3
-
     /// Serves the daemon until it goes away.
     static func run() -> Never {
-        let socket = PlayerSocket(fd: socketDescriptor)
+        let socket = PlayerSocket(fd: ChildProcess.helperSocket)
         let players = NIOLockedValueBox<[Int: PlaybinPlayer]>([:])
         // Position reports while playing: the daemon's /playback-info reads its last one.
         let ticker = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "airplayd.video-player.status"))

@@ -83,34 +83,7 @@ final class VideoPlayerHost: Sendable {
 
     /// Spawns the child on a fresh socket pair and starts reading from it. Under the lock.
     private func start(_ state: inout State) throws(MediaError) -> Child {
-        guard let (ours, theirs) = PlayerSocket.pair() else { throw Self.gone("cannot make a socket pair: errno \(errno)") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // The child's end becomes its descriptor 3 (dup2 clears close-on-exec there).
-        posix_spawn_file_actions_adddup2(&actions, theirs.fd, VideoPlayerChild.socketDescriptor)
-        let words: [String] = [executable, "--video-player"]
-        let argv = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // A crash there ends at once: Swift's backtracer would keep a dying player (and its
-        // video) hanging for seconds while it symbolicates.
-        var environment = [String]()
-        var entry = environ
-        while let pointer = entry.pointee {
-            let text = String(cString: pointer)
-            if !text.hasPrefix("SWIFT_BACKTRACE=") { environment.append(text) }
-            entry += 1
-        }
-        environment.append("SWIFT_BACKTRACE=enable=no")
-        let envp = environment.map { strdup($0) } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        theirs.close()
-        guard spawned == 0 else {
-            ours.close()
-            throw Self.gone("cannot start the video player process: errno \(spawned)")
-        }
+        let (ours, pid) = try ChildProcess.helper(executable, "--video-player")
         let child = Child(socket: ours, pid: pid)
         state.child = child
         logger.info("video player process started", metadata: ["pid": "\(pid)"])
@@ -134,9 +107,7 @@ final class VideoPlayerHost: Sendable {
                 break
             }
         }
-        var status: Int32 = 0
-        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
-        let reason = status & 0x7F != 0 ? "killed by signal \(status & 0x7F)" : "exited with status \((status >> 8) & 0xFF)"
+        let reason = ChildProcess.reap(child.pid)
         let (players, waiting) = state.withLock { state -> ([ChildMediaPlayer], [ReplyBox]) in
             if state.child?.pid == child.pid { state.child = nil }
             defer { (state.players, state.waiting) = ([:], [:]) }
