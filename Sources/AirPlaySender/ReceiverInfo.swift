@@ -61,3 +61,21 @@ extension ReceiverConnection {
         return .said(info)
     }
 }
+
+extension ReceiverConnection {
+    /// `GET /info` as iOS asks it before it hands a video over (RTSP/1.0 with a CSeq, Apple's
+    /// User-Agent), on a connection of its own, closed after. A video receiver types a
+    /// connection by its first request (UxPlay takes an HTTP request without a CSeq for an HLS
+    /// fetch, then refuses `/play` on that connection), so the video's connection is never
+    /// asked this.
+    public static func probeInfo(host: String, port: Int, timeout: Double = 3) async -> ReceiverInfoAnswer {
+        guard let connection = try? await ReceiverConnection.connect(host: host, port: port) else { return .silent }
+        defer { Task { await connection.close() } }
+        let request = AirPlayRequest(method: "GET", target: "/info", version: .rtsp10,
+                                     headers: ["CSeq": "1", "User-Agent": RAOPClient.userAgent], body: ByteBuffer())
+        guard let response = try? await connection.send(request, timeout: timeout) else { return .silent }
+        guard response.status == 200, let list = try? PropertyList(decoding: Array(response.body.readableBytesView)),
+              let info = ReceiverInfo(list) else { return .nothing }
+        return .said(info)
+    }
+}

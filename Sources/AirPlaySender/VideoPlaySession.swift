@@ -116,18 +116,15 @@ public struct VideoPlaySession: Sendable {
 
     /// How `request`'s playlists go: as asked, or for `auto`, handed over (FCUP) when the media is
     /// a local HLS playlist and the receiver takes it so (`handOverChoice`, from its TXT record
-    /// when it was discovered, else from `GET /info`, as Apple's senders ask); a qualifier or a
-    /// key command plays by URL, as only that path knows them.
+    /// when it was discovered, else from `GET /info` on a connection of its own, as iOS asks);
+    /// a receiver that does not say gets URLs, as does a qualifier or a key command, which only
+    /// that path knows.
     private func delivery(of request: Request) async throws(SenderError) -> PlaylistDelivery {
         guard request.playlists == .auto else { return request.playlists }
         guard request.prefer == nil, request.keys == nil, Self.isLocalHLSPlaylist(request.media) else { return .url }
         if let features = ReceiverLinks.videoFeatures(of: address) { return .handOverChoice(for: features) }
-        switch await connection.info() {
-        case .said(let info): return .handOverChoice(for: info.features)
-        case .nothing: return .url
-        case .silent:
-            throw SenderError(.connectionLost, "\(address.name) did not answer GET /info; name --playlists url or fcup")
-        }
+        guard case .said(let info) = await ReceiverConnection.probeInfo(host: address.host, port: address.port) else { return .url }
+        return .handOverChoice(for: info.features)
     }
 
     /// Whether `media` is a local `.m3u8` file, or a folder whose playlist is one.

@@ -176,9 +176,11 @@ import Testing
         #expect(daemon.process.isRunning && (report["errors"] as? [String])?.isEmpty == true, "\(report)")
     }
 
-    /// `airplay play DIR --playlists fcup` hands a local HLS video over as an iPhone does (the
-    /// playlists over FCUP, the segments from its own media server): into UxPlay and into
-    /// airplayd, each plays, lands a seek and stops when `airplay stop` says so.
+    /// `airplay play DIR` hands a local HLS video over as an iPhone does (the playlists over
+    /// FCUP, the segments from its own media server) to the receivers that advertise it in
+    /// `GET /info` (`--playlists auto`: video, HLS and FairPlay setup or AirPlay 2 pairing):
+    /// into UxPlay (`-hls`) and into airplayd, each plays, lands a seek and stops when
+    /// `airplay stop` says so.
     @Test func airplayPlayHandsALocalVideoOver() throws {
         let lab = try Lab(label: "airplay-fcup")
         defer { lab.close() }
@@ -191,7 +193,7 @@ import Testing
             let environment = ["XDG_STATE_HOME": state]
             let airplay = try Products.executable("airplay")
             let to = ["--to", "10.79.0.2:\(port)"]
-            let play = try lab.hosts.sender.spawn(airplay, ["play", lab.media + "/groups/master.m3u8", "--playlists", "fcup", "--json",
+            let play = try lab.hosts.sender.spawn(airplay, ["play", lab.media + "/groups/master.m3u8", "--json",
                                                             "--protocol", "1"] + to,
                                                   environment: environment, label: "airplay-play")
             func position() -> Double {
