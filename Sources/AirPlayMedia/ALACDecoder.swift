@@ -53,18 +53,21 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     }
 
     private let configuration: Configuration
-    // Scratch buffers reused for every packet: residuals, predicted samples, shifted-out bits.
-    private var residuals: [[Int32]]
-    private var samples: [[Int32]]
-    private var shifted: [[UInt32]]
+    /// Scratch reused for every packet, each channel's run at `channel * frameLength`:
+    /// residuals, predicted samples, shifted-out bits.
+    private struct Scratch {
+        var residuals: [Int32]
+        var samples: [Int32]
+        var shifted: [UInt32]
+    }
+    private var scratch: Scratch
 
     /// A decoder for one stream.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        let empty = [Int32](repeating: 0, count: configuration.frameLength)
-        residuals = [empty, empty]
-        samples = [empty, empty]
-        shifted = [[UInt32](repeating: 0, count: configuration.frameLength), [UInt32](repeating: 0, count: configuration.frameLength)]
+        let count = 2 * configuration.frameLength
+        scratch = Scratch(residuals: [Int32](repeating: 0, count: count), samples: [Int32](repeating: 0, count: count),
+                          shifted: [UInt32](repeating: 0, count: count))
     }
 
     /// A decoder for a stream announced with these fmtp values.
@@ -81,10 +84,51 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     public var outputBitsPerSample: Int { configuration.bitDepth == 16 ? 16 : 24 }
 
     /// Decodes one packet to interleaved samples (at `outputBitsPerSample`).
+    ///
+    /// Decoding is most of what receiving costs: the scratch is moved out of the object for the
+    /// packet and its runs are worked on through buffer pointers, so the inner loops pay no
+    /// exclusivity or copy-on-write checks (every index stays below the frame count, which is
+    /// checked against the frame length the buffers hold).
     public func decode(_ packet: [UInt8]) throws(AudioDecodeError) -> [Int32] {
-        var bits = BitReader(packet)
-        var output: [Int32] = []
+        var work = Scratch(residuals: [], samples: [], shifted: [])
+        swap(&work, &scratch)
+        defer { swap(&work, &scratch) }
+        let configuration = configuration
         let widen = Int32(outputBitsPerSample - configuration.bitDepth)
+        // (Array's pointer methods rethrow untyped: the result comes out as a value.)
+        let decoded = packet.withUnsafeBytes { raw in
+            work.residuals.withUnsafeMutableBufferPointer { residuals in
+                work.samples.withUnsafeMutableBufferPointer { samples in
+                    work.shifted.withUnsafeMutableBufferPointer { shifted in
+                        var bits = BitReader(raw)
+                        let buffers = Buffers(residuals: residuals, samples: samples, shifted: shifted, stride: configuration.frameLength)
+                        return Result { () throws(AudioDecodeError) in try Self.decode(&bits, configuration: configuration, buffers: buffers, widen: widen) }
+                    }
+                }
+            }
+        }
+        return try decoded.get()
+    }
+
+    /// The scratch's runs for one packet.
+    private struct Buffers {
+        let residuals: UnsafeMutableBufferPointer<Int32>
+        let samples: UnsafeMutableBufferPointer<Int32>
+        let shifted: UnsafeMutableBufferPointer<UInt32>
+        /// Where channel 1's run starts (the frame length).
+        let stride: Int
+
+        func residuals(_ channel: Int) -> UnsafeMutableBufferPointer<Int32> { run(residuals, channel) }
+        func samples(_ channel: Int) -> UnsafeMutableBufferPointer<Int32> { run(samples, channel) }
+        func shifted(_ channel: Int) -> UnsafeMutableBufferPointer<UInt32> { run(shifted, channel) }
+
+        private func run<T>(_ buffer: UnsafeMutableBufferPointer<T>, _ channel: Int) -> UnsafeMutableBufferPointer<T> {
+            UnsafeMutableBufferPointer(rebasing: buffer[channel * stride..<(channel + 1) * stride])
+        }
+    }
+
+    private static func decode(_ bits: inout BitReader, configuration: Configuration, buffers: Buffers, widen: Int32) throws(AudioDecodeError) -> [Int32] {
+        var output: [Int32] = []
         var channel = 0
         var frames = 0
         // Some senders leave out the END element when the last bits do not fit it.
@@ -98,17 +142,18 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
             default: throw .unsupported("element \(element)")
             }
             guard channel + count <= configuration.channels else { throw .malformed("more channels than announced") }
-            let elementFrames = try decodeElement(&bits, channels: count)
+            let elementFrames = try decodeElement(&bits, channels: count, configuration: configuration, buffers: buffers)
             if channel == 0 {
                 frames = elementFrames
                 output = [Int32](repeating: 0, count: frames * configuration.channels)
             } else if elementFrames != frames {
                 throw .malformed("elements of \(frames) and \(elementFrames) frames")
             }
-            for offset in 0..<count {
-                let source = samples[offset]
-                for frame in 0..<frames {
-                    output[frame * configuration.channels + channel + offset] = source[frame] << widen
+            let channels = configuration.channels
+            output.withUnsafeMutableBufferPointer { output in
+                for offset in 0..<count {
+                    let source = buffers.samples(offset)
+                    for frame in 0..<frames { output[frame * channels + channel + offset] = source[frame] << widen }
                 }
             }
             channel += count
@@ -118,8 +163,10 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
         return output
     }
 
-    /// One SCE or CPE: its frames are left in `samples[0..<channels]`; returns the frame count.
-    private func decodeElement(_ bits: inout BitReader, channels: Int) throws(AudioDecodeError) -> Int {
+    /// One SCE or CPE: its frames are left in the samples' runs `0..<channels`; returns the
+    /// frame count.
+    private static func decodeElement(_ bits: inout BitReader, channels: Int, configuration: Configuration,
+                                      buffers: Buffers) throws(AudioDecodeError) -> Int {
         _ = try bits.read(4)   // element instance tag
         guard try bits.read(12) == 0 else { throw .malformed("unused header bits set") }
         let hasSize = try bits.read(1) == 1
@@ -135,7 +182,7 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
         if escaped {
             for frame in 0..<frames {
                 for channel in 0..<channels {
-                    samples[channel][frame] = Self.signExtend(try bits.read(configuration.bitDepth), bits: configuration.bitDepth)
+                    buffers.samples(channel)[frame] = signExtend(try bits.read(configuration.bitDepth), bits: configuration.bitDepth)
                 }
             }
             return frames
@@ -152,46 +199,50 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
             var coefficients = [Int32](repeating: 0, count: order)
             // Stored newest-first so the filter can walk the history forwards.
             for index in stride(from: order - 1, through: 0, by: -1) {
-                coefficients[index] = Self.signExtend(try bits.read(16), bits: 16)
+                coefficients[index] = signExtend(try bits.read(16), bits: 16)
             }
             predictors.append((mode, quantization, multiplier, coefficients))
         }
         if shiftedBits > 0 {
             for frame in 0..<frames {
-                for channel in 0..<channels { shifted[channel][frame] = try bits.read(shiftedBits) }
+                for channel in 0..<channels { buffers.shifted(channel)[frame] = try bits.read(shiftedBits) }
             }
         }
         // A pair's channels carry one bit more than a sample (the side channel's range).
         let sampleBits = configuration.bitDepth - shiftedBits + channels - 1
         for channel in 0..<channels {
             let predictor = predictors[channel]
-            try readResiduals(&bits, channel: channel, frames: frames, sampleBits: sampleBits,
+            let residuals = buffers.residuals(channel)
+            try readResiduals(&bits, into: residuals, frames: frames, sampleBits: sampleBits, configuration: configuration,
                               multiplier: predictor.multiplier * configuration.historyMultiplier / 4)
             if predictor.mode == 15 {
                 // Mode 15 runs the first-difference filter over the residuals before the real one.
                 for index in 1..<max(frames, 1) {
-                    residuals[channel][index] = Self.signExtend(residuals[channel][index - 1] &+ residuals[channel][index], bits: sampleBits)
+                    residuals[index] = signExtend(residuals[index - 1] &+ residuals[index], bits: sampleBits)
                 }
             } else if predictor.mode != 0 {
                 throw .unsupported("prediction mode \(predictor.mode)")
             }
             var coefficients = predictor.coefficients
-            Self.predict(&residuals[channel], into: &samples[channel], frames: frames, sampleBits: sampleBits,
-                         coefficients: &coefficients, order: coefficients.count,
-                         quantization: predictor.quantization)
+            coefficients.withUnsafeMutableBufferPointer { coefficients in
+                predict(residuals, into: buffers.samples(channel), frames: frames, sampleBits: sampleBits,
+                        coefficients: coefficients, quantization: predictor.quantization)
+            }
         }
         if channels == 2, mixWeight != 0 {
+            let (left, right) = (buffers.samples(0), buffers.samples(1))
             for frame in 0..<frames {
-                let first = samples[0][frame], second = samples[1][frame]
+                let first = left[frame], second = right[frame]
                 let difference = first &- ((second &* mixWeight) >> Int32(mixShift))
-                samples[0][frame] = difference &+ second
-                samples[1][frame] = difference
+                left[frame] = difference &+ second
+                right[frame] = difference
             }
         }
         if shiftedBits > 0 {
             for channel in 0..<channels {
+                let (samples, shifted) = (buffers.samples(channel), buffers.shifted(channel))
                 for frame in 0..<frames {
-                    samples[channel][frame] = samples[channel][frame] << Int32(shiftedBits) | Int32(bitPattern: shifted[channel][frame])
+                    samples[frame] = samples[frame] << Int32(shiftedBits) | Int32(bitPattern: shifted[frame])
                 }
             }
         }
@@ -200,29 +251,29 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
 
     /// The adaptive Golomb code: k follows a running history of the values; after small values
     /// a run of zeros is coded as one count, and the value after such a run is one less.
-    private func readResiduals(_ bits: inout BitReader, channel: Int, frames: Int, sampleBits: Int,
-                               multiplier: UInt32) throws(AudioDecodeError) {
+    private static func readResiduals(_ bits: inout BitReader, into residuals: UnsafeMutableBufferPointer<Int32>, frames: Int,
+                                      sampleBits: Int, configuration: Configuration, multiplier: UInt32) throws(AudioDecodeError) {
         var history = configuration.initialHistory
         var signModifier: UInt32 = 0
         var index = 0
         let limit = configuration.riceLimit
         while index < frames {
-            let k = min(Self.log2(history >> 9 &+ 3), limit)
-            let value = try Self.readScalar(&bits, k: k, escapeBits: sampleBits) &+ signModifier
+            let k = min(log2(history >> 9 &+ 3), limit)
+            let value = try readScalar(&bits, k: k, escapeBits: sampleBits) &+ signModifier
             signModifier = 0
-            residuals[channel][index] = Int32(bitPattern: value >> 1) ^ -Int32(bitPattern: value & 1)
+            residuals[index] = Int32(bitPattern: value >> 1) ^ -Int32(bitPattern: value & 1)
             if value > 0xFFFF {
                 history = 0xFFFF
             } else {
                 history = history &+ value &* multiplier &- ((history &* multiplier) >> 9)
             }
             if history < 128, index + 1 < frames {
-                let runK = min(7 - Self.log2(history) + Int((history + 16) >> 6), limit)
-                let coded = Int(try Self.readScalar(&bits, k: runK, escapeBits: 16))
+                let runK = min(7 - log2(history) + Int((history + 16) >> 6), limit)
+                let coded = Int(try readScalar(&bits, k: runK, escapeBits: 16))
                 // A run past the frame is cut at its end (FFmpeg does the same).
                 let run = min(coded, frames - index - 1)
                 if run > 0 {
-                    for zero in (index + 1)...(index + run) { residuals[channel][zero] = 0 }
+                    for zero in (index + 1)...(index + run) { residuals[zero] = 0 }
                     index += run
                 }
                 if coded <= 0xFFFF { signModifier = 1 }
@@ -263,8 +314,9 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
 
     /// The adaptive FIR predictor (order 31 is the first-difference shortcut): rebuilds samples
     /// from residuals and adapts its coefficients by the sign of each residual, as the encoder did.
-    private static func predict(_ residuals: inout [Int32], into output: inout [Int32], frames: Int, sampleBits: Int,
-                                coefficients: inout [Int32], order: Int, quantization: Int) {
+    private static func predict(_ residuals: UnsafeMutableBufferPointer<Int32>, into output: UnsafeMutableBufferPointer<Int32>,
+                                frames: Int, sampleBits: Int, coefficients: UnsafeMutableBufferPointer<Int32>, quantization: Int) {
+        let order = coefficients.count
         guard frames > 0 else { return }
         output[0] = residuals[0]
         guard frames > 1 else { return }
@@ -319,12 +371,13 @@ public final class ALACDecoder: AudioDecoder, @unchecked Sendable {
     private static func signExtend(_ value: Int32, bits: Int) -> Int32 { signExtend(UInt32(bitPattern: value), bits: bits) }
 }
 
-/// Bits read most significant first, with every read bounds-checked.
+/// Bits read most significant first, with every read bounds-checked, over a packet's bytes
+/// for the length of one decode.
 struct BitReader {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeRawBufferPointer
     private var position = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Bits not yet read.
     var remaining: Int { bytes.count * 8 - position }
@@ -336,9 +389,8 @@ struct BitReader {
         var at = position >> 3
         if at + 8 <= bytes.count {
             // The usual case, away from the end: eight bytes at once, the bits wanted shifted to
-            // the top and down again (at most 7 + 32 of the 64 are used). Decoding is most of
-            // what receiving costs, and this is most of decoding.
-            let word = bytes.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+            // the top and down again (at most 7 + 32 of the 64 are used).
+            let word = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
             return UInt32(truncatingIfNeeded: (word << UInt64(position & 7)) >> UInt64(64 - count))
         }
         var value: UInt64 = 0

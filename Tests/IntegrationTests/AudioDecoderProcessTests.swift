@@ -37,6 +37,10 @@ import Testing
         let first = try #require(decoderPIDs().first)
         #expect(kill(first, SIGSEGV) == 0)
         #expect(poll(timeout: 10) { decoderPIDs().count >= 2 }, "a new decoder for the next packets: \(daemon.process.stderr.suffix(2000))")
+        Thread.sleep(forTimeInterval: 1)
+        // What a decoder process costs: its resident memory, a second into its stream.
+        let resident = decoderPIDs().last.flatMap { try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8) }?
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map { $0.dropFirst(6).trimmingCharacters(in: .whitespaces) } ?? "?"
         #expect(stream.waitForExit(timeout: 60) != nil, "\(stream.stdout)\(stream.stderr)")
         // The session went on to the sender's TEARDOWN, the packet in the dying decoder dropped.
         #expect(daemon.process.lines(containing: "audio session ended").last?.contains("reason=TEARDOWN") == true, "\(daemon.process.stderr.suffix(2000))")
@@ -55,6 +59,6 @@ import Testing
             samples[start..<start + window].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(window) > 1000 * 1000
         }.count
         #expect(loud >= 190, "tone in \(loud) of 200 tenths of a second: \(daemon.process.stderr.suffix(2000))")
-        print("measure: AAC decoder process killed 3 s into a 20 s stream: tone in \(loud) tenths of a second of 200, decoders started \(decoderPIDs().count)")
+        print("measure: AAC decoder process killed 3 s into a 20 s stream: tone in \(loud) tenths of a second of 200, decoders started \(decoderPIDs().count), a decoder's RSS \(resident)")
     }
 }
