@@ -166,12 +166,34 @@ import Testing
         #expect((garbage["responses"] as? [[String: Any]])?.first?["status"] as? Int == 400, "\(garbage)")
     }
 
-    /// One RTSP request, twice, over a connection pyatv encrypted with a transient pair-setup.
-    func verifiedRTSP(_ box: Box, _ method: String, body: [UInt8]) throws -> [String: Any] {
+    /// Two SETUPs other receivers crashed on in 2025-26 (shairport-sync 5.5's security release),
+    /// on one encrypted connection: a session whose timing peers' `Addresses` hold a number,
+    /// data, a dictionary and a boolean beside one address (only strings are addresses: the
+    /// session is set up), then a stream whose key (`shk`) is 5 bytes (400 naming it). The
+    /// daemon serves on.
+    @Test func setupsOtherReceiversCrashedOnGetAnAnswer() throws {
+        let box = try Box()
+        let peers = PropertyList.dictionary(["Addresses": .array([.integer(42), .data([1, 2, 3]), .dictionary([:]), .bool(true), .string("127.0.0.1")]),
+                                             "ID": .integer(7)])
+        let session = PropertyList.dictionary(["timingProtocol": .string("NTP"), "timingPort": .integer(6002), "timingPeerInfo": peers,
+                                               "timingPeerList": .array([peers, .integer(3), .dictionary(["Addresses": .integer(5)])])])
+        let stream = PropertyList.dictionary(["streams": .array([.dictionary(["type": .integer(96), "ct": .integer(2), "shk": .data([1, 2, 3, 4, 5]),
+                                                                               "spf": .integer(352), "controlPort": .integer(6001)])])])
+        let answer = try verifiedRTSP(box, "SETUP", body: session.encoded(as: .binary), second: stream.encoded(as: .binary))
+        let responses = try #require(answer["responses"] as? [[String: Any]], "\(answer)")
+        #expect(responses.first?["status"] as? Int == 200, "\(answer)")
+        #expect(responses.last?["status"] as? Int == 400 && (responses.last?["body_text"] as? String ?? "").contains("shk must be 32 bytes"), "\(answer)")
+        #expect(box.daemon.process.isRunning)
+    }
+
+    /// One RTSP request, twice (the second with `second`'s body when given), over a connection
+    /// pyatv encrypted with a transient pair-setup.
+    func verifiedRTSP(_ box: Box, _ method: String, body: [UInt8], second: [UInt8]? = nil) throws -> [String: Any] {
         let python = try Products.peerTool("python3")
         let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pyatv_verified_request.py"
-        let hex = body.map { String(format: "%02x", $0) }.joined()
-        let result = try runCommand(python, [script, String(box.daemon.port), "transient", "RTSP:" + method, "rtsp://127.0.0.1/1", hex],
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        let result = try runCommand(python, [script, String(box.daemon.port), "transient", "RTSP:" + method, "rtsp://127.0.0.1/1", hex(body)]
+                                        + (second.map { [hex($0)] } ?? []),
                                     timeout: 40)
         let line = try #require(result.stdout.split(separator: "\n").last, "\(result.stdout)\(result.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result.stdout)\(result.stderr)")
