@@ -1,5 +1,6 @@
 import AirPlayMedia
 import AirPlayTiming
+import AirPlayWire
 import Foundation
 import Synchronization
 
@@ -42,7 +43,7 @@ public final class BufferedStreamer: @unchecked Sendable {
 
     /// The first anchor: the first frame sounds at `soundsAt` (PTP nanoseconds), by default
     /// `startDelay` from now.
-    func startAnchor(soundsAt: Int64? = nil) -> RateAnchorMessage {
+    func startAnchor(soundsAt: Int64? = nil) -> RateAnchor {
         let time = soundsAt ?? clock.now() + Int64(Self.startDelay * 1e9)
         return state.withLock { $0.start(soundsAt: time) }
     }
@@ -112,7 +113,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     }
 
     /// The anchor in force, for a receiver that joins: it plays on the same timeline as the others.
-    func currentAnchor() -> RateAnchorMessage {
+    func currentAnchor() -> RateAnchor {
         state.withLock { $0.anchor }
     }
 
@@ -149,7 +150,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     }
 
     /// Stops the clock where playing is now; returns the rate-0 anchor to send.
-    func pause() -> RateAnchorMessage? {
+    func pause() -> RateAnchor? {
         let now = clock.now()
         return state.withLock { $0.pause(now: now) }
     }
@@ -157,7 +158,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Plays on from where it paused, shortly from now; returns the anchor to send. In a mixed
     /// group: from the frame `frame` frames after the first, at `soundsAt` (the realtime
     /// receivers' resume).
-    func resume(frame: Int? = nil, soundsAt: Int64? = nil) -> RateAnchorMessage? {
+    func resume(frame: Int? = nil, soundsAt: Int64? = nil) -> RateAnchor? {
         let time = soundsAt ?? clock.now() + Int64(0.3 * 1e9)
         let anchor = state.withLock { state in
             state.resume(from: frame.map { state.firstTimestamp &+ UInt32(truncatingIfNeeded: $0) }, soundsAt: time)

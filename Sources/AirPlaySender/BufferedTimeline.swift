@@ -1,3 +1,5 @@
+import AirPlayWire
+
 /// The timeline of a buffered AirPlay 2 stream as a pure machine: which frame sounds when on
 /// our PTP clock, how far ahead of playing to send, and the anchors of a start, a pause and a
 /// resume. It never reads a clock: `BufferedStreamer` passes the PTP time in (nanoseconds) and
@@ -52,14 +54,14 @@ struct BufferedTimeline: Sendable {
     }
 
     /// The first anchor: the first frame sounds at `soundsAt` (PTP nanoseconds).
-    mutating func start(soundsAt: Int64) -> RateAnchorMessage {
+    mutating func start(soundsAt: Int64) -> RateAnchor {
         anchorTime = soundsAt
         return anchor
     }
 
     /// The anchor in force, for a receiver that joins.
-    var anchor: RateAnchorMessage {
-        RateAnchorMessage(playing: !paused, rtpTime: anchorTimestamp, networkTime: anchorTime, timeline: timeline)
+    var anchor: RateAnchor {
+        paused ? .pause : .play(rtpTime: anchorTimestamp, networkTime: anchorTime, timeline: timeline)
     }
 
     /// The RTP time sounding at `now` (PTP nanoseconds).
@@ -109,16 +111,16 @@ struct BufferedTimeline: Sendable {
 
     /// Stops the clock at the frame sounding `now`; the rate-0 anchor to send, or nil when
     /// already paused or stopped.
-    mutating func pause(now: Int64) -> RateAnchorMessage? {
+    mutating func pause(now: Int64) -> RateAnchor? {
         guard !paused, !stopped else { return nil }
         pausedAt = playingTimestamp(now: now)
         paused = true
-        return RateAnchorMessage(playing: false, rtpTime: pausedAt, networkTime: 0, timeline: timeline)
+        return .pause
     }
 
     /// Plays on from the paused frame (or `from`, in a mixed group the frame its realtime
     /// receivers resume from), which sounds at `soundsAt`; the anchor to send, or nil when not paused.
-    mutating func resume(from: UInt32? = nil, soundsAt: Int64) -> RateAnchorMessage? {
+    mutating func resume(from: UInt32? = nil, soundsAt: Int64) -> RateAnchor? {
         guard paused else { return nil }
         paused = false
         anchorTimestamp = from ?? pausedAt

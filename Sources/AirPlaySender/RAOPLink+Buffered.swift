@@ -30,10 +30,10 @@ extension RAOPLink {
 
     /// SETRATEANCHORTIME with `anchor` (rate 1 with its RTP and PTP times, or a pause).
     /// A receiver whose own clock is followed gets the same moment named on its clock.
-    func sendAnchor(_ anchor: RateAnchorMessage) async throws(SenderError) {
+    func sendAnchor(_ anchor: RateAnchor) async throws(SenderError) {
         var anchor = anchor
-        if let receiverTimeline { anchor.timeline = receiverTimeline }
-        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.wire.plist)
+        if anchor.playing, let receiverTimeline { anchor.timeline = receiverTimeline }
+        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
     }
 
     /// The `audioFormat` bit of the stream: stereo ALAC 18 (44.1 kHz 16-bit), 19 (44.1/24),
@@ -42,21 +42,6 @@ extension RAOPLink {
         let rate48 = format.sampleRate == 48000
         if codec == .aac { return UInt64(1) << (rate48 ? 23 : 22) }
         return UInt64(1) << (18 + (rate48 ? 2 : 0) + (format.bitsPerSample > 16 ? 1 : 0))
-    }
-}
-
-/// What a sender puts in `SETRATEANCHORTIME` (the receiver reads it as `RateAnchor`): rate 1 at
-/// `rtpTime` sounding at `networkTime` (nanoseconds on `timeline`'s PTP clock), or rate 0.
-struct RateAnchorMessage: Sendable {
-    var playing: Bool
-    var rtpTime: UInt32
-    var networkTime: Int64
-    var timeline: UInt64
-
-    /// The message on the wire (its one codec, `RateAnchor`): a pause carries the rate only.
-    var wire: RateAnchor {
-        playing ? RateAnchor(playing: true, rtpTime: rtpTime, networkTime: networkTime, timeline: timeline)
-                : RateAnchor(playing: false, rtpTime: nil, networkTime: nil, timeline: nil)
     }
 }
 

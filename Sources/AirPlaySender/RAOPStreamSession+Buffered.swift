@@ -1,4 +1,5 @@
 import AirPlayTiming
+import AirPlayWire
 import Foundation
 
 /// `airplay stream --mode buffered`: the same session, its audio buffered on AirPlay 2
@@ -24,7 +25,7 @@ extension RAOPStreamSession {
         await sendStartMetadata(rtpTime: start.timestamp)
         // One anchor for all: every receiver plays the first frame at the same PTP time.
         let anchor = streamer.startAnchor()
-        let timeline = Self.timeline(heardAt: anchor.networkTime, on: grandmaster)
+        let timeline = Self.timeline(heardAt: anchor.networkTime ?? 0, on: grandmaster)
         var failure = await Self.send(anchor, to: links)
         report(.started)
         let source = self.source
@@ -98,7 +99,7 @@ extension RAOPStreamSession {
     }
 
     /// The first anchor to every buffered link; the error of the first that failed.
-    static func send(_ anchor: RateAnchorMessage, to links: [RAOPLink]) async -> SenderError? {
+    static func send(_ anchor: RateAnchor, to links: [RAOPLink]) async -> SenderError? {
         do throws(SenderError) {
             for link in links { try await link.sendAnchor(anchor) }
             return nil

@@ -44,7 +44,7 @@ extension RAOPStreamSession {
         // The group's clock relation, taken once: the first frame is heard at this moment of
         // the PTP clock and of our NTP clock alike (each timeline's anchor says so).
         let anchor = buffered.startAnchor(soundsAt: realtime.ptpTime(atUptime: due + RAOPStreamer.latencySeconds, on: grandmaster))
-        let timeline = Self.timeline(heardAt: anchor.networkTime, ntp: RAOPClock.ntp(atUptime: due + RAOPStreamer.latencySeconds),
+        let timeline = Self.timeline(heardAt: anchor.networkTime ?? 0, ntp: RAOPClock.ntp(atUptime: due + RAOPStreamer.latencySeconds),
                                      on: grandmaster)
         var failure = await Self.send(anchor, to: bufferedLinks)
         report(.started)

@@ -1,4 +1,5 @@
 @testable import AirPlaySender
+import AirPlayWire
 import Testing
 
 /// A buffered AirPlay 2 stream's timeline on our PTP clock (`BufferedTimeline`), on times the
@@ -47,7 +48,7 @@ import Testing
         _ = timeline.start(soundsAt: 0)
         let paused = timeline.pause(now: 2 * Self.second)
         let pause = try #require(paused)
-        #expect(!pause.playing && pause.rtpTime == 1000 + 88200 && pause.networkTime == 0)
+        #expect(pause == .pause, "rate 0 alone: \(pause.plist)")
         #expect(timeline.pause(now: 3 * Self.second) == nil, "one pause at a time")
         #expect(timeline.step(now: 5 * Self.second) == .paused && timeline.playingTimestamp(now: 9 * Self.second) == 1000 + 88200)
         let resumed = timeline.resume(soundsAt: 20 * Self.second)
@@ -65,7 +66,7 @@ import Testing
         for _ in 0..<250 { timeline.sent(frames: 352) }
         timeline.ended()
         #expect(timeline.joinPoint(now: Self.second, margin: 0.3) == 1000 + 44100 + 13230)
-        #expect(timeline.anchor.rtpTime == 1000 && timeline.anchor.networkTime == 0)
+        #expect(timeline.anchor == .play(rtpTime: 1000, networkTime: 0, timeline: 0xABCD))
         #expect(abs(timeline.secondsToEnd(now: Self.second) - (Double(250 * 352) / 44100 - 1)) < 0.001)
         #expect(abs(timeline.secondsPlayed(now: Self.second) - 1) < 0.001)
         timeline.stop()

@@ -12,6 +12,14 @@ public struct RateAnchor: Hashable, Sendable {
     /// The clock identity of the PTP master the time is on (`networkTimeTimelineID`).
     public var timeline: UInt64?
 
+    /// Rate 0 alone: a pause, the frame sounding then held.
+    public static let pause = RateAnchor(playing: false, rtpTime: nil, networkTime: nil, timeline: nil)
+
+    /// Rate 1: the frame at `rtpTime` sounds at `networkTime` (nanoseconds on `timeline`'s PTP clock).
+    public static func play(rtpTime: UInt32, networkTime: Int64, timeline: UInt64) -> RateAnchor {
+        RateAnchor(playing: true, rtpTime: rtpTime, networkTime: networkTime, timeline: timeline)
+    }
+
     /// An anchor from its parts.
     public init(playing: Bool, rtpTime: UInt32?, networkTime: Int64?, timeline: UInt64?) {
         self.playing = playing
