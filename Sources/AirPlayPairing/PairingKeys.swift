@@ -117,16 +117,31 @@ public struct PairingFailure: Error, Equatable, Sendable, CustomStringConvertibl
     public let code: TLV8.ErrorCode
     /// Why, for the log.
     public let reason: String
+    /// Seconds until the sender may try again (HAP's RetryDelay, with the Backoff error).
+    public let retryDelay: Int?
 
     /// A failure from its parts.
-    public init(state: UInt8, code: TLV8.ErrorCode, reason: String) {
+    public init(state: UInt8, code: TLV8.ErrorCode, reason: String, retryDelay: Int? = nil) {
         self.state = state
         self.code = code
         self.reason = reason
+        self.retryDelay = retryDelay
     }
 
-    /// The TLV8 reply: state and error.
-    public var reply: TLV8 { TLV8([(.state, [state]), (.error, [code.rawValue])]) }
+    /// The TLV8 reply: state and error, and the retry delay when there is one (a little-endian
+    /// integer of as few bytes as it takes, as HAP writes integers).
+    public var reply: TLV8 {
+        var reply = TLV8([(.state, [state]), (.error, [code.rawValue])])
+        if let retryDelay {
+            var value = UInt64(max(0, retryDelay)), bytes: [UInt8] = []
+            repeat {
+                bytes.append(UInt8(value & 0xFF))
+                value >>= 8
+            } while value > 0
+            reply.append(.retryDelay, bytes)
+        }
+        return reply
+    }
 
     /// The reason.
     public var description: String { reason }

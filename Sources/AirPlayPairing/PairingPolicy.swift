@@ -7,6 +7,8 @@ import AirPlayCrypto
 ///   shown on the box (log, `/now-playing`) until the setup ends or 5 minutes pass.
 /// - After 10 failed setups (wrong PIN or signature) setup is refused for a back-off that
 ///   starts at 30 s and doubles with each further failure, up to an hour; a success resets it.
+///   A refused M1 is answered with HAP's Backoff error and its RetryDelay in seconds (MaxTries
+///   would tell the sender never to try again), without computing anything.
 /// - One PIN setup at a time: another connection's M1 meanwhile gets `Busy`.
 public struct PairingPolicy: Sendable {
     /// Where the PIN comes from.
@@ -63,7 +65,8 @@ public struct PairingPolicy: Sendable {
                                      random: () -> String = PairingPolicy.randomPIN) -> Result<String, PairingFailure> {
         if now < lockedUntil {
             let wait = Int((lockedUntil - now).rounded(.up))
-            return .failure(PairingFailure(state: 2, code: .maxTries, reason: "too many failed pair-setups: refused for \(wait) s more"))
+            return .failure(PairingFailure(state: 2, code: .backoff, reason: "too many failed pair-setups: refused for \(wait) s more",
+                                           retryDelay: wait))
         }
         if let owner = setupOwner, owner.connection != connection, now - owner.since < setupTimeout {
             return .failure(PairingFailure(state: 2, code: .busy, reason: "another pair-setup is under way"))

@@ -51,6 +51,17 @@ extension ReceiverConnection {
         }
     }
 
+    /// What every pairing request carries: the HomeKit pairing kind (`X-Apple-HKP`: 3 with a
+    /// PIN or stored keys, 4 transient), our User-Agent in Apple's form, and the name tvOS 27
+    /// wants on `/pair-pin-start` and every `/pair-setup` before it shows or takes a PIN
+    /// (`X-Apple-Client-Name`; pyatv #2894).
+    static func pairingHeaders(hkp: String) -> MessageHeaders {
+        ["X-Apple-HKP": hkp, "User-Agent": RAOPClient.userAgent, "X-Apple-Client-Name": clientName]
+    }
+
+    /// The name a receiver shows for this sender while it pairs.
+    static let clientName = "swift-airplay"
+
     private func exchange(_ path: String, _ message: TLV8, hkp: String) async throws -> TLV8 {
         let body = try await post(path, message.bytes, hkp: hkp)
         return try TLV8(bytes: body)
@@ -59,7 +70,7 @@ extension ReceiverConnection {
     private func post(_ path: String, _ body: [UInt8]?, hkp: String) async throws(SenderError) -> [UInt8] {
         var buffer = ByteBuffer()
         if let body { buffer.writeBytes(body) }
-        var headers: MessageHeaders = ["X-Apple-HKP": hkp, "User-Agent": "AirPlay/320.20"]
+        var headers = Self.pairingHeaders(hkp: hkp)
         if body != nil { headers.add(name: "Content-Type", value: "application/octet-stream") }
         let response = try await send(AirPlayRequest(method: "POST", target: path, version: .http11, headers: headers, body: buffer))
         guard (200..<300).contains(response.status) else {

@@ -50,9 +50,14 @@ import Testing
         }
         #expect(throws: Never.self) { try policy.pinForSetup(connection: one, now: 9).get() }
         policy.setupFailed(now: 9)
-        // The tenth failure: refused for 30 s, with MaxTries.
+        // The tenth failure: refused for 30 s, with Backoff and the seconds left to wait.
         let refused = policy.pinForSetup(connection: one, now: 10)
-        if case .failure(let failure) = refused { #expect(failure.code == .maxTries) } else { Issue.record("not refused") }
+        if case .failure(let failure) = refused {
+            #expect(failure.code == .backoff && failure.retryDelay == 29)
+            #expect(failure.reply.byte(.error) == TLV8.ErrorCode.backoff.rawValue && failure.reply.integer(.retryDelay) == 29)
+        } else {
+            Issue.record("not refused")
+        }
         #expect(policy.retryDelay(now: 10) == 29)
         #expect(throws: Never.self) { try policy.pinForSetup(connection: one, now: 40).get() }
         policy.setupFailed(now: 40)

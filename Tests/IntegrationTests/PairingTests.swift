@@ -243,4 +243,33 @@ import Testing
         #expect(connection.waitForClose(timeout: 5), "the injected clear request ends the connection")
         #expect(box.daemon.process.waitForOutput("a clear request after encryption was decided", timeout: 5))
     }
+
+    /// A guesser's tenth wrong PIN starts a back-off: the next M1 is answered, without any SRP
+    /// computed, with HAP's Backoff error and the seconds to wait (RetryDelay), not MaxTries
+    /// (which tells a sender never to try again); `airplay pair` says when to retry.
+    @Test func tenWrongPINsStartABackOffThatSaysHowLongToWait() throws {
+        let box = try PairingBox()
+        let identity = PairingIdentity(identifier: "guesser", key: Ed25519SigningKey.generate())
+        func post(_ connection: RawHTTPConnection, _ message: TLV8) throws -> TLV8 {
+            let response = try connection.request("POST", "/pair-setup", headers: ["X-Apple-HKP": "3", "Content-Type": "application/octet-stream"],
+                                                  body: message.bytes)
+            #expect(response.status == 200, "\(response.startLine)")
+            return try TLV8(bytes: response.body)
+        }
+        for guess in 0..<10 {
+            let connection = try RawHTTPConnection(port: box.daemon.port)
+            var setup = PairingClient.Setup(identity: identity, pin: String(format: "%04d", guess))
+            let m2 = try post(connection, PairingClient.setupStart(transient: false))
+            let m4 = try post(connection, try setup.proof(answering: m2))
+            #expect(m4.byte(.error) == TLV8.ErrorCode.authentication.rawValue, "guess \(guess): \(m4.bytes)")
+        }
+        let refused = try post(try RawHTTPConnection(port: box.daemon.port), PairingClient.setupStart(transient: false))
+        #expect(refused.byte(.state) == 2 && refused.byte(.error) == TLV8.ErrorCode.backoff.rawValue, "\(refused.bytes)")
+        #expect((20...30).contains(refused.integer(.retryDelay) ?? 0), "\(refused.bytes)")
+        let airplay = try Products.executable("airplay")
+        let told = try runCommand(airplay, ["pair", "--pin", "2468", "--to", "127.0.0.1:\(box.daemon.port)"],
+                                  environment: ["XDG_CONFIG_HOME": Products.scratchDirectory("guesser-config"),
+                                                "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        #expect(told.status == 77 && told.stderr.contains("retry in"), "\(told.stdout)\(told.stderr)")
+    }
 }

@@ -167,10 +167,7 @@ public final class ReceiverPairing: Sendable {
                 if case .random = policy.withLock({ $0.source }) { show(chosen) }
             case .failure(let refusal):
                 logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)"])
-                var reply = refusal.reply
-                let delay = policy.withLock { $0.retryDelay(now: time) }
-                if delay > 0 { reply.append(.retryDelay, Self.littleEndian(delay)) }
-                return (Self.tlvResponse(reply), nil)
+                return (Self.tlvResponse(refusal.reply), nil)
             }
         }
         let step = withConnection(connection) { $0.setup.handle(message, pin: pin, now: time) }
@@ -290,15 +287,5 @@ public final class ReceiverPairing: Sendable {
         var body = ByteBuffer()
         body.writeBytes(tlv.bytes)
         return AirPlayResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: body)
-    }
-
-    private static func littleEndian(_ value: Int) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var rest = value
-        repeat {
-            bytes.append(UInt8(rest & 0xFF))
-            rest >>= 8
-        } while rest > 0
-        return bytes
     }
 }
