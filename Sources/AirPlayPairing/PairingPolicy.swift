@@ -1,15 +1,22 @@
 import AirPlayCrypto
 
-/// The receiver-wide rules around pair-setup, as a pure value: which PIN a setup uses, who may
-/// try now, and how long a run of failures locks setup out. Time is passed in.
+/// The receiver's rules around pair-setup, as a pure value: which PIN a setup uses, who may try
+/// now, and how long a run of failures locks a source out. Time is passed in.
 ///
 /// - `pin = "NNNN"` fixes the PIN; `pin = "random"` makes a new 4-digit PIN for each setup,
 ///   shown on the box (log, `/now-playing`) until the setup ends or 5 minutes pass.
-/// - After 10 failed setups (wrong PIN or signature) setup is refused for a back-off that
-///   starts at 30 s and doubles with each further failure, up to an hour; a success resets it.
-///   A refused M1 is answered with HAP's Backoff error and its RetryDelay in seconds (MaxTries
-///   would tell the sender never to try again), without computing anything.
-/// - One PIN setup at a time: another connection's M1 meanwhile gets `Busy`.
+/// - Failures (wrong PIN or signature) are counted per source: an IPv4 address, or an IPv6
+///   /64 (the caller's key: a host rotates addresses within its /64 at will). After a source's
+///   10th failure its setups are refused for a back-off that starts at 30 s and doubles with
+///   each further failure, up to an hour: about 40 guesses a day from one source. A refused
+///   M1 is answered with HAP's Backoff error and its RetryDelay in seconds (MaxTries would tell
+///   the sender never to try again), without computing anything. A success forgives its source.
+/// - The backstop: once 30 failures came within an hour from all sources together, each
+///   source gets 3 failures before it is locked out for the hour. A source that never failed
+///   (the box's owner, who knows the PIN) is never refused for others' failures.
+/// - One PIN setup at a time: another connection's M1 meanwhile gets `Busy`, unless it comes
+///   from a source that never failed and the setup under way from one that has: a guesser
+///   cannot hold the one setup against the owner.
 public struct PairingPolicy: Sendable {
     /// Where the PIN comes from.
     public enum PINSource: Equatable, Sendable {
@@ -32,13 +39,50 @@ public struct PairingPolicy: Sendable {
     public static let startsPerWindow = 30
     /// The window of `startsPerWindow`.
     public static let startWindow = 10.0
+    /// Failures from all sources within `backstopWindow` seconds that start the backstop.
+    public static let backstopFailures = 30
+    /// The window of `backstopFailures`.
+    public static let backstopWindow = 3600.0
+    /// A source's failures allowed while the backstop holds, before it is locked out for
+    /// `longestBackoff`.
+    public static let freeAttemptsUnderAttack = 3
+    /// A source's record is forgotten this long after its last failure.
+    public static let memory = 86_400.0
+    /// The most sources remembered (the longest-quiet is forgotten first).
+    public static let rememberedSources = 1024
+    /// The source key when the caller cannot tell one.
+    public static let unknownSource = "unknown"
+
+    /// One source's failed setups.
+    struct SourceRecord: Sendable {
+        var failures = 0
+        var lockedUntil = 0.0
+        var lastFailure = 0.0
+    }
+
+    /// A source locked out now, for `/diagnostics`.
+    public struct Lockout: Hashable, Sendable {
+        /// The source's key (an IPv4 address or an IPv6 /64).
+        public var source: String
+        /// Its failed setups remembered.
+        public var failures: Int
+        /// Seconds until it may try again.
+        public var seconds: Int
+
+        /// A lock-out from its parts.
+        public init(source: String, failures: Int, seconds: Int) {
+            self.source = source
+            self.failures = failures
+            self.seconds = seconds
+        }
+    }
 
     /// Where the PIN comes from.
     public let source: PINSource
-    private(set) var failures = 0
-    private(set) var lockedUntil = 0.0
+    private var sources: [String: SourceRecord] = [:]
+    private var recentFailures: [Double] = []
     private var shown: (pin: String, since: Double)?
-    private var setupOwner: (connection: ObjectIdentifier, since: Double)?
+    private var setupOwner: (connection: ObjectIdentifier, source: String, since: Double)?
     private var recentStarts: [Double] = []
 
     /// A policy for a PIN source.
@@ -59,21 +103,28 @@ public struct PairingPolicy: Sendable {
         return pin
     }
 
-    /// The PIN an M1 from `connection` must use, or the failure to answer it with (back-off,
-    /// another setup under way). A random PIN is made here when `/pair-pin-start` was skipped.
-    public mutating func pinForSetup(connection: ObjectIdentifier, now: Double, setupTimeout: Double = 60,
+    /// The PIN an M1 from `connection` (at `source`) must use, or the failure to answer it with
+    /// (back-off, another setup under way). A random PIN is made here when `/pair-pin-start`
+    /// was skipped.
+    public mutating func pinForSetup(connection: ObjectIdentifier, source: String = PairingPolicy.unknownSource, now: Double,
+                                     setupTimeout: Double = 60,
                                      random: () -> String = PairingPolicy.randomPIN) -> Result<String, PairingFailure> {
-        if now < lockedUntil {
-            let wait = Int((lockedUntil - now).rounded(.up))
-            return .failure(PairingFailure(state: 2, code: .backoff, reason: "too many failed pair-setups: refused for \(wait) s more",
+        let wait = retryDelay(source: source, now: now)
+        if wait > 0 {
+            return .failure(PairingFailure(state: 2, code: .backoff, reason: "too many failed pair-setups from \(source): refused for \(wait) s more",
                                            retryDelay: wait))
         }
         if let owner = setupOwner, owner.connection != connection, now - owner.since < setupTimeout {
-            return .failure(PairingFailure(state: 2, code: .busy, reason: "another pair-setup is under way"))
+            let ownerFailed = (sources[owner.source]?.failures ?? 0) > 0
+            let clean = (sources[source]?.failures ?? 0) == 0
+            guard ownerFailed && clean else {
+                return .failure(PairingFailure(state: 2, code: .busy, reason: "another pair-setup is under way"))
+            }
+            setupOwner = nil   // the guesser's setup gives way to one from a source that never failed
         }
         // The owner's own repeated M1s do not extend its hold: it lasts one setup time-out.
-        if setupOwner?.connection != connection || now - (setupOwner?.since ?? 0) >= setupTimeout { setupOwner = (connection, now) }
-        switch source {
+        if setupOwner?.connection != connection || now - (setupOwner?.since ?? 0) >= setupTimeout { setupOwner = (connection, source, now) }
+        switch self.source {
         case .fixed(let pin): return .success(pin)
         case .random: return .success(displayedPIN(now: now) ?? startPIN(now: now, random: random)!)
         }
@@ -87,24 +138,50 @@ public struct PairingPolicy: Sendable {
         return true
     }
 
-    /// Seconds until setup is allowed again (0 when it is).
-    public func retryDelay(now: Double) -> Int { max(0, Int((lockedUntil - now).rounded(.up))) }
+    /// Seconds until `source` may set up again (0 when it may).
+    public func retryDelay(source: String = PairingPolicy.unknownSource, now: Double) -> Int {
+        guard let record = sources[source] else { return 0 }
+        return max(0, Int((record.lockedUntil - now).rounded(.up)))
+    }
 
-    /// A setup failed on a wrong PIN or signature.
-    public mutating func setupFailed(now: Double) {
-        failures += 1
+    /// Whether the backstop holds at `now`: `backstopFailures` within the last `backstopWindow`.
+    public func backstopHolds(now: Double) -> Bool {
+        recentFailures.filter { now - $0 < Self.backstopWindow }.count >= Self.backstopFailures
+    }
+
+    /// The sources locked out at `now`, the longest wait first.
+    public func lockouts(now: Double) -> [Lockout] {
+        sources.compactMap { key, record in
+            let seconds = Int((record.lockedUntil - now).rounded(.up))
+            return seconds > 0 ? Lockout(source: key, failures: record.failures, seconds: seconds) : nil
+        }.sorted { ($0.seconds, $1.source) > ($1.seconds, $0.source) }
+    }
+
+    /// A setup from `source` failed on a wrong PIN or signature.
+    public mutating func setupFailed(source: String = PairingPolicy.unknownSource, now: Double) {
         setupOwner = nil
-        if failures >= Self.freeAttempts {
-            let doublings = Double(failures - Self.freeAttempts)
-            lockedUntil = now + min(Self.longestBackoff, Self.firstBackoff * pow2(doublings))
+        sources = sources.filter { now - $0.value.lastFailure < Self.memory }
+        recentFailures = Array((recentFailures + [now]).filter { now - $0 < Self.backstopWindow }.suffix(Self.backstopFailures))
+        var record = sources[source] ?? SourceRecord()
+        record.failures += 1
+        record.lastFailure = now
+        if backstopHolds(now: now), record.failures >= Self.freeAttemptsUnderAttack {
+            record.lockedUntil = now + Self.longestBackoff
+        } else if record.failures >= Self.freeAttempts {
+            let doublings = Double(record.failures - Self.freeAttempts)
+            record.lockedUntil = now + min(Self.longestBackoff, Self.firstBackoff * pow2(doublings))
+        }
+        sources[source] = record
+        if sources.count > Self.rememberedSources, let quietest = sources.min(by: { $0.value.lastFailure < $1.value.lastFailure })?.key {
+            sources[quietest] = nil
         }
     }
 
-    /// A PIN setup succeeded: the PIN is used up and the failures forgiven. (Not for transient
-    /// setups: their PIN is public.)
-    public mutating func setupSucceeded() {
-        failures = 0
-        lockedUntil = 0
+    /// A PIN setup from `source` succeeded: the PIN is used up and that source's failures
+    /// forgiven (not others': a guesser's record stays). Not for transient setups: their PIN
+    /// is public.
+    public mutating func setupSucceeded(source: String = PairingPolicy.unknownSource) {
+        sources[source] = nil
         shown = nil
         setupOwner = nil
     }

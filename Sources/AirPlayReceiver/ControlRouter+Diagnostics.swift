@@ -24,6 +24,12 @@ extension ControlRouter {
             "ptp": router.ptpStatus?() ?? .null,
             "ptpUnavailable": .string(router.ptpUnavailable),
         ]
+        if let pairing = router.pairing {
+            // Who is locked out of pair-setup, and for how long: a guesser, or the owner after typos.
+            object["pairingLockouts"] = .array(pairing.lockouts.map { lockout in
+                .object(["source": .string(lockout.source), "failures": .integer(lockout.failures), "seconds": .integer(lockout.seconds)])
+            })
+        }
         if let audio = router.activeAudio {
             object["nowPlaying"] = .object(audio.nowPlaying.state.json(now: audio.nowPlaying.now()))
             object["session"] = audio.currentSessionJSON

@@ -175,4 +175,16 @@ import Testing
         // Without X-Apple-HKP it is AirPlay 1's legacy pairing, which the router leaves to 404.
         #expect(!ReceiverPairing.takes(AirPlayRequest(method: "POST", target: "/pair-verify", version: .http11)))
     }
+
+    /// Failed PINs count against their source: an IPv4 address, an IPv4-mapped IPv6 address as
+    /// the IPv4 one, an IPv6 address by its /64 (its host rotates addresses within it at will).
+    @Test func aPairingSourceIsAnIPv4AddressOrAnIPv6Slash64() throws {
+        #expect(ReceiverPairing.source(of: try SocketAddress(ipAddress: "192.0.2.66", port: 50000)) == "192.0.2.66")
+        #expect(ReceiverPairing.source(of: try SocketAddress(ipAddress: "::ffff:192.0.2.66", port: 50000)) == "192.0.2.66")
+        let one = ReceiverPairing.source(of: try SocketAddress(ipAddress: "2001:db8:1:2:aaaa:bbbb:cccc:dddd", port: 50000))
+        let other = ReceiverPairing.source(of: try SocketAddress(ipAddress: "2001:db8:1:2::77", port: 50001))
+        #expect(one == "2001:db8:1:2::/64" && one == other)
+        #expect(ReceiverPairing.source(of: try SocketAddress(ipAddress: "2001:db8:1:3::77", port: 50001)) != one)
+        #expect(ReceiverPairing.source(of: nil) == PairingPolicy.unknownSource)
+    }
 }

@@ -193,4 +193,16 @@ import Testing
         let json = DoctorRendering.json(findings, observations: seen)
         #expect(json.contains(#""ok":false"#) && json.contains(#""code":"not-listening""#))
     }
+
+    /// A source locked out of pair-setup after wrong PINs is named, the longest wait first:
+    /// someone guesses the PIN, or the owner mistyped; other senders can still pair.
+    @Test func aPairingLockOutIsNamedWithItsSource() throws {
+        let report = try Self.report(["pairingLockouts": #"[{"source":"2001:db8:1:2::/64","failures":12,"seconds":118},{"source":"192.0.2.66","failures":10,"seconds":20}]"#])
+        let findings = BoxDiagnosis.findings(DoctorObservations(target: "127.0.0.1:7000", local: true, reach: .answered, report: report))
+        let lockout = try #require(findings.first { $0.code == "pairing-locked-out" })
+        #expect(lockout.severity == .warning)
+        #expect(lockout.summary.contains("2001:db8:1:2::/64") && lockout.summary.contains("118 s") && lockout.summary.contains("1 other source"),
+                "\(lockout.summary)")
+        #expect(!Self.codes(try Self.report()).contains("pairing-locked-out"))
+    }
 }

@@ -244,9 +244,10 @@ import Testing
         #expect(box.daemon.process.waitForOutput("a clear request after encryption was decided", timeout: 5))
     }
 
-    /// A guesser's tenth wrong PIN starts a back-off: the next M1 is answered, without any SRP
-    /// computed, with HAP's Backoff error and the seconds to wait (RetryDelay), not MaxTries
-    /// (which tells a sender never to try again); `airplay pair` says when to retry.
+    /// A guesser's tenth wrong PIN starts a back-off for its source: the next M1 is answered,
+    /// without any SRP computed, with HAP's Backoff error and the seconds to wait (RetryDelay),
+    /// not MaxTries (which tells a sender never to try again); `airplay pair` says when to
+    /// retry, and `/diagnostics` and `airplay doctor` name the source locked out.
     @Test func tenWrongPINsStartABackOffThatSaysHowLongToWait() throws {
         let box = try PairingBox()
         let identity = PairingIdentity(identifier: "guesser", key: Ed25519SigningKey.generate())
@@ -271,5 +272,11 @@ import Testing
                                   environment: ["XDG_CONFIG_HOME": Products.scratchDirectory("guesser-config"),
                                                 "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         #expect(told.status == 77 && told.stderr.contains("retry in"), "\(told.stdout)\(told.stderr)")
+        // The box names the source it locked out; `airplay doctor` says so.
+        let diagnostics = try RawHTTPConnection(port: box.daemon.port).request("GET", "/diagnostics").text
+        #expect(diagnostics.contains(#""pairingLockouts":[{"#) && diagnostics.contains(#""source":"127.0.0.1""#), "\(diagnostics.prefix(600))")
+        let doctor = try runCommand(airplay, ["doctor", "127.0.0.1:\(box.daemon.port)", "--browse-seconds", "0", "--json"],
+                                    environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        #expect(doctor.stdout.contains("pairing-locked-out"), "\(doctor.stdout)\(doctor.stderr)")
     }
 }

@@ -133,7 +133,7 @@ public final class ReceiverPairing: Sendable {
             return (.text(status: 400, "\(request.path): \(error.description)"), nil)
         }
         switch request.path {
-        case "/pair-setup": return setup(message, connection: connection.id)
+        case "/pair-setup": return setup(message, connection: connection.id, source: Self.source(of: connection.remote))
         case "/pair-verify": return verify(message, connection: connection.id)
         default: return (administer(request.path, message, connection: connection.id), nil)
         }
@@ -147,7 +147,33 @@ public final class ReceiverPairing: Sendable {
         return AirPlayResponse(status: 200)
     }
 
-    private func setup(_ message: TLV8, connection: ObjectIdentifier) -> (AirPlayResponse, ControlChannelKeys?) {
+    /// Where a pairing attempt comes from, as the back-off counts it: an IPv4 address (an
+    /// IPv4-mapped IPv6 one read as such), or an IPv6 address's /64, within which a host may
+    /// rotate its addresses at will.
+    static func source(of address: SocketAddress?) -> String {
+        switch address {
+        case .v4?:
+            return address?.ipAddress ?? PairingPolicy.unknownSource
+        case .v6(let v6)?:
+            var raw = v6.address.sin6_addr
+            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+                return bytes[12...].map(String.init).joined(separator: ".")
+            }
+            let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            return groups.joined(separator: ":") + "::/64"
+        default:
+            return PairingPolicy.unknownSource
+        }
+    }
+
+    /// The sources locked out of pair-setup now (for `/diagnostics`).
+    public var lockouts: [PairingPolicy.Lockout] {
+        let time = now()
+        return policy.withLock { $0.lockouts(now: time) }
+    }
+
+    private func setup(_ message: TLV8, connection: ObjectIdentifier, source: String) -> (AirPlayResponse, ControlChannelKeys?) {
         let time = now()
         var pin: String?
         if message.byte(.state) == 1 {
@@ -161,12 +187,12 @@ public final class ReceiverPairing: Sendable {
         // The PIN matters at M1 only (SRP is keyed there); an MFi method gets its refusal from
         // the machine without taking the one-setup-at-a-time slot.
         if message.byte(.state) == 1, !PairSetupServer.isTransient(message), (message.byte(.method) ?? 0) == 0 {
-            switch policy.withLock({ $0.pinForSetup(connection: connection, now: time) }) {
+            switch policy.withLock({ $0.pinForSetup(connection: connection, source: source, now: time) }) {
             case .success(let chosen):
                 pin = chosen
                 if case .random = policy.withLock({ $0.source }) { show(chosen) }
             case .failure(let refusal):
-                logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)"])
+                logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)", "source": "\(source)"])
                 return (Self.tlvResponse(refusal.reply), nil)
             }
         }
@@ -184,7 +210,7 @@ public final class ReceiverPairing: Sendable {
         case .paired(let controller):
             do {
                 try store.add(controller)
-                policy.withLock { $0.setupSucceeded() }
+                policy.withLock { $0.setupSucceeded(source: source) }
                 logger.notice("paired with a new controller", metadata: ["pairing.controller": "\(controller.identifier)"])
                 return (Self.tlvResponse(step.reply), nil)
             } catch {
@@ -194,8 +220,8 @@ public final class ReceiverPairing: Sendable {
                 return (Self.tlvResponse(PairingFailure(state: 6, code: code, reason: error.description).reply), nil)
             }
         case .failed(let failure, let counts):
-            if counts { policy.withLock { $0.setupFailed(now: time) } }
-            logger.notice("pair-setup failed", metadata: ["reason": "\(failure.reason)"])
+            if counts { policy.withLock { $0.setupFailed(source: source, now: time) } }
+            logger.notice("pair-setup failed", metadata: ["reason": "\(failure.reason)", "source": "\(source)"])
             return (Self.tlvResponse(step.reply), nil)
         }
     }

@@ -113,12 +113,24 @@ public enum BoxDiagnosis {
                 findings.append(DoctorFinding("idle", .fine, "Nothing plays now; the box waits for a sender."))
             }
             findings += takeovers(report.sessions ?? [], current: report.session)
+            findings += lockouts(report.pairingLockouts ?? [])
         } else if let missing = seen.reportMissing {
             findings.append(DoctorFinding("no-report", .note, "The box's own figures were not read: \(missing).",
                                           fix: seen.local ? nil : "Run `airplay doctor` on the box itself for its sessions, clock and output, "
                                               + "or pair with it as its admin (`airplay pair`) to read them from here."))
         }
         return stableSorted(findings)
+    }
+
+    /// Sources locked out of pair-setup: someone guessed PINs, or the owner mistyped.
+    static func lockouts(_ lockouts: [BoxReport.PairingLockout]) -> [DoctorFinding] {
+        guard let longest = lockouts.first else { return [] }
+        let others = lockouts.count > 1 ? " (and \(lockouts.count - 1) other source\(lockouts.count > 2 ? "s" : ""))" : ""
+        return [DoctorFinding("pairing-locked-out", .warning,
+                              "Pairing is refused to \(longest.source) for \(longest.seconds) s more after \(longest.failures) wrong PINs\(others).",
+                              evidence: lockouts.map { "\($0.source): \($0.failures) failures, \($0.seconds) s" }.joined(separator: "; "),
+                              fix: "If that is not you, someone on the network is guessing the PIN: other senders can still pair. "
+                                  + "If it is, wait, or restart airplayd to forget the failures.")]
     }
 
     // MARK: The network

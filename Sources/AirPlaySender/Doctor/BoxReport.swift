@@ -190,6 +190,18 @@ public struct BoxReport: Decodable, Hashable, Sendable {
     public var session: Session?
     /// The last sessions that ended, newest first.
     public var sessions: [Session]?
+    /// Sources locked out of pair-setup now, after failed PINs.
+    public var pairingLockouts: [PairingLockout]?
+
+    /// A source locked out of pair-setup.
+    public struct PairingLockout: Decodable, Hashable, Sendable {
+        /// An IPv4 address or an IPv6 /64.
+        public var source: String
+        /// Its failed setups remembered.
+        public var failures: Int
+        /// Seconds until it may try again.
+        public var seconds: Int
+    }
 
     /// Reads a report from `GET /diagnostics`'s body.
     public init(json: [UInt8]) throws {
