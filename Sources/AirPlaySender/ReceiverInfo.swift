@@ -50,19 +50,17 @@ extension ReceiverConnection {
     /// Asks `GET /info` (Apple's User-Agent: HomePods refuse others) and reads its answer,
     /// waiting at most `timeout` seconds.
     public func info(timeout: Double = 3) async -> ReceiverInfoAnswer {
-        let response: AirPlayResponse
-        do {
-            response = try await send(Self.infoRequest, timeout: timeout)
-        } catch {
-            return .silent
-        }
+        guard let response = try? await send(Self.infoRequest, timeout: timeout) else { return .silent }
+        return Self.reading(response)
+    }
+
+    /// What an answer to `GET /info` says: its features and formats, or nothing usable.
+    static func reading(_ response: AirPlayResponse) -> ReceiverInfoAnswer {
         guard response.status == 200, let list = try? PropertyList(decoding: Array(response.body.readableBytesView)),
               let info = ReceiverInfo(list) else { return .nothing }
         return .said(info)
     }
-}
 
-extension ReceiverConnection {
     /// `GET /info` as iOS asks it before it hands a video over (RTSP/1.0 with a CSeq, Apple's
     /// User-Agent), on a connection of its own, closed after. A video receiver types a
     /// connection by its first request (UxPlay takes an HTTP request without a CSeq for an HLS
@@ -74,8 +72,6 @@ extension ReceiverConnection {
         let request = AirPlayRequest(method: "GET", target: "/info", version: .rtsp10,
                                      headers: ["CSeq": "1", "User-Agent": RAOPClient.userAgent], body: ByteBuffer())
         guard let response = try? await connection.send(request, timeout: timeout) else { return .silent }
-        guard response.status == 200, let list = try? PropertyList(decoding: Array(response.body.readableBytesView)),
-              let info = ReceiverInfo(list) else { return .nothing }
-        return .said(info)
+        return reading(response)
     }
 }
