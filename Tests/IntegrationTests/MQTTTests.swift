@@ -100,6 +100,10 @@ func mqttHex(_ text: String) -> String { text.utf8.map { String(format: "%02x", 
         #expect(all.waitForOutput(mqttLine("airplayd/test/state", "paused"), timeout: 5, inStdout: true))
         let info = try control.request("GET", "/playback-info", headers: ["X-Apple-Session-ID": "mqtt-video"]).text
         #expect(info.contains("<key>rate</key>\n\t<real>0") || info.contains("<key>rate</key><real>0"), "the player itself paused: \(info.prefix(600))")
+        // The child's own reports (four a second) have replaced what the pause said at once.
+        Thread.sleep(forTimeInterval: 1)
+        let later = try control.request("GET", "/playback-info", headers: ["X-Apple-Session-ID": "mqtt-video"]).text
+        #expect(later.contains("<key>rate</key>\n\t<real>0") || later.contains("<key>rate</key><real>0"), "the player itself paused: \(later.prefix(600))")
         #expect(try runCommand("/usr/bin/mosquitto_pub", ["-p", String(broker.port), "-t", "airplayd/test/remote", "-m", "dance"], timeout: 5).status == 0)
         #expect(all.waitForOutput(mqttLine("airplayd/test/remote/result", "error dance: unknown command"), timeout: 5, inStdout: true))
 

@@ -31,7 +31,17 @@ final class ChildMediaPlayer: MediaPlayer, Sendable {
 
     func play() { host.send(.play(player: id)) }
 
-    func pause() { host.send(.pause(player: id)) }
+    /// Pauses; the status says so at once (a `/playback-info` right after a remote's pause must
+    /// not read rate 1), and the child's next report, four a second, says what really happened.
+    func pause() {
+        host.send(.pause(player: id))
+        let paused = status
+        guard paused.state == .playing else { return }
+        var now = paused
+        now.state = .paused
+        now.rate = 0
+        update(now, change: false)
+    }
 
     func seek(to seconds: Double) throws(MediaError) {
         if let error = host.call({ .seek(player: id, request: $0, seconds: seconds) }, timeout: 15) { throw error }
