@@ -131,6 +131,8 @@ public final class MetadataPipe: NowPlayingSurface {
             return [.ssnc("pcst", stamp), Item("ssnc", "PICT", bytes), .ssnc("pcen", stamp)]
         case .ended:
             return [.ssnc("pend"), .ssnc("aend")]
+        case .commandPlist(let body):
+            return [Item("ssnc", "copl", body)]
         case .pairingPIN, .senderCommands:
             return []
         }

@@ -106,4 +106,8 @@ public enum NowPlayingEvent: Hashable, Sendable {
     /// The AirPlay 2 sender said which remote commands it takes now (`updateMRSupportedCommands`),
     /// as MediaRemote numbers: 0 play, 1 pause, 2 play/pause, 3 stop, 4 next, 5 previous.
     case senderCommands(Set<Int>)
+    /// A `POST /command` body the sender posted on its session, as sent (a binary plist): the
+    /// metadata pipe carries it as shairport-sync 5.3 does (`ssnc`/`copl`), beside what the
+    /// session made of it.
+    case commandPlist([UInt8])
 }

@@ -137,6 +137,8 @@ public struct NowPlayingState: Hashable, Sendable {
             pairingPIN = pin
         case .senderCommands(let commands):
             senderCommands = commands
+        case .commandPlist:
+            break
         }
     }
 

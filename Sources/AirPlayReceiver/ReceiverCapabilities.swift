@@ -75,7 +75,7 @@ public struct ReceiverCapabilities: Hashable, Sendable {
             features.formUnion([.homeKitPairing, .coreUtilsPairing, .unifiedMediaControl, .unifiedAdvertiserInfo])
             if audio {
                 features.formUnion([.audio, .audioRedundant, .metadataText, .metadataArtwork, .metadataProgress,
-                                    .audioFormatPCM, .unencryptedAudio])
+                                    .nowPlayingInfo, .audioFormatPCM, .unencryptedAudio])
                 if alac { features.insert(.audioFormatALAC) }
                 if aac { features.insert(.audioFormatAAC) }
                 if fairPlaySetup { features.insert(.fairPlayAuthentication) }

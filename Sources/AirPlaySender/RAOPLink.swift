@@ -114,6 +114,8 @@ public final class RAOPLink: @unchecked Sendable {
     public let roundTrips = NIOLockedValueBox<[Double]>([])
     /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
     private var feedbackWorks = true
+    /// What MediaRemote now-playing has told the receiver (`RAOPLink+NowPlaying`).
+    let mediaRemote = NIOLockedValueBox(MediaRemoteSent())
 
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
     /// (the connection must be encrypted by a pairing first).
@@ -211,10 +213,15 @@ public final class RAOPLink: @unchecked Sendable {
         try await client.request(SenderSetupMachine.volumeRequest(decibels: decibels))
     }
 
-    /// Text metadata, artwork and progress, each only when the receiver's `md` lists it. A
+    /// Text metadata, artwork and progress (in frames at `sampleRate`), each only when the
+    /// receiver's `md` lists it, or as MediaRemote now-playing to a receiver that reads it. A
     /// receiver that refuses one keeps playing: metadata is never worth ending a stream for.
     public func sendMetadata(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?, progress: (UInt32, UInt32, UInt32)?,
-                             rtpTime: UInt32) async {
+                             rtpTime: UInt32, sampleRate: Double = 44100) async {
+        if readsMediaRemoteNowPlaying {
+            await sendMediaRemoteNowPlaying(item, artwork: artwork, progress: progress, sampleRate: sampleRate, playing: true)
+            return
+        }
         let info: MessageHeaders = [RTPInfo.headerName: RTPInfo(rtpTime: rtpTime).headerValue]
         if let item, wants(0) {
             _ = try? await client.request("SET_PARAMETER", headers: info, body: DMAP.encode(item), contentType: "application/x-dmap-tagged")

@@ -68,7 +68,7 @@ extension RAOPStreamSession {
         let rate = Double(source.format.sampleRate)
         let trackStart = rtpTime &- UInt32(truncatingIfNeeded: Int64(startOffset * rate))
         let progress = tags.duration.map { (trackStart, rtpTime, trackStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * rate))) }
-        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: rtpTime) }
+        for link in links { await link.sendMetadata(item, artwork: artwork, progress: progress, rtpTime: rtpTime, sampleRate: rate) }
         return artwork
     }
 
@@ -152,12 +152,18 @@ final class BufferedPlayback: StreamPlayback {
 
     func pause() async throws(SenderError) {
         guard let anchor = streamer.pause() else { return }
-        for link in streamer.links { try await link.sendAnchor(anchor) }
+        for link in streamer.links {
+            try await link.sendAnchor(anchor)
+            await link.sendMediaRemoteState(.paused)
+        }
     }
 
     func resume() async throws(SenderError) {
         guard let anchor = streamer.resume() else { return }
-        for link in streamer.links { try await link.sendAnchor(anchor) }
+        for link in streamer.links {
+            try await link.sendAnchor(anchor)
+            await link.sendMediaRemoteState(.playing)
+        }
     }
 
     func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {

@@ -65,7 +65,10 @@ final class RealtimePlayback: StreamPlayback {
 
     func pause() async throws(SenderError) {
         guard let point = streamer.pause() else { return }
-        for link in links { try await link.flush(sequence: point.sequence, rtpTime: point.timestamp) }
+        for link in links {
+            try await link.flush(sequence: point.sequence, rtpTime: point.timestamp)
+            await link.sendMediaRemoteState(.paused)
+        }
     }
 
     func resume() async throws(SenderError) {

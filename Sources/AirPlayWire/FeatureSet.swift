@@ -77,6 +77,9 @@ public struct FeatureSet: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let coreUtilsPairing = FeatureSet(bits: [48])
     /// Bit 49: AirPlay video v2 (the AirPlay 2 video protocol).
     public static let airPlayVideoV2 = FeatureSet(bits: [49])
+    /// Bit 50: now-playing as MediaRemote plists (`POST /command` `updateMRNowPlayingInfo`)
+    /// instead of DMAP, artwork and progress parameters.
+    public static let nowPlayingInfo = FeatureSet(bits: [50])
     /// Bit 51: unified pair-setup and MFi.
     public static let unifiedPairSetupAndMFi = FeatureSet(bits: [51])
 

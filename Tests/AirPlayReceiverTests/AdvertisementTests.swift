@@ -88,20 +88,21 @@ import Testing
     /// With AirPlay 2 the box presents itself as the receivers iPhones and Macs are known to play
     /// to (shairport-sync 4.3/5.x): version 366.0, protocol 1.1, their feature bits, less video's
     /// own; no RSA (bit 23) and no system pairing (43), which no working AirPlay 2 receiver sets.
+    /// Bit 50 (MediaRemote now playing) beside 15-17, as HomePods on OS 27 advertise both.
     @Test func theAppleProfileIsShairportSyncsSetPlusVideo() {
         var capabilities = Self.everythingOn()
-        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 11, 14, 15, 16, 17, 18, 19, 20, 22, 30, 38, 40, 41, 46, 47, 48])
+        #expect(capabilities.features.bitNumbers == [0, 3, 4, 9, 11, 14, 15, 16, 17, 18, 19, 20, 22, 30, 38, 40, 41, 46, 47, 48, 50])
         // shairport-sync 5.2.1 with metadata: 0x405FCA00,0x18340 (bits 9, 11, 14-20, 22, 30, 38, 40, 41, 47, 48).
         let shairportSync = FeatureSet(txtValue: "0x405FCA00,0x18340")!
         #expect(capabilities.features.isSuperset(of: shairportSync))
-        #expect(capabilities.features.subtracting(shairportSync).bitNumbers == [0, 3, 4, 46], "video, and HomeKit pairing as 4.3.7")
+        #expect(capabilities.features.subtracting(shairportSync).bitNumbers == [0, 3, 4, 46, 50], "video, HomeKit pairing as 4.3.7, MediaRemote now playing")
         #expect(capabilities.sourceVersion == "366.0" && capabilities.protocolVersion == "1.1" && capabilities.serverHeader == "AirTunes/366.0")
 
         let advertisement = ReceiverAdvertisement(deviceID: id, port: 7000, capabilities: capabilities)
         #expect(advertisement.airPlayTXT.entries.map(\.key)
             == ["acl", "deviceid", "features", "flags", "gid", "gcgl", "model", "protovers", "pi", "pk", "srcvers"])
         let info = ServerInfo(deviceID: id, name: "Box", capabilities: capabilities).propertyList
-        #expect(info["featuresEx"]?.stringValue == "GcpfQEDDAQA", "the mask's 8 bytes, least significant first, base64 unpadded")
+        #expect(info["featuresEx"]?.stringValue == "GcpfQEDDBQA", "the mask's 8 bytes, least significant first, base64 unpadded")
         #expect(info["psi"]?.stringValue == "5F3A1C2B-8E4D-4A6F-B7C9-D0E1F2A3B4C5" && info["vv"]?.integerValue == 2)
         #expect(advertisement.raopTXT["vs"] == "366.0" && advertisement.raopTXT["pi"] == nil && advertisement.raopTXT["pk"] != nil)
 

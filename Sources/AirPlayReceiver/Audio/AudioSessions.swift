@@ -164,7 +164,7 @@ public final class AudioSessions: Sendable {
             let host = connection.remote.map(RAOPPorts.hostBytes)
             actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, senderHost: host, now: self.now()) }
         } else {
-            actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now()) }
+            actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now(), wallClock: Date()) }
         }
         return perform(actions, connection: connection, prepared: prepared) ?? AirPlayResponse.text(status: 500, "no reply")
     }

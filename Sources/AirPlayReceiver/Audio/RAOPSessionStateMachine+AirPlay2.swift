@@ -1,5 +1,7 @@
+import AirPlayNowPlaying
 import AirPlayPlist
 import AirPlayWire
+import FoundationEssentials
 import NIOCore
 
 /// AirPlay 2 realtime sessions in the same machine as RAOP: they differ only in how they are set
@@ -92,7 +94,7 @@ extension RAOPSessionStateMachine {
     /// Requests AirPlay 2 senders make that change nothing here, answered so they go on:
     /// `/audioMode` picks a playback mode, `/command` carries remote-control state. Each must
     /// carry a plist, or nothing; anything else is a 400 naming what was expected.
-    mutating func airPlay2Notice(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
+    mutating func airPlay2Notice(_ request: AirPlayRequest, on connection: ConnectionID, wallClock: Date?) -> [Action] {
         let what = request.method == "POST" ? "POST \(request.path)" : request.method
         let body = Array(request.body.readableBytesView)
         var plist: PropertyList?
@@ -100,14 +102,38 @@ extension RAOPSessionStateMachine {
             guard let decoded = try? PropertyList(decoding: body) else { return [.reply(.text(status: 400, "\(what) takes a property list body"))] }
             plist = decoded
         }
-        // The remote commands the sender takes: what the box's buttons offer while it plays.
-        if request.path == "/command", let plist, let supported = MediaRemoteSupportedCommands(plist: plist), var session = owned(by: connection) {
-            session.senderCommands = supported.enabled
-            current = session
-            return [.nowPlaying(.senderCommands(supported.enabled)),
-                    .notice("the sender takes remote commands \(supported.enabled.sorted())"), .reply(AirPlayResponse(status: 200))]
+        if request.path == "/command", let plist, owned(by: connection) != nil {
+            // Every body goes to the metadata pipe as sent, beside what is made of it.
+            return [.nowPlaying(.commandPlist(body))] + senderCommand(plist, on: connection, wallClock: wallClock) + [.reply(AirPlayResponse(status: 200))]
         }
         return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
+    }
+
+    /// A `POST /command` the session's sender posted: the remote commands it takes (what the
+    /// box's buttons offer while it plays) or, with feature bit 50, what plays and whether it
+    /// plays (`Protocol/now-playing.md` §7). Anything else (iOS's DEVICE_INFO, its
+    /// `updateMRNowPlayingClient`) is noted at debug level for later captures.
+    private mutating func senderCommand(_ plist: PropertyList, on connection: ConnectionID, wallClock: Date?) -> [Action] {
+        guard var session = owned(by: connection) else { return [] }
+        defer { current = session }
+        if let supported = MediaRemoteSupportedCommands(plist: plist) {
+            session.senderCommands = supported.enabled
+            return [.nowPlaying(.senderCommands(supported.enabled)), .notice("the sender takes remote commands \(supported.enabled.sorted())")]
+        }
+        if let update = MediaRemoteNowPlayingUpdate(plist: plist) {
+            // An iPhone's first message is an empty `replace`: it has not said what plays yet.
+            if update.mergePolicy == .replace, update.info.isEmpty { return [] }
+            let next = update.applied(to: session.mediaRemote)
+            let events = MediaRemoteEvents.events(from: session.mediaRemote, to: next, now: wallClock)
+            session.mediaRemote = next
+            return events.map { .nowPlaying($0) }
+        }
+        if let state = MediaRemotePlaybackState(plist: plist) {
+            defer { session.mediaRemoteState = state }
+            return state == session.mediaRemoteState ? [] : [.nowPlaying(.rate(state.rate))]
+        }
+        let type = plist["type"]?.stringValue ?? "(no type: DEVICE_INFO)"
+        return [.notice("POST /command \(type) noted")]
     }
 
     /// `POST /feedback`, the keep-alive: 200, and on an AirPlay 2 session with a stream set up,

@@ -108,6 +108,11 @@ public struct RAOPSessionStateMachine: Sendable {
         public var senderCommands: Set<Int>?
         /// AirPlay 2: the session is timed by PTP (phase 1's `timingProtocol`).
         public var usesPTP = false
+        /// AirPlay 2, feature bit 50: what the sender's MediaRemote now-playing messages said,
+        /// merged (`updateMRNowPlayingInfo`), and its last playback state.
+        public var mediaRemote: MediaRemoteNowPlayingInfo?
+        /// The last `updateMRPlaybackState`.
+        public var mediaRemoteState: MediaRemotePlaybackState?
     }
 
     /// What the caller must do.
@@ -178,7 +183,9 @@ public struct RAOPSessionStateMachine: Sendable {
     // MARK: RTSP
 
     /// Every RTSP request but ANNOUNCE (whose stream is checked outside, see `announce`).
-    public mutating func receive(_ request: AirPlayRequest, on connection: ConnectionID, now: Double) -> [Action] {
+    /// `wallClock` is the box's calendar time, to carry a MediaRemote elapsed time forward from
+    /// the sender's timestamp; without it, elapsed times are taken as of their arrival.
+    public mutating func receive(_ request: AirPlayRequest, on connection: ConnectionID, now: Double, wallClock: Date? = nil) -> [Action] {
         if current?.connection == connection { current?.lastActivity = now }
         switch request.method {
         case "OPTIONS":
@@ -186,7 +193,7 @@ public struct RAOPSessionStateMachine: Sendable {
         case "POST" where request.path == "/feedback":
             return [.reply(feedback(on: connection))]
         case "POST" where request.path == "/command" || request.path == "/audioMode":
-            return airPlay2Notice(request, on: connection)
+            return airPlay2Notice(request, on: connection, wallClock: wallClock)
         case "SETPEERS", "SETPEERSX":
             return timingPeers(request)
         case "SETRATEANCHORTIME":

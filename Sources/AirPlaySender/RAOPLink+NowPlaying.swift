@@ -1,0 +1,78 @@
+import AirPlayPlist
+import AirPlayWire
+import FoundationEssentials
+
+/// Now playing to a receiver that advertises feature bit 50 (`Protocol/now-playing.md` §7): what
+/// an iPhone sends such a receiver instead of DMAP, artwork and progress parameters, on the
+/// session's own connection: the commands `airplay stream` takes from it, then
+/// `updateMRNowPlayingInfo` (`replace`, the cover's bytes the first time it is named) and
+/// `updateMRPlaybackState`. A receiver that refuses one keeps playing.
+extension RAOPLink {
+    /// Whether the receiver reads MediaRemote now-playing: an AirPlay 2 session to a receiver
+    /// with bit 50.
+    public var readsMediaRemoteNowPlaying: Bool { airPlay2 && features.contains(.nowPlayingInfo) }
+
+    /// The remote commands `airplay stream` carries out (MediaRemote numbers: play, pause,
+    /// play/pause, stop, next, previous).
+    static let commandsTaken: Set<Int> = [0, 1, 2, 3, 4, 5]
+
+    /// The item, its cover and where it stands (`progress` in frames at `sampleRate`), as one
+    /// `replace`; the cover's bytes go once per cover, later messages name it.
+    func sendMediaRemoteNowPlaying(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?,
+                                   progress: (UInt32, UInt32, UInt32)?, sampleRate: Double, playing: Bool) async {
+        if !mediaRemote.withLockedValue({ $0.commandsSent }) {
+            mediaRemote.withLockedValue { $0.commandsSent = true }
+            await postCommand(MediaRemoteSupportedCommands(enabled: Self.commandsTaken).plist)
+        }
+        var info = MediaRemoteNowPlayingInfo()
+        info.title = item?.title
+        info.artist = item?.artist
+        info.album = item?.album
+        info.genre = item?.genre
+        info.mediaType = "MRMediaRemoteMediaTypeMusic"
+        if let progress, sampleRate > 0 {
+            info.elapsedTime = Double(progress.1 &- progress.0) / sampleRate
+            info.duration = Double(progress.2 &- progress.0) / sampleRate
+        } else if let milliseconds = item?.durationMilliseconds {
+            info.duration = Double(milliseconds) / 1000
+        }
+        info.playbackRate = playing ? 1 : 0
+        info.defaultPlaybackRate = 1
+        info.timestamp = Date()
+        if let artwork {
+            let identifier = Self.artworkIdentifier(artwork.bytes)
+            info.artworkIdentifier = identifier
+            info.artworkMIMEType = artwork.type
+            if mediaRemote.withLockedValue({ $0.artworkSent }) != identifier { info.artworkData = artwork.bytes }
+            mediaRemote.withLockedValue { $0.artworkSent = identifier }
+        }
+        await postCommand(MediaRemoteNowPlayingUpdate(mergePolicy: .replace, info: info).plist)
+        await sendMediaRemoteState(playing ? .playing : .paused)
+    }
+
+    /// `updateMRPlaybackState`: on a pause and a resume, so the receiver stops its progress.
+    func sendMediaRemoteState(_ state: MediaRemotePlaybackState) async {
+        guard readsMediaRemoteNowPlaying else { return }
+        await postCommand(state.plist)
+    }
+
+    private func postCommand(_ plist: PropertyList) async {
+        _ = try? await client.request("POST", target: MediaRemoteCommand.path, body: plist.encoded(as: .binary),
+                                      contentType: PropertyListFormat.binary.contentType)
+    }
+
+    /// A cover's name: a hash of its bytes (FNV-1a), so the same cover keeps its name.
+    static func artworkIdentifier(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
+}
+
+/// What a link has told its receiver of MediaRemote now-playing.
+struct MediaRemoteSent: Sendable {
+    /// The supported-commands list went.
+    var commandsSent = false
+    /// The cover whose bytes went last.
+    var artworkSent: String?
+}
