@@ -115,7 +115,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
     private var feedbackWorks = true
     /// What MediaRemote now-playing has told the receiver (`RAOPLink+NowPlaying`).
-    let mediaRemote = NIOLockedValueBox(MediaRemoteSent())
+    let mediaRemote = NIOLockedValueBox(MediaRemoteNowPlayingMessages())
 
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way
     /// (the connection must be encrypted by a pairing first).

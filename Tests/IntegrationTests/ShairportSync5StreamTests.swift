@@ -33,7 +33,7 @@ import Testing
         /// With `sender`, shairport-sync 5 joins that namespace's group at `addresses` (its own,
         /// the sender's end) instead of a sender namespace of its own.
         init(label: String, rate: Int = 44100, format: String = "S16_LE", sender: TestHost? = nil,
-             addresses: (String, String) = ("10.97.1.2", "10.97.1.1")) throws {
+             addresses: (String, String) = ("10.97.1.2", "10.97.1.1"), metadataPipe: String? = nil) throws {
             let nqptp = AppleProfileTests.reference + "/bin/nqptp", shairport = AppleProfileTests.reference + "/bin/shairport-sync"
             guard FileManager.default.isExecutableFile(atPath: shairport), FileManager.default.isExecutableFile(atPath: nqptp) else {
                 throw TestHostError("shairport-sync 5 is not built at \(AppleProfileTests.reference): run tools/setup-deps --test")
@@ -48,6 +48,7 @@ import Testing
             try """
                 general = { name = "Reference"; port = 7000; output_backend = "stdout"; ignore_volume_control = "yes"; };
                 stdout = { output_rate = \(rate); output_format = "\(format)"; };
+                \(metadataPipe.map { "metadata = { enabled = \"yes\"; include_cover_art = \"yes\"; pipe_name = \"\($0)\"; };" } ?? "")
                 """.write(toFile: theirs.directory + "/sps.conf", atomically: true, encoding: .utf8)
             process = try theirs.spawn(shairport, ["-c", theirs.directory + "/sps.conf", "-u", "-vv"], label: "shairport-sync-5")
             #expect(try theirs.waitForService("_airplay._tcp", timeout: 20) { $0.name == "Reference" } != nil, "\(process.stderr.suffix(3000))")
@@ -123,6 +124,22 @@ import Testing
         let comparison = alignAndCompare(samples, with: sweep.reference, from: 4800)
         #expect(comparison.exact >= 0.999, "bit-exact share \(comparison.exact), \(samples.count / 2) frames\n\(played.log.suffix(3000))")
         print("measure: airplay buffered ALAC 48k/24 into shairport-sync 5, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %")
+    }
+
+    /// shairport-sync 5.2.1 advertises no feature bit 50: `airplay stream` tells it what plays
+    /// with DMAP text as before, and its metadata pipe shows the title (`Protocol/now-playing.md` §7).
+    @Test func aReceiverWithoutBit50GetsDMAP() throws {
+        let sweep = try #require(RAOPInteropTests.sweep)
+        let pipe = Products.scratchDirectory("sps5-metadata") + "/metadata"
+        let reference = try Reference(label: "sps5-dmap", metadataPipe: pipe)
+        let reader = try PipeReader(fifo: pipe)
+        let stream = try reference.airplay(["stream", sweep.directory + "/sweep.flac", "--protocol", "2", "--mode", "buffered", "--to", Reference.target])
+        #expect(stream.status == 0, "\(stream.stdout)\(stream.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        let items = try reader.finish().items
+        #expect(items.contains { $0.type == "core" && $0.code == "minm" && $0.text == "Sweep Song" }, "\(items.map(\.description))")
+        #expect(!items.contains { $0.code == "copl" }, "no MediaRemote bodies to a receiver without bit 50")
+        print("measure: airplay stream → shairport-sync 5.2.1 metadata pipe \(items.map(\.description).joined(separator: " "))")
     }
 
     /// ALAC at 44.1 kHz/16-bit goes with shairport-sync's own code, 0x0000FACE: bit-exact.

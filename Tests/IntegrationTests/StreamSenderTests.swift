@@ -80,10 +80,12 @@ import Testing
     }
 
     /// Tags become DMAP text, the embedded cover the artwork, the duration progress; the
-    /// receiver's now-playing state shows them while the stream plays.
-    @Test func tagsCoverAndProgressReachTheReceiver() throws {
+    /// receiver's now-playing state shows them while the stream plays. Over AirPlay 2 to a box
+    /// with feature bit 50 they go as MediaRemote now playing instead (`Protocol/now-playing.md`
+    /// §7), which its metadata pipe shows as sent.
+    @Test(arguments: ["1", "2"]) func tagsCoverAndProgressReachTheReceiver(protocol version: String) throws {
         let sweep = try #require(RAOPInteropTests.sweep)
-        let directory = Products.scratchDirectory("tags")
+        let directory = Products.scratchDirectory("tags\(version)")
         let ffmpeg = try #require(TestHost.which("ffmpeg"))
         let cover = directory + "/cover.png", tagged = directory + "/tagged.flac"
         for job in [["-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=32x32", "-frames:v", "1", cover],
@@ -92,8 +94,11 @@ import Testing
             let made = try runCommand(ffmpeg, job, timeout: 60)
             #expect(made.status == 0, "\(made.stderr)")
         }
-        let daemon = try LocalDaemon(extra: ["--audio-output", "raw:/dev/null"])
-        let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)", "--protocol", "1"],
+        let pipe = directory + "/metadata"
+        try "airplay2 = \(version == "2")\nmetadata_pipe = \"\(pipe)\"\n".write(toFile: directory + "/airplayd.toml", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", directory + "/airplayd.toml", "--audio-output", "raw:/dev/null"])
+        let reader = try PipeReader(fifo: pipe)
+        let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)", "--protocol", version],
                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
                                          label: "airplay")
         Thread.sleep(forTimeInterval: 4)
@@ -109,6 +114,13 @@ import Testing
         let artwork = try #require(playing["artwork"] as? [String: Any], "\(text)")
         #expect(artwork["type"] as? String == "image/png")
         #expect(Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover))
+        let bodies = try reader.finish().items.filter { $0.code == "copl" }.map { String(decoding: $0.data, as: UTF8.self) }
+        if version == "2" {
+            #expect(bodies.contains { $0.contains("updateMRNowPlayingInfo") } && bodies.contains { $0.contains("updateMRPlaybackState") },
+                    "MediaRemote now playing to a bit-50 box: \(bodies.count) bodies")
+        } else {
+            #expect(bodies.isEmpty, "AirPlay 1 carries DMAP")
+        }
     }
 
     /// Space on the terminal pauses (FLUSH) and resumes (RECORD) the stream; the audio that was
