@@ -30,6 +30,7 @@ let package = Package(
         fuzzer("pair-verify"),
         fuzzer("pairing-client"),
         fuzzer("encrypted-frames"),
+        fuzzer("data-stream"),
         fuzzer("hls-playlist"),
         fuzzer("hls-attributes"),
         fuzzer("variant-qualifier"),

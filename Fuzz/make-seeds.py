@@ -185,6 +185,14 @@ add("pairing-client", cut(bytes.fromhex(ps["M2_tlv"]), bytes.fromhex(ps["M4_tlv"
 add("pairing-client", cut(bytes.fromhex(ps["M2_tlv"]), bytes.fromhex(ps["M4_wrong_pin_tlv"]), b"", b""))
 events = vector("airplay2-audio.json")["events"]
 add("encrypted-frames", cut(bytes.fromhex(events["receiverWrites"]), b"\x10\x00", b"\x00" * 18))
+datastream = vector("datastream.json")
+request_bytes, reply_bytes, long_bytes = (bytes.fromhex(datastream[k]) for k in ("request", "reply", "longRequest"))
+add("data-stream", cut(request_bytes[:20], request_bytes[20:] + reply_bytes, long_bytes[:500], long_bytes[500:]))
+add("data-stream", cut(b"", b"", b"", request_bytes))
+for v in datastream["vectors"][:1]:
+    add("airplay2-setup", bytes.fromhex(v["setup"]))
+for v in vector("media-remote.json")["vectors"]:
+    add("airplay2-setup", bytes.fromhex(v["body"]))
 
 fixtures = os.path.join(root, "Tests", "AirPlayHLSTests", "Fixtures")
 for name in sorted(os.listdir(fixtures)):

@@ -58,6 +58,14 @@ enum SessionTargets {
         if let supported = MediaRemoteSupportedCommands(plist: list) {
             precondition(supported.enabled.count <= MediaRemoteSupportedCommands.maximumEntries)
         }
+        if let update = MediaRemoteNowPlayingUpdate(plist: list) {
+            precondition(MediaRemoteNowPlayingUpdate(plist: update.plist) == update, "now-playing info must read back as itself")
+            _ = update.info.elapsed(at: nil)
+        }
+        if let state = MediaRemotePlaybackState(plist: list) { precondition(MediaRemotePlaybackState(plist: state.plist) == state) }
+        if case .dataStream(let setup)? = try? AirPlay2Setup(plist: list) {
+            precondition(DataStreamSetup(plist: setup.plist) == setup, "a data stream's setup must read back as itself")
+        }
         if let command = MediaRemoteCommand(plist: list) {
             precondition(MediaRemoteCommand(plist: command.plist(commandID: "id")) == command, "a remote command must read back as itself")
         }
@@ -113,8 +121,8 @@ enum SessionTargets {
                 case .streams(let streams):
                     guard let stream = streams.first, let description = try? stream.description() else { continue }
                     carryOut(machine.setupStreams(description, buffered: body.count & 1 == 0, senderControlPort: 6003, on: connection, now: now))
-                case .remoteControl:
-                    // It never reaches the session machine (AudioSessions keeps its event channel).
+                case .remoteControl, .dataStream:
+                    // Neither reaches the session machine (AudioSessions keeps their channels).
                     continue
                 }
             case "X-PACKETS":

@@ -6,7 +6,32 @@ import NIOCore
 /// The stateless wire codecs both programs share: control-port framing both ways, SDP and
 /// Transport, RAOP and PTP datagrams, DMAP, TXT records and DACP paths.
 enum WireTargets {
-    static let all: [FuzzTarget] = [controlRequest, senderResponse, sdp, rtspTransport, raopPacket, ptp, dmap, txtRecord, remoteCommand]
+    static let all: [FuzzTarget] = [controlRequest, senderResponse, sdp, rtspTransport, raopPacket, ptp, dmap, txtRecord, remoteCommand, dataStream]
+
+    /// An AirPlay 2 data stream's decrypted bytes (type 130), in up to four reads: the same
+    /// messages however the bytes were cut, each written back as the bytes it came from, never
+    /// more held than one message's limit; a payload's MediaRemote messages split within bounds.
+    static let dataStream = FuzzTarget("data-stream", "AirPlay 2 data-stream messages (type 130), split across reads") { bytes in
+        var input = FuzzInput(bytes)
+        let reads = input.pieces(4)
+        var split = DataStreamMessage.Reader(), whole = DataStreamMessage.Reader()
+        var pieces: [DataStreamMessage] = []
+        do {
+            for read in reads { pieces += try split.read(read) }
+            precondition(split.pendingCount <= DataStreamMessage.maximumLength, "a reader held more than a message")
+        } catch {
+            return
+        }
+        let all = reads.flatMap { $0 }
+        let once = (try? whole.read(all)) ?? []
+        precondition(once == pieces, "messages depend on how the bytes were read")
+        precondition(pieces.flatMap(\.encoded) == Array(all.prefix(all.count - split.pendingCount)), "a message must write back as read")
+        for message in pieces {
+            let parts = MediaRemoteProtocolMessages.split(message.payload)
+            precondition(parts.count <= MediaRemoteProtocolMessages.maximumCount)
+            if !parts.isEmpty { precondition(MediaRemoteProtocolMessages.split(MediaRemoteProtocolMessages.join(parts)) == parts) }
+        }
+    }
 
     /// The control port's request framing (HTTP and RTSP), fed in up to four reads as TCP
     /// delivers them. Every message is a request or a rejection with a 4xx/5xx status, the

@@ -74,8 +74,8 @@ public struct InMemoryReceiver: Sendable {
             case .session(let session):
                 if quirks.contains(.emptyAnswerToNTPSessions), session.timingProtocol == "NTP" { return AirPlayResponse(status: 200) }
                 return carryOut(machine.setupSession(session, ptp: session.timingProtocol == "PTP", on: id, now: now))
-            case .remoteControl:
-                return .text(status: 501, "remote-control sessions are not played in memory")
+            case .remoteControl, .dataStream:
+                return .text(status: 501, "remote-control sessions and data streams are not played in memory")
             case .streams(let streams):
                 if quirks.contains(.refusesNativeStreams) { return .text(status: 400, "streams are not taken") }
                 if quirks.contains(.needsRecordBeforeStreams), !recordedBefore.contains(id) {

@@ -51,6 +51,12 @@ public final class EncryptedChannelHandler: ChannelDuplexHandler {
         try enable(receiverWrites: keys.receiverToSender, senderWrites: keys.senderToReceiver)
     }
 
+    /// Encrypts an AirPlay 2 data stream (type 130) from the next byte: the sender writes with
+    /// `DataStream-Output-Encryption-Key`, the receiver with `DataStream-Input-Encryption-Key`.
+    public func enable(keys: DataStreamKeys) throws {
+        try enable(receiverWrites: keys.receiverToSender, senderWrites: keys.senderToReceiver)
+    }
+
     private func enable(receiverWrites: [UInt8], senderWrites: [UInt8]) throws {
         let (write, read) = role == .receiver ? (receiverWrites, senderWrites) : (senderWrites, receiverWrites)
         sealer = try EncryptedFrames.Sealer(key: write)

@@ -51,6 +51,24 @@ public struct EventChannelKeys: Equatable, Sendable {
     }
 }
 
+/// The keys of an AirPlay 2 data stream (a type-130 stream: MediaRemote messages between an
+/// iPhone and the box), from the pairing's shared secret and the stream's `seed`: salt
+/// `DataStream-Salt` followed by the seed in decimal (the seed read as unsigned: senders draw it
+/// from 0 to 2^64).
+public struct DataStreamKeys: Equatable, Sendable {
+    /// What the sender writes (`DataStream-Output-Encryption-Key`).
+    public let senderToReceiver: [UInt8]
+    /// What the receiver writes (`DataStream-Input-Encryption-Key`).
+    public let receiverToSender: [UInt8]
+
+    /// The keys for a pairing's shared secret and a stream's seed.
+    public init(sharedSecret: [UInt8], seed: UInt64) throws(CryptoError) {
+        let salt = "DataStream-Salt" + String(seed)
+        senderToReceiver = try HKDF.sha512(key: sharedSecret, salt: salt, info: "DataStream-Output-Encryption-Key")
+        receiverToSender = try HKDF.sha512(key: sharedSecret, salt: salt, info: "DataStream-Input-Encryption-Key")
+    }
+}
+
 /// A long-term Ed25519 identity: the receiver's (accessory) or the sender's (controller).
 ///
 /// It keeps the seed and public key as bytes and makes the OpenSSL key only to sign, so a

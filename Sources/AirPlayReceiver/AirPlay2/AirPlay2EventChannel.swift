@@ -1,11 +1,9 @@
 import AirPlayPairing
 import AirPlayWire
 import FoundationEssentials
-import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 
 /// The event channel of one AirPlay 2 session: a TCP port the sender connects to after SETUP
 /// phase 1, encrypted from its first byte with keys from the control connection's pairing
@@ -18,10 +16,10 @@ import NIOPosix
 /// listener and the connection.
 final class AirPlay2EventChannel: Sendable {
     /// The port the sender is told (`eventPort`).
-    let port: Int
+    var port: Int { listener.port }
     /// The control connection the session belongs to.
     let connection: ConnectionContext
-    private let state = NIOLockedValueBox<(listener: (any Channel)?, accepted: (any Channel)?, closed: Bool)>((nil, nil, false))
+    private let listener: SenderChannelListener
     private let requests: NIOLockedValueBox<RequestState>
 
     /// The request machine and the callers waiting on it.
@@ -31,51 +29,23 @@ final class AirPlay2EventChannel: Sendable {
         var waiting: [Int: @Sendable (EventChannelRequests.Outcome) -> Void] = [:]
     }
 
-    /// Binds a listening socket on `connection`'s local address (synchronously: the reply needs
-    /// the port) and serves it on `group`; a request the receiver sends waits `answerWithin`
-    /// seconds for the sender's answer.
+    /// Listens on `connection`'s local address (synchronously: the reply needs the port) and
+    /// serves it on `group`; a request the receiver sends waits `answerWithin` seconds for the
+    /// sender's answer.
     init(connection: ConnectionContext, keys: EventChannelKeys, group: any EventLoopGroup, answerWithin: Double = 2, logger: Logger) throws {
         self.connection = connection
         self.requests = NIOLockedValueBox(RequestState(machine: EventChannelRequests(answerWithin: answerWithin)))
-        let (descriptor, port) = try RAOPPorts.bind(local: connection.local, type: SOCK_STREAM, listening: true)
-        self.port = port
-        let expectedHost = connection.remote.map(RAOPPorts.hostBytes)
-        ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 4)
-            .childChannelInitializer { [weak self] child in
-                guard let self, self.admit(child, expectedHost: expectedHost) else {
-                    return child.close()
-                }
-                return child.eventLoop.makeCompletedFuture {
-                    let cipher = EncryptedChannelHandler(role: .receiver) { reason in
-                        logger.notice("AirPlay 2 event channel frame refused", metadata: ["reason": "\(reason)"])
-                    }
-                    try cipher.enable(keys: keys)
-                    try child.pipeline.syncOperations.addHandler(cipher)
-                    try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayResponseFrameDecoder(),
-                                                                                      maximumBufferSize: Self.maximumHeldBytes))
-                    try child.pipeline.syncOperations.addHandler(SenderAnswers(owner: self))
-                }
+        listener = try SenderChannelListener(connection: connection)
+        listener.serve(on: group) { [weak self] child in
+            guard let self else { throw ChannelError.ioOnClosedChannel }
+            let cipher = EncryptedChannelHandler(role: .receiver) { reason in
+                logger.notice("AirPlay 2 event channel frame refused", metadata: ["reason": "\(reason)"])
             }
-            .withBoundSocket(descriptor)
-            .whenComplete { [weak self] result in
-                guard case .success(let listener) = result else { return }
-                let keep = self?.state.withLockedValue { state -> Bool in
-                    guard !state.closed else { return false }
-                    state.listener = listener
-                    return true
-                } ?? false
-                if !keep { listener.close(promise: nil) }
-            }
-    }
-
-    /// Keeps the first connection from the sender's host; refuses the rest.
-    private func admit(_ child: any Channel, expectedHost: [UInt8]?) -> Bool {
-        guard let remote = child.remoteAddress, expectedHost == nil || RAOPPorts.hostBytes(remote) == expectedHost else { return false }
-        return state.withLockedValue { state in
-            guard !state.closed, state.accepted == nil else { return false }
-            state.accepted = child
-            return true
+            try cipher.enable(keys: keys)
+            try child.pipeline.syncOperations.addHandler(cipher)
+            try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayResponseFrameDecoder(),
+                                                                              maximumBufferSize: Self.maximumHeldBytes))
+            try child.pipeline.syncOperations.addHandler(SenderAnswers(owner: self))
         }
     }
 
@@ -83,13 +53,13 @@ final class AirPlay2EventChannel: Sendable {
     static let maximumHeldBytes = 64 * 1024
 
     /// Whether the sender has connected.
-    var isConnected: Bool { state.withLockedValue { $0.accepted?.isActive ?? false } }
+    var isConnected: Bool { listener.accepted?.isActive ?? false }
 
     /// Sends `request` to the sender; `completion` hears once how it ended (the sender's status,
     /// or why it did not answer): at once on the caller's thread when the channel is not open,
     /// else from the channel's event loop.
     func send(_ request: AirPlayRequest, completion: @escaping @Sendable (EventChannelRequests.Outcome) -> Void) {
-        guard let channel = state.withLockedValue({ $0.accepted }), channel.isActive else {
+        guard let channel = listener.accepted, channel.isActive else {
             return completion(.failed("the sender has not connected its event channel"))
         }
         // `submit`, not `execute`: an event loop shutting down fails the future rather than
@@ -139,13 +109,7 @@ final class AirPlay2EventChannel: Sendable {
     private static func now() -> Double { Double(NIODeadline.now().uptimeNanoseconds) / 1e9 }
 
     /// Closes the listener and the sender's connection (once).
-    func close() {
-        let channels = state.withLockedValue { state -> [any Channel] in
-            defer { state = (nil, nil, true) }
-            return [state.listener, state.accepted].compactMap { $0 }
-        }
-        for channel in channels { channel.close(promise: nil) }
-    }
+    func close() { listener.close() }
 }
 
 /// Hands the sender's answers to the channel's request machine; a malformed answer, too many

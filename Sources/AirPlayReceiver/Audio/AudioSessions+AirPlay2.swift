@@ -40,6 +40,8 @@ extension AudioSessions {
             return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
         case .remoteControl(let session):
             return openRemoteControl(session, connection: connection)
+        case .dataStream(let setup):
+            return openDataStream(setup, connection: connection)
         case .streams(let streams):
             // One realtime audio stream per session: the box has one output.
             guard streams.count == 1, let stream = streams.first else {
@@ -101,7 +103,7 @@ extension AudioSessions {
         endRemoteControl(on: connection.id)
         do {
             let channel = try makeEventChannel(connection)
-            remoteControlChannels.withLockedValue { $0[connection.id] = channel }
+            remoteControlChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].events = channel }
             logger.info("AirPlay 2 remote-control session", metadata: [
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "event.port": "\(channel.port)",
             ])
@@ -112,9 +114,11 @@ extension AudioSessions {
         }
     }
 
-    /// Ends a connection's remote-control-only session, if it has one.
+    /// Ends a connection's remote-control-only session and its data streams, if it has them.
     func endRemoteControl(on connection: ObjectIdentifier) {
-        guard let channel = remoteControlChannels.withLockedValue({ $0.removeValue(forKey: connection) }) else { return }
+        guard let channels = remoteControlChannels.withLockedValue({ $0.removeValue(forKey: connection) }) else { return }
+        for stream in channels.dataStreams { stream.close() }
+        guard let channel = channels.events else { return }
         channel.close()
         logger.info("AirPlay 2 remote-control session ended", metadata: ["event.port": "\(channel.port)"])
     }

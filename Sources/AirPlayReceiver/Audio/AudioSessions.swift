@@ -93,9 +93,9 @@ public final class AudioSessions: Sendable {
     let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
     /// AirPlay 2 sessions' event channels, by session number.
     let eventChannels = NIOLockedValueBox<[Int: AirPlay2EventChannel]>([:])
-    /// The event channels of remote-control-only sessions, by control connection: they hold no
-    /// audio session, and end with their connection or its TEARDOWN.
-    let remoteControlChannels = NIOLockedValueBox<[ObjectIdentifier: AirPlay2EventChannel]>([:])
+    /// Remote-control-only sessions' event channels and data streams, by control connection:
+    /// they hold no audio session, and end with their connection or its TEARDOWN.
+    let remoteControlChannels = NIOLockedValueBox<[ObjectIdentifier: ConnectionChannels]>([:])
     let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
     /// The last sessions as they ended (`SessionHistory`).
     let history = NIOLockedValueBox(SessionHistory())
@@ -152,7 +152,7 @@ public final class AudioSessions: Sendable {
             return refusal
         }
         if request.method == "SETUP", AirPlay2Setup.hasPlistBody(request) { return setupAirPlay2(request, connection: connection) }
-        if request.method == "TEARDOWN" { endRemoteControl(on: connection.id) }
+        if let answer = remoteControlRequest(request, on: connection.id) { return answer }
         let actions: [RAOPSessionStateMachine.Action]
         var prepared: PreparedStream?
         if request.method == "ANNOUNCE" {

@@ -10,6 +10,8 @@ public enum AirPlay2Setup: Equatable, Sendable {
     /// A remote-control-only session (`timingProtocol: None`, `isRemoteControlOnly: true`): an
     /// event channel and nothing else; whatever plays goes on.
     case remoteControl(Session)
+    /// A data stream (type 130): MediaRemote messages on a TCP port of its own.
+    case dataStream(DataStreamSetup)
 
     /// Phase 1's request.
     public struct Session: Equatable, Sendable {
@@ -201,6 +203,11 @@ public enum AirPlay2Setup: Equatable, Sendable {
             guard case .array(let items) = streams, !items.isEmpty, items.count <= 4 else {
                 throw Refusal(status: 400, description: "streams must be an array of 1 to 4 dictionaries")
             }
+            // A data stream comes alone in its SETUP (iOS and pyatv send it so).
+            if items.count == 1, let dataStream = DataStreamSetup(plist: items[0]) {
+                self = .dataStream(dataStream)
+                return
+            }
             self = .streams(try items.map { item throws(Refusal) in try Self.stream(item, ptp: ptp) })
             return
         }
@@ -236,6 +243,8 @@ public enum AirPlay2Setup: Equatable, Sendable {
             return .dictionary(entries)
         case .streams(let streams):
             return .dictionary(["streams": .array(streams.map(\.plist))])
+        case .dataStream(let dataStream):
+            return .dictionary(["streams": .array([dataStream.plist])])
         }
     }
 
