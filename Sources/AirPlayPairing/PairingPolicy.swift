@@ -109,11 +109,7 @@ public struct PairingPolicy: Sendable {
     public mutating func pinForSetup(connection: ObjectIdentifier, source: String = PairingPolicy.unknownSource, now: Double,
                                      setupTimeout: Double = 60,
                                      random: () -> String = PairingPolicy.randomPIN) -> Result<String, PairingFailure> {
-        let wait = retryDelay(source: source, now: now)
-        if wait > 0 {
-            return .failure(PairingFailure(state: 2, code: .backoff, reason: "too many failed pair-setups from \(source): refused for \(wait) s more",
-                                           retryDelay: wait))
-        }
+        if let refusal = backoff(source: source, now: now) { return .failure(refusal) }
         if let owner = setupOwner, owner.connection != connection, now - owner.since < setupTimeout {
             let ownerFailed = (sources[owner.source]?.failures ?? 0) > 0
             let clean = (sources[source]?.failures ?? 0) == 0
@@ -136,6 +132,16 @@ public struct PairingPolicy: Sendable {
         guard recentStarts.count < Self.startsPerWindow else { return false }
         recentStarts.append(now)
         return true
+    }
+
+    /// The Backoff error for `source` while it is locked out, with its delay; nil when it may
+    /// set up. Asked before anything else of an M1: a locked-out source costs nothing and spends
+    /// none of the starts others need.
+    public func backoff(source: String = PairingPolicy.unknownSource, now: Double) -> PairingFailure? {
+        let wait = retryDelay(source: source, now: now)
+        guard wait > 0 else { return nil }
+        return PairingFailure(state: 2, code: .backoff, reason: "too many failed pair-setups from \(source): refused for \(wait) s more",
+                              retryDelay: wait)
     }
 
     /// Seconds until `source` may set up again (0 when it may).

@@ -179,6 +179,10 @@ public final class ReceiverPairing: Sendable {
         if message.byte(.state) == 1 {
             // A new setup on this connection drops what it verified before.
             connections.withLock { $0[connection]?.controller = nil }
+            if !PairSetupServer.isTransient(message), let refusal = policy.withLock({ $0.backoff(source: source, now: time) }) {
+                logger.notice("pair-setup refused", metadata: ["reason": "\(refusal.reason)", "source": "\(source)"])
+                return (Self.tlvResponse(refusal.reply), nil)
+            }
             guard policy.withLock({ $0.admitStart(now: time) }) else {
                 logger.notice("pair-setup refused: too many setups started in the last \(Int(PairingPolicy.startWindow)) s")
                 return (Self.tlvResponse(PairingFailure(state: 2, code: .busy, reason: "rate").reply), nil)
