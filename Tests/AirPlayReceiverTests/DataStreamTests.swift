@@ -72,6 +72,31 @@ import Testing
         #expect(MediaRemoteProtocolMessages.split(blob).map(MediaRemoteProtocolMessages.type(of:)) == [15, 4])
     }
 
+    /// A SEND_COMMAND is carried out as the box's remotes' commands are, and answered with a
+    /// SEND_COMMAND_RESULT of the box's own (a `sync`, its own sequence numbers); a command the
+    /// box does not take is answered NotSupported.
+    @Test func aSendCommandIsCarriedOutAndAnswered() throws {
+        var exchange = DataStreamExchange()
+        let blob = MediaRemoteProtocolMessages.join([MediaRemoteProtocolMessages.commandMessage(2, identifier: "cmd-1"),
+                                                     MediaRemoteProtocolMessages.commandMessage(21, identifier: "cmd-2")])
+        let payload = PropertyList.dictionary(["params": .dictionary(["data": .data(blob)])]).encoded(as: .binary)
+        let actions = exchange.received(DataStreamMessage.request(sequence: 9, payload: payload).encoded)
+        #expect(actions.contains(.command(.pause, number: 2, identifier: "cmd-1")))
+        #expect(actions.contains(.command(nil, number: 21, identifier: "cmd-2")), "rating a track is not the box's to do")
+        #expect(actions.contains(.write(DataStreamMessage.reply(to: 9).encoded)))
+
+        var reader = DataStreamMessage.Reader()
+        let answers = try reader.read(exchange.result(identifier: "cmd-1", taken: true, succeeded: true)
+                                      + exchange.result(identifier: "cmd-2", taken: false, succeeded: false))
+        #expect(answers.count == 2 && answers.allSatisfy(\.isRequest) && answers[1].sequence == answers[0].sequence + 1)
+        func result(_ message: DataStreamMessage) throws -> (Int, Int)? {
+            guard case .data(let blob)? = try PropertyList(decoding: message.payload)["params"]?["data"],
+                  let only = MediaRemoteProtocolMessages.split(blob).first else { return nil }
+            return MediaRemoteProtocolMessages.result(in: only).map { ($0.sendError, $0.handlerStatus) }
+        }
+        #expect(try result(answers[0]) ?? (-1, -1) == (0, 0) && result(answers[1]) ?? (-1, -1) == (10, 2))
+    }
+
     /// Hostile sizes close the stream (it cannot be resynchronised); a truncated MediaRemote
     /// blob ends its list; a payload that is no plist is named, not trusted.
     @Test func hostileBytesCloseTheStream() {

@@ -35,4 +35,30 @@ import Testing
         #expect(!daemon.process.stderr.contains("taken over"))
         print("measure: pyatv's remote-control tunnel: data stream answered (\(tunnel.stdout.trimmingCharacters(in: .whitespacesAndNewlines))), the stream beside it \(String(format: "%.2f", comparison.exact * 100)) % bit-exact")
     }
+
+    /// A command on the data stream goes where the box's other remotes' go: the phone's
+    /// "pause" pauses the video the box plays, and is answered Success; a command the box does
+    /// not take ("like this track") is answered NotSupported.
+    @Test func aCommandOnTheStreamPausesWhatTheBoxPlays() throws {
+        let media = try TestMedia(seconds: 30)
+        let directory = Products.scratchDirectory("datastream-command")
+        try "airplay2 = true\n".write(toFile: directory + "/airplayd.toml", atomically: true, encoding: .utf8)
+        let daemon = try LocalDaemon(extra: ["--config", directory + "/airplayd.toml", "--audio-output", "raw:/dev/null"])
+        let control = try RawHTTPConnection(port: daemon.port)
+        #expect(try control.request("POST", "/play", headers: ["X-Apple-Session-ID": "datastream-video"],
+                                    body: Array("Content-Location: \(media.url("clip.mp4"))\r\nStart-Position: 0\r\n".utf8)).status == 200)
+        func rate() -> String {
+            let info = (try? control.request("GET", "/playback-info", headers: ["X-Apple-Session-ID": "datastream-video"]).text) ?? ""
+            return info.contains("<key>rate</key>\n\t<real>1") ? "1" : info.contains("<key>rate</key>\n\t<real>0") ? "0" : "?"
+        }
+        #expect(poll(timeout: 15) { rate() == "1" }, "the video plays")
+        let script = Products.repositoryRoot + "/Tests/IntegrationTests/peers/pyatv_datastream.py"
+        let pause = try runCommand(try Products.peerTool("python3"), [script, String(daemon.port), "pause"], timeout: 60)
+        #expect(pause.stdout.contains("\"ok\": true") && pause.stdout.contains("\"identifier\": \"command-1\", \"sendError\": 0, \"handlerReturnStatus\": 0"),
+                "\(pause.stdout)\(pause.stderr.suffix(1500))\n\(daemon.process.stderr.suffix(2000))")
+        #expect(poll(timeout: 5) { rate() == "0" }, "the video paused")
+        let like = try runCommand(try Products.peerTool("python3"), [script, String(daemon.port), "liketrack"], timeout: 60)
+        #expect(like.stdout.contains("\"sendError\": 10"), "NotSupported: \(like.stdout)")
+        print("measure: a pause on the data stream: \(pause.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+    }
 }

@@ -39,7 +39,9 @@ extension AudioSessions {
         }
         do {
             let stream = try AirPlay2DataStream(connection: connection, keys: try DataStreamKeys(sharedSecret: secret, seed: setup.seed),
-                                                streamID: count + 1, group: group, logger: logger)
+                                                streamID: count + 1, group: group, logger: logger) { [nowPlaying] command, completion in
+                nowPlaying.perform(command, completion: completion)
+            }
             remoteControlChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].dataStreams.append(stream) }
             logger.info("AirPlay 2 data stream listening", metadata: [
                 "port": "\(stream.port)", "client.type": "\(setup.clientTypeUUID ?? "-")", "stream": "\(stream.streamID)",
