@@ -11,21 +11,12 @@ import Glibc
 /// `SETRATEANCHORTIME` tells each receiver which RTP time sounds at which time of the PTP clock.
 /// Every receiver gets the same anchors, so all play each frame at the same moment.
 extension RAOPLink {
-    /// The 24-bit sequence field of buffered packets keeps its top bit set, as Apple's senders do.
-    static let bufferedSequenceBit: UInt32 = 0x80_0000
-
     /// Seals one ALAC packet and writes it on the data connection; blocks while TCP holds us
     /// back (the receiver's buffer is full). False when the connection is gone.
     @discardableResult
     func sendBuffered(sequence: UInt32, timestamp: UInt32, payload: [UInt8]) -> Bool {
-        guard let streamCipher, let dataConnection else { return false }
-        let sequenceField = (sequence | Self.bufferedSequenceBit) & 0xFF_FFFF
-        var header: [UInt8] = [0x80, UInt8(sequenceField >> 16), UInt8((sequenceField >> 8) & 0xFF), UInt8(sequenceField & 0xFF)]
-        for value in [timestamp, streamSSRC] { withUnsafeBytes(of: value.bigEndian) { header += $0 } }
-        guard let packet = try? streamCipher.seal(header: header, audio: payload, counter: packetCounter) else { return false }
-        packetCounter += 1
-        let length = 2 + packet.count
-        return dataConnection.send([UInt8(length >> 8), UInt8(length & 0xFF)] + packet)
+        guard let dataConnection, let frame = packets.buffered(sequence: sequence, timestamp: timestamp, payload: payload) else { return false }
+        return dataConnection.send(frame)
     }
 
     /// SETRATEANCHORTIME with `anchor` (rate 1 with its RTP and PTP times, or a pause).

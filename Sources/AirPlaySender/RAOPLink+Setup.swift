@@ -44,6 +44,7 @@ extension RAOPLink {
         codec = outcome.codec
         identityVerified = outcome.identityVerified
         encryptor = outcome.encrypted ? pendingEncryptor : nil
+        packets.encryptor = encryptor
         aim(audioPort: outcome.audioPort ?? 0, controlPort: outcome.controlPort ?? 0, timingPort: outcome.timingPort)
         if let ptpClock { await awaitReceiverClock(ptpClock, warn: warn) }
     }

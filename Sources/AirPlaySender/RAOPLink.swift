@@ -49,7 +49,7 @@ public struct RAOPReceiverTraits: Hashable, Sendable {
 /// requests and timing, the stream's codec and key, and the backlog that answers resend requests.
 ///
 /// `@unchecked Sendable`: the mutable state is set by `setUp` before streaming starts and then
-/// only read, except `packetCounter`, which only the streamer's thread touches (`sendAudio`);
+/// only read, except `packets` (its sealing counter), which only the streamer's thread touches;
 /// the backlog and the counters the UDP handler shares are locked boxes.
 public final class RAOPLink: @unchecked Sendable {
     /// The codec of the stream to this receiver.
@@ -89,11 +89,19 @@ public final class RAOPLink: @unchecked Sendable {
     var audioSocket: ConnectedUDPSocket?
     var controlAddress: SocketAddress?
     var timingAddress: SocketAddress?
-    /// AirPlay 2: what seals each audio packet (`shk`), the stream's SSRC, the packets sealed so
-    /// far (each one's nonce; touched only by the streamer's thread), and the session (its event channel).
-    var streamCipher: AirPlay2AudioCipher?
-    var streamSSRC: UInt32 = 0
-    var packetCounter: UInt64 = 0
+    /// How the audio packets are made (touched only by the streamer's thread once set up).
+    var packets = AudioPacketWriter()
+    /// AirPlay 2: what seals each audio packet (`shk`).
+    var streamCipher: AirPlay2AudioCipher? {
+        get { packets.cipher }
+        set { packets.cipher = newValue }
+    }
+    /// AirPlay 2: the stream's SSRC.
+    var streamSSRC: UInt32 {
+        get { packets.ssrc }
+        set { packets.ssrc = newValue }
+    }
+    /// AirPlay 2: the session (its event channel).
     var session: AirPlay2SenderSession?
     /// Where the receiver's remote commands on the AirPlay 2 event channel go.
     public let remoteCommands = RemoteCommandInbox()
@@ -252,17 +260,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// Sends one audio packet (encrypting its payload when the stream is encrypted) and keeps it
     /// for resend requests.
     public func sendAudio(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) {
-        let packet: [UInt8]
-        if let streamCipher {
-            // AirPlay 2: the header in clear, the audio sealed with the packet's counter as nonce.
-            let header = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker, ssrc: streamSSRC, payload: []).bytes
-            guard let sealed = try? streamCipher.seal(header: header, audio: payload, counter: packetCounter) else { return }
-            packetCounter += 1
-            packet = sealed
-        } else {
-            packet = RAOPAudioPacket(sequence: sequence, timestamp: timestamp, marker: marker,
-                                     payload: encryptor.map { $0.encrypt(payload) } ?? payload).bytes
-        }
+        guard let packet = packets.realtime(sequence: sequence, timestamp: timestamp, marker: marker, payload: payload) else { return }
         backlog.withLockedValue { $0.store(packet, sequence: sequence) }
         if let audioSocket {
             audioSocket.send(packet)
