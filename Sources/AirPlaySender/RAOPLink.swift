@@ -197,7 +197,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// `fmtp`, and the wrapped AES key and IV of an encrypted stream.
     package static func sdp(_ codec: Codec, origin: String, connection: String, key: (wrapped: [UInt8], iv: [UInt8])?) -> String {
         let stream = RAOPStreamDescription(codec: codec == .alac ? .alac(fmtp: ALACEncoder.fmtp.split(separator: " ").compactMap { Int($0) }) : .pcm,
-                                           sampleRate: 44100, channels: 2, framesPerPacket: ALACEncoder.framesPerPacket)
+                                           sampleRate: Int(RAOPStreamer.sampleRate), channels: 2, framesPerPacket: ALACEncoder.framesPerPacket)
         var announcement = stream.announcement(origin: origin, connection: connection)
         if let key {
             announcement.rsaAESKey = key.wrapped
@@ -225,7 +225,7 @@ public final class RAOPLink: @unchecked Sendable {
     /// receiver's `md` lists it, or as MediaRemote now-playing to a receiver that reads it. A
     /// receiver that refuses one keeps playing: metadata is never worth ending a stream for.
     public func sendMetadata(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?, progress: (UInt32, UInt32, UInt32)?,
-                             rtpTime: UInt32, sampleRate: Double = 44100) async {
+                             rtpTime: UInt32, sampleRate: Double = RAOPStreamer.sampleRate) async {
         if readsMediaRemoteNowPlaying {
             await sendMediaRemoteNowPlaying(item, artwork: artwork, progress: progress, sampleRate: sampleRate, playing: true)
             return

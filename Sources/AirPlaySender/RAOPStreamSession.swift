@@ -174,7 +174,7 @@ public final class RAOPStreamSession: Sendable {
             throw error
         }
         for link in links { await link.tearDown() }
-        return summary(seconds: Double(streamer.framesSent) / 44100, quit: played.quit)
+        return summary(seconds: Double(streamer.framesSent) / RAOPStreamer.sampleRate, quit: played.quit)
     }
 
     /// The figures of a finished stream (with the receivers that joined it on the way).

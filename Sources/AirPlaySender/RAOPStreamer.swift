@@ -15,8 +15,9 @@ public final class RAOPStreamer: @unchecked Sendable {
     /// The latency announced in sync packets: receivers play a frame this long after it is sent.
     public static let latencyFrames: UInt32 = 66150   // 1.5 s at 44.1 kHz
     /// The latency in seconds.
-    public static let latencySeconds = Double(latencyFrames) / 44100
-    static let sampleRate = 44100.0
+    public static let latencySeconds = Double(latencyFrames) / sampleRate
+    /// The rate every realtime stream plays at (RAOP's, and AirPlay 2 realtime's as sent here).
+    public static let sampleRate = 44100.0
 
     /// The receivers (more join while it plays: `join`).
     public var links: [RAOPLink] { linkList.withLock { $0.playing } }
@@ -91,7 +92,7 @@ public final class RAOPStreamer: @unchecked Sendable {
             let (actions, nextDue) = state.withLock { state in (state.pacer.packet(samples), state.pacer.nextDue) }
             carryOut(actions, to: links)
             sent(samples.count / 2)
-            // Monotonic pacing: each packet leaves at anchor + frames / 44100, so nothing drifts.
+            // Monotonic pacing: each packet leaves at anchor + frames / sampleRate, so nothing drifts.
             let wait = nextDue - clock.now()
             if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
         }

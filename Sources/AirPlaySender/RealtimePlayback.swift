@@ -24,7 +24,7 @@ final class RealtimePlayback: StreamPlayback {
         artwork = RAOPStreamSession.artwork(session.source.tags)
     }
 
-    var elapsed: Double { Double(streamer.framesSent) / 44100 - RAOPStreamer.latencySeconds }
+    var elapsed: Double { Double(streamer.framesSent) / RAOPStreamer.sampleRate - RAOPStreamer.latencySeconds }
 
     var playOutSeconds: Double { RAOPStreamer.latencySeconds + 0.5 }
 
@@ -42,10 +42,10 @@ final class RealtimePlayback: StreamPlayback {
     /// playlist says.
     private func progress(at current: UInt32) -> (UInt32, UInt32, UInt32)? {
         let frames = playlist?.position.startFrame ?? 0
-        let itemStart = frames == 0 ? streamStart &- UInt32(truncatingIfNeeded: Int64(session.startOffset * 44100))
+        let itemStart = frames == 0 ? streamStart &- UInt32(truncatingIfNeeded: Int64(session.startOffset * RAOPStreamer.sampleRate))
                                     : streamStart &+ UInt32(truncatingIfNeeded: frames)
         return (playlist?.tags ?? session.source.tags).duration.map {
-            (itemStart, current, itemStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * 44100)))
+            (itemStart, current, itemStart &+ UInt32(truncatingIfNeeded: Int64(min($0, 1e9) * RAOPStreamer.sampleRate)))
         }
     }
 
