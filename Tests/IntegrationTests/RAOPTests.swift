@@ -143,10 +143,13 @@ final class SweepMedia: @unchecked Sendable {
 
     /// The default kind of output is a GStreamer sink description. A synced filesink at the end
     /// of that pipeline shows the whole path (appsrc, convert, resample, sink) is bit-exact too.
+    /// Drift correction is off: a filesink's clock is the machine's, and amid the suite's load
+    /// the sink once fell behind and was stuffed 19 frames (72 % bit-exact), which is that
+    /// correction doing its job, not this path failing.
     @Test func aGStreamerSinkOutputIsBitExact() throws {
         let sweep = try #require(Self.sweep)
         let file = Products.scratchDirectory("gst-out") + "/out.pcm"
-        let daemon = try LocalDaemon(extra: ["--audio-output", "filesink location=\(file) sync=true"])
+        let daemon = try LocalDaemon(extra: ["--audio-drift-correction", "off", "--audio-output", "filesink location=\(file) sync=true"])
         let result = try stream(daemon, volume: 100)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(daemon.process.stderr.contains("lost=0"))
