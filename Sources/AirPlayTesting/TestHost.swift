@@ -63,6 +63,7 @@ public final class TestHost: @unchecked Sendable {
         let config = directory + "/avahi-daemon.conf"
         try """
             [server]
+            host-name=\(namespace)
             allow-interfaces=\(interfaces.joined(separator: ","))
             use-ipv4=yes
             use-ipv6=no
@@ -149,10 +150,11 @@ public final class TestHost: @unchecked Sendable {
         return here
     }
 
-    /// `avahi-browse -rpt TYPE` on this host: the resolved (`=`) lines.
-    public func browse(_ type: String) throws -> [BrowsedService] {
+    /// `avahi-browse -rpt TYPE` on this host: the resolved (`=`) lines (those resolved within
+    /// `timeout` seconds, when it has to be stopped).
+    public func browse(_ type: String, timeout: Double = 20) throws -> [BrowsedService] {
         let result = try runCommand(Self.which("avahi-browse")!, ["-rpt", type], environment: environment,
-                                    timeout: 20, directory: directory)
+                                    timeout: timeout, directory: directory)
         return result.stdout.split(separator: "\n").compactMap { BrowsedService(parsableLine: String($0)) }
     }
 

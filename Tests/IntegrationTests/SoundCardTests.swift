@@ -46,7 +46,7 @@ final class SimulatedCards: @unchecked Sendable {
 
     /// What `card_skew.py` found: the per-second skews at the cards (ms, the largest of the
     /// other cards against card 0), their p99, and the cards' restarts mid-stream.
-    struct Report {
+    struct Report: Sendable {
         let line: String
         let skews: [Double]
         let p99: Double
@@ -74,7 +74,7 @@ final class SimulatedCards: @unchecked Sendable {
 }
 
 /// The sound server between the rooms and their cards, when there is one.
-enum CardServer: String {
+enum CardServer: String, Sendable {
     case pulseAudio = "pulse", pipeWire = "wire"
 }
 
@@ -98,7 +98,21 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
 /// its own sound card, whose crystal runs 200 ppm fast in one room and 200 ppm slow in the
 /// other (0.4 ms a second apart), and airplayd follows each card's clock (`alsa:DEVICE`). Every
 /// second, the same frames leave the two cards within a millisecond of each other, whichever
-/// way the sender times the stream.
+/// way the sender times the stream: two minutes in each of the three timings. The three run at
+/// once, each on hosts of its own (two rooms and a sender take 2 % of a core), and alone.
+@Suite struct SoundCardTimingTests {
+    /// Each case plays on a thread of its own: a test that blocks holds one of the test
+    /// runner's threads (one per core), and the three would take turns.
+    @Test(arguments: CardTestTiming.allCases)
+    func twoRoomsOnCards400PPMApartStayInStepAtTheCards(timing: CardTestTiming) async throws {
+        let trial = TwoRoomsOnCards(timing: timing, output: { "alsa:card\($0)" })
+        trial.judge(try await onAThreadOfItsOwn { try trial.play() })
+    }
+}
+
+/// The cards through each kind of output and sender, one test at a time: GStreamer's sinks,
+/// PulseAudio, PipeWire, resampling, a card on time, pyatv's clock, the sender's promise, an
+/// unplugged card.
 @Suite(.serialized) struct SoundCardTests {
     /// A chirp long enough for its every 4-frame stretch to be found again on the other card,
     /// 16-bit (ffmpeg would write a 24-bit FLAC, played as S24LE: the cards' records are read as S16LE).
@@ -112,11 +126,6 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         ], timeout: 60)
         guard made.status == 0 else { throw TestHostError("ffmpeg: \(made.stderr)") }
         return file
-    }
-
-    @Test(arguments: CardTestTiming.allCases)
-    func twoRoomsOnCards400PPMApartStayInStepAtTheCards(timing: CardTestTiming) throws {
-        try Self.twoRooms(timing: timing, output: { "alsa:card\($0)" })
     }
 
     /// The same through GStreamer's `alsasink`, as a user names it: the pipeline runs on the
@@ -156,53 +165,14 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
                           said: "through PipeWire's ALSA plugin (alsa:pipewire:NODE=card")
     }
 
-    /// Two rooms on cards at +200 and -200 ppm, `seconds` of one stream: every second the same
-    /// frames left the two cards within `bound` ms, no card underran, each room said its rate
-    /// and corrected about the card's 200 ppm of frames (`corrections`, in ppm of the stream);
-    /// each room's log holds `said`, when given.
-    static func twoRooms(timing: CardTestTiming, output: @escaping (Int) -> String, seconds: Int = 122, skip: Double = 1,
+    /// Two rooms on cards at +200 and -200 ppm, `seconds` of one stream, judged as
+    /// `TwoRoomsOnCards` says.
+    static func twoRooms(timing: CardTestTiming, output: @escaping @Sendable (Int) -> String, seconds: Int = 122, skip: Double = 1,
                          correction: String = "stuff", bound: Double = 1, corrections: ClosedRange<Double> = 150...400,
                          ppmTolerance: Double = 20, server: CardServer? = nil, said: String? = nil) throws {
-        let label = "\(timing)-\(output(0).prefix(5))-\(correction)".replacingOccurrences(of: " ", with: "-")
-        let short = (timing == .bufferedOnPTP ? "b" : timing == .realtimeOnPTP ? "r" : "1") + (output(0).hasPrefix("alsa:") ? "a" : "g")
-            + correction.prefix(1) + (server?.rawValue.prefix(1) ?? "")
-        let group = try BufferedAudioTests.Group(label: "cards-" + short, count: 2, fifos: false)
-        let cards = try SimulatedCards(label: label, ppm: [200, -200])
-        let file = try Self.music(seconds: seconds, in: group.sender.directory)
-        let pulse: CardSoundServer? = try server.map { (server: CardServer) -> CardSoundServer in
-            server == .pulseAudio ? try CardsPulseAudio(cards: cards) : try CardsPipeWire(cards: cards)
-        }
-        try group.start(environment: pulse?.environment ?? cards.environment, airPlay1Only: timing == .airPlay1OnNTP ? [0, 1] : [],
-                        audioOutput: output, options: ["--audio-drift-correction", correction])
-        let (mode, extra) = timing.streamArguments
-        let result = try group.stream(file, mode: mode, extra: extra, timeout: Double(seconds) + 60)
-        #expect(result.status == 0, "\(result.stdout)\(result.stderr)\n\(group.daemons.map { String($0.process.stderr.suffix(1500)) }.joined(separator: "\n--\n"))")
-        Thread.sleep(forTimeInterval: 1)   // the cards play out what they hold
-        let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
-        if let said {
-            for daemon in group.daemons { #expect(daemon.process.stderr.contains(said), "\(daemon.process.stderr.prefix(3000))") }
-        }
-        for daemon in group.daemons { daemon.process.stop(grace: 2) }
-        pulse?.stop()   // it closes the cards, flushing their records
-        let report = try cards.compare(skip: skip)
-        #expect(report.skews.count >= seconds - Int(skip) - 5, "\(report.line)\n\(ended)")
-        #expect(report.p99 <= bound && report.skews.allSatisfy { abs($0) <= bound }, "\(report.line)\n\(ended)")
-        #expect(report.restarts == [0, 0], "no underrun mid-stream: \(report.line)\n\(ended)")
-        // Each room said what its card does: about +200 and -200 ppm.
-        for (index, daemon) in group.daemons.enumerated() {
-            let line = daemon.process.lines(containing: "audio session ended").last ?? ""
-            let ppm = line.split(separator: " ").first { $0.hasPrefix("output.ppm=") }.flatMap { Double($0.dropFirst(11)) }
-            #expect(ppm.map { abs($0 - cards.ppm[index]) < ppmTolerance } == true, "\(line)")
-        }
-        // The frames each room corrected: the card's 200 ppm of the stream, give or take.
-        for daemon in group.daemons {
-            let line = daemon.process.lines(containing: "audio session ended").last ?? ""
-            let count = { (key: String) in line.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Int($0.dropFirst(key.count + 1)) } ?? 0 }
-            let corrected = count("frames.inserted") + count("frames.removed")
-            #expect(corrections.contains(Double(corrected) / (Double(seconds) * 44100) * 1e6), "corrections counted and bounded: \(line)")
-        }
-        let sorted = report.skews.map(abs).sorted()
-        print("measure: \(timing.rawValue) to \(output(0)) (\(correction)), two rooms on cards at +200/-200 ppm, \(seconds) s: per-second skew at the cards p50 \(sorted.isEmpty ? -1 : sorted[sorted.count / 2]) ms, p99 \(report.p99) ms, max \(sorted.last ?? -1) ms")
+        let trial = TwoRoomsOnCards(timing: timing, output: output, seconds: seconds, skip: skip, correction: correction, bound: bound,
+                                    corrections: corrections, ppmTolerance: ppmTolerance, server: server, said: said)
+        trial.judge(try trial.play())
     }
 
     /// `audio_drift_correction = "resample"`: the corrected packets are played a frame longer or

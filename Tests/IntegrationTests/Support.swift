@@ -45,8 +45,11 @@ extension TestHost {
     func waitForService(_ type: String, timeout: Double = 15,
                         matching: (BrowsedService) -> Bool) throws -> BrowsedService? {
         var found: BrowsedService?
+        // Each browse is bounded well inside the wait: one browse stalled on a busy machine
+        // (its resolver waiting) must not use up the whole wait.
+        let perBrowse = max(2, min(6, timeout / 3))
         poll(timeout: timeout, interval: 0.2) {
-            found = (try? browse(type))?.first(where: matching)
+            found = (try? browse(type, timeout: perBrowse))?.first(where: matching)
             return found != nil
         }
         return found
