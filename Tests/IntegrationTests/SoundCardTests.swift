@@ -94,26 +94,10 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
     }
 }
 
-/// Rooms in step where the sound leaves the box, not where it is written: each room plays to
-/// its own sound card, whose crystal runs 200 ppm fast in one room and 200 ppm slow in the
-/// other (0.4 ms a second apart), and airplayd follows each card's clock (`alsa:DEVICE`). Every
-/// second, the same frames leave the two cards within a millisecond of each other, whichever
-/// way the sender times the stream: two minutes in each of the three timings. The three run at
-/// once, each on hosts of its own (two rooms and a sender take 2 % of a core), and alone.
-@Suite struct SoundCardTimingTests {
-    /// Each case plays on a thread of its own: a test that blocks holds one of the test
-    /// runner's threads (one per core), and the three would take turns.
-    @Test(arguments: CardTestTiming.allCases)
-    func twoRoomsOnCards400PPMApartStayInStepAtTheCards(timing: CardTestTiming) async throws {
-        let trial = TwoRoomsOnCards(timing: timing, output: { "alsa:card\($0)" })
-        trial.judge(try await onAThreadOfItsOwn { try trial.play() })
-    }
-}
-
-/// The cards through each kind of output and sender, one test at a time: GStreamer's sinks,
-/// PulseAudio, PipeWire, resampling, a card on time, pyatv's clock, the sender's promise, an
-/// unplugged card.
-@Suite(.serialized) struct SoundCardTests {
+/// The cards through each kind of output and sender, one test at a time: AirPlay 1's timing,
+/// GStreamer's sinks, PulseAudio, PipeWire, resampling, a card on time, pyatv's clock, the
+/// sender's promise, an unplugged card.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SoundCardTests {
     /// A chirp long enough for its every 4-frame stretch to be found again on the other card,
     /// 16-bit (ffmpeg would write a 24-bit FLAC, played as S24LE: the cards' records are read as S16LE).
     static func music(seconds: Int, in directory: String) throws -> String {
@@ -126,6 +110,12 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         ], timeout: 60)
         guard made.status == 0 else { throw TestHostError("ffmpeg: \(made.stderr)") }
         return file
+    }
+
+    /// AirPlay 1 on NTP, the third timing of `SoundCardTimingTests`: its rooms read the
+    /// sender's clock from NTP replies, which two more streams beside it would delay.
+    @Test func twoRoomsOnCards400PPMApartStayInStepAtTheCardsOnAirPlay1() throws {
+        try Self.twoRooms(timing: .airPlay1OnNTP, output: { "alsa:card\($0)" })
     }
 
     /// The same through GStreamer's `alsasink`, as a user names it: the pipeline runs on the
