@@ -149,9 +149,9 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .target(name: "AirPlayHLS"),
-        .target(name: "AirPlayHTTP", dependencies: ["CCurl"]),
+        .target(name: "AirPlayHTTP", dependencies: ["CCurl", "CZlib"]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "CZlib", "GStreamerMedia", "AirPlayMedia",
+            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
             "AirPlayTiming",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -224,7 +224,7 @@ let package = Package(
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire",
                                                                "AirPlayPlist", "AirPlayMedia"]),
-        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "GStreamerMedia"]),
+        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "AirPlayHTTP", "GStreamerMedia"]),
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto", "AirPlayMedia",

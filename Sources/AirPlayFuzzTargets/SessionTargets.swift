@@ -80,12 +80,12 @@ enum SessionTargets {
     static let rtspSession = FuzzTarget("rtsp-session", "RAOP and AirPlay 2 RTSP sessions, request after request") { bytes in
         final class Connection {}
         let connections = [Connection(), Connection()].map(ObjectIdentifier.init)
-        var machine = RAOPSessionStateMachine(configuration: .init(takeover: .replace, sessionTimeout: 30), firstNumber: 0)
+        var machine = AudioSessionStateMachine(configuration: .init(takeover: .replace, sessionTimeout: 30), firstNumber: 0)
         var decoder = AirPlayRequestDecoder()
         var buffer = ByteBuffer(bytes: bytes)
         var now = 0.0
         var requests = 0
-        func carryOut(_ actions: [RAOPSessionStateMachine.Action]) {
+        func carryOut(_ actions: [AudioSessionStateMachine.Action]) {
             var pending = actions[...]
             var steps = 0
             while let action = pending.popFirst(), steps < 64 {
@@ -109,22 +109,6 @@ enum SessionTargets {
             let connection = connections[Int(request.cseq.flatMap { Int($0) }.map { $0 & 1 } ?? 0)]
             let body = Array(request.body.readableBytesView)
             switch request.method {
-            case "ANNOUNCE":
-                if let stream = try? RAOPStreamDescription(sdp: String(decoding: body, as: UTF8.self)) {
-                    carryOut(machine.announce(stream, on: connection, now: now))
-                }
-            case "SETUP" where !body.isEmpty:
-                guard let list = try? PropertyList(decoding: body), let setup = try? AirPlay2Setup(plist: list, ptp: true) else { continue }
-                switch setup {
-                case .session(let session):
-                    carryOut(machine.setupSession(session, ptp: true, on: connection, now: now))
-                case .streams(let streams):
-                    guard let stream = streams.first, let description = try? stream.description() else { continue }
-                    carryOut(machine.setupStreams(description, buffered: body.count & 1 == 0, senderControlPort: 6003, on: connection, now: now))
-                case .remoteControl, .dataStream:
-                    // Neither reaches the session machine (AudioSessions keeps their channels).
-                    continue
-                }
             case "X-PACKETS":
                 guard let session = machine.current?.number else { continue }
                 for index in stride(from: 0, to: body.count - 2, by: 3) {
@@ -137,7 +121,9 @@ enum SessionTargets {
             case "X-CLOSE":
                 carryOut(machine.connectionClosed(connection))
             default:
-                carryOut(machine.receive(request, on: connection, now: now))
+                // Decoded as the daemon decodes it; a refusal changes nothing.
+                guard let decoded = try? AudioRequest(decoding: request, ptp: true) else { continue }
+                carryOut(machine.receive(decoded, on: connection, now: now))
             }
             carryOut(machine.tick(now: now))
         }

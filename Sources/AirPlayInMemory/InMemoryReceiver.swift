@@ -12,8 +12,8 @@ public final class InMemoryConnection: Sendable {
     public var id: ObjectIdentifier { ObjectIdentifier(self) }
 }
 
-/// A receiver in memory: the box's real `RAOPSessionStateMachine`, behind the same reading of
-/// requests the daemon does (ANNOUNCE's SDP, AirPlay 2's SETUP plists), with ports that "open"
+/// A receiver in memory: the box's real `AudioSessionStateMachine`, behind the same reading of
+/// requests the daemon does (`AudioRequest`), with ports that "open"
 /// at fixed numbers, and quirk switches that make it answer as a receiver we know does.
 ///
 /// What it leaves out: encryption (pairing, RSA, ChaCha20: their codecs have tests of their own)
@@ -43,16 +43,16 @@ public struct InMemoryReceiver: Sendable {
     public static let audioPort = 6000, controlPort = 6001, timingPort = 6002, eventPort = 7000
 
     /// The receiver's machine, as the daemon runs it.
-    public var machine: RAOPSessionStateMachine
+    public var machine: AudioSessionStateMachine
     /// How it differs from airplayd.
     public var quirks: Quirks
     /// Every action of the machine other than replies and port openings, in order.
-    public private(set) var actions: [RAOPSessionStateMachine.Action] = []
+    public private(set) var actions: [AudioSessionStateMachine.Action] = []
     private var recordedBefore: Set<ObjectIdentifier> = []
 
     /// A receiver with airplayd's defaults (replacing senders, a 60 s session timeout) unless told.
     public init(takeover: AudioTakeover = .replace, sessionTimeout: Double = 60, quirks: Quirks = []) {
-        machine = RAOPSessionStateMachine(configuration: .init(takeover: takeover, sessionTimeout: sessionTimeout), firstNumber: 0)
+        machine = AudioSessionStateMachine(configuration: .init(takeover: takeover, sessionTimeout: sessionTimeout), firstNumber: 0)
         self.quirks = quirks
     }
 
@@ -61,41 +61,27 @@ public struct InMemoryReceiver: Sendable {
         let id = connection.id
         if request.method == "RECORD" { recordedBefore.insert(id) }
         if request.method == "GET", request.target == "/info" { return info(request) }
-        if request.method == "SETUP", Self.hasPlist(request) {
-            let setup: AirPlay2Setup
-            do {
-                setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)), ptp: true)
-            } catch let refusal as AirPlay2Setup.Refusal {
-                return .text(status: refusal.status, refusal.description)
-            } catch {
-                return .text(status: 400, "SETUP body is not a property list: \(error)")
-            }
-            switch setup {
-            case .session(let session):
-                if quirks.contains(.emptyAnswerToNTPSessions), session.timingProtocol == "NTP" { return AirPlayResponse(status: 200) }
-                return carryOut(machine.setupSession(session, ptp: session.timingProtocol == "PTP", on: id, now: now))
-            case .remoteControl, .dataStream:
-                return .text(status: 501, "remote-control sessions and data streams are not played in memory")
-            case .streams(let streams):
-                if quirks.contains(.refusesNativeStreams) { return .text(status: 400, "streams are not taken") }
-                if quirks.contains(.needsRecordBeforeStreams), !recordedBefore.contains(id) {
-                    return .text(status: 455, "RECORD first")
-                }
-                guard streams.count == 1, let stream = streams.first else { return .text(status: 461, "one stream, not \(streams.count)") }
-                let description: RAOPStreamDescription
-                do { description = try stream.description() } catch { return .text(status: error.status, error.description) }
-                if quirks.contains(.refusesALAC), case .alac = description.codec { return .text(status: 415, "ALAC is not taken") }
-                return carryOut(machine.setupStreams(description, buffered: stream.type == AirPlay2Setup.buffered,
-                                                     senderControlPort: stream.controlPort.map { UInt16($0) }, on: id, now: now))
-            }
+        let decoded: AudioRequest
+        do {
+            decoded = try AudioRequest(decoding: request, ptp: true)
+        } catch {
+            return error.response
         }
-        if request.method == "ANNOUNCE" {
-            let description: RAOPStreamDescription
-            do { description = try RAOPStreamDescription(sdp: String(buffer: request.body)) } catch { return .text(status: 400, "SDP: \(error)") }
+        switch decoded {
+        case .setupSession(let session):
+            if quirks.contains(.emptyAnswerToNTPSessions), session.timingProtocol == "NTP" { return AirPlayResponse(status: 200) }
+        case .setupRemoteControl, .setupDataStream:
+            return .text(status: 501, "remote-control sessions and data streams are not played in memory")
+        case .setupStream(_, let description):
+            if quirks.contains(.refusesNativeStreams) { return .text(status: 400, "streams are not taken") }
+            if quirks.contains(.needsRecordBeforeStreams), !recordedBefore.contains(id) { return .text(status: 455, "RECORD first") }
             if quirks.contains(.refusesALAC), case .alac = description.codec { return .text(status: 415, "ALAC is not taken") }
-            return carryOut(machine.announce(description, on: id, now: now))
+        case .announce(let description):
+            if quirks.contains(.refusesALAC), case .alac = description.codec { return .text(status: 415, "ALAC is not taken") }
+        case .other:
+            break
         }
-        return carryOut(machine.receive(request, on: id, now: now))
+        return carryOut(machine.receive(decoded, on: id, now: now))
     }
 
     /// `GET /info`: what an AirPlay 2 room on PTP says of itself (airplayd's own `ServerInfo`).
@@ -124,7 +110,7 @@ public struct InMemoryReceiver: Sendable {
     }
 
     /// Opens what the machine asks for (at the fixed ports) and keeps the rest; the reply, if any.
-    private mutating func carryOut(_ actions: [RAOPSessionStateMachine.Action]) -> AirPlayResponse {
+    private mutating func carryOut(_ actions: [AudioSessionStateMachine.Action]) -> AirPlayResponse {
         var pending = actions[...]
         var reply: AirPlayResponse?
         while let action = pending.popFirst() {
@@ -143,9 +129,5 @@ public struct InMemoryReceiver: Sendable {
             }
         }
         return reply ?? .text(status: 500, "no reply")
-    }
-
-    private static func hasPlist(_ request: AirPlayRequest) -> Bool {
-        request.headers["Content-Type"]?.lowercased().contains("plist") == true || request.body.readableBytesView.starts(with: Array("bplist".utf8))
     }
 }

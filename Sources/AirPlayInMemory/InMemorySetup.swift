@@ -2,8 +2,9 @@ import AirPlaySender
 import AirPlayWire
 
 /// A sender's setup played against an in-memory receiver: the sender's real `SenderSetupMachine`
-/// and the box's real `RAOPSessionStateMachine`, no sockets, no sleeps, every exchange written
-/// down. Ports and channels the sender opens "open" at once (`udpPort`).
+/// and the box's real `AudioSessionStateMachine`, no sockets, no sleeps, every exchange through
+/// its bytes (`InMemoryWire`) and written down. Ports and channels the sender opens "open" at
+/// once (`udpPort`).
 public struct InMemorySetup: Sendable {
     /// One request and the status that answered it.
     public struct Exchange: Hashable, Sendable, CustomStringConvertible {
@@ -43,8 +44,13 @@ public struct InMemorySetup: Sendable {
     /// Sends `request` as the sender's connection frames it, and the receiver's answer.
     package mutating func send(_ request: SenderRequest, to receiver: inout InMemoryReceiver, now: Double) -> AirPlayResponse {
         cseq += 1
-        let wire = RAOPClient.frame(request, uri: "rtsp://in-memory/1", cseq: cseq, identity: identity, session: session)
-        let response = receiver.handle(wire, from: connection, now: now)
+        let framed = RAOPClient.frame(request, uri: "rtsp://in-memory/1", cseq: cseq, identity: identity, session: session)
+        // Through the bytes both ways, as over the socket.
+        let response: AirPlayResponse
+        switch InMemoryWire.carry(framed) {
+        case .success(let request): response = InMemoryWire.carry(receiver.handle(request, from: connection, now: now))
+        case .failure(let rejection): response = InMemoryWire.carry(.text(status: rejection.status, rejection.reason))
+        }
         exchanges.append(Exchange(method: request.method, status: response.status, contentType: request.contentType))
         return response
     }

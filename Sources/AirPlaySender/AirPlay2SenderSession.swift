@@ -6,7 +6,7 @@ import Foundation
 
 /// The sender's side of an AirPlay 2 session, on a control connection a pairing encrypted:
 /// SETUP phase 1 (NTP timing) and the event channel it names. Audio adds phase 2
-/// (`RAOPLink.setUpAirPlay2`); video goes on with RECORD and `/play` (`VideoPlaySession`).
+/// (`ReceiverLink.setUpAirPlay2`); video goes on with RECORD and `/play` (`VideoPlaySession`).
 public final class AirPlay2SenderSession: Sendable {
     /// The event channel (kept open for the session's life).
     public let events: AirPlay2EventConnection

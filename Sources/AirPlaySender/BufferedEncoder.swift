@@ -1,5 +1,4 @@
 import AirPlayMedia
-import GStreamerMedia
 
 /// The codec of a buffered stream, as `airplay stream --codec` names it.
 public enum BufferedCodec: String, Sendable, CaseIterable {
@@ -31,13 +30,17 @@ final class ALACBufferedEncoder: BufferedEncoder {
     func finish() -> [(payload: [UInt8], frames: Int)] { [] }
 }
 
-/// AAC-LC through GStreamer, access units of 1024 frames (the last padded with silence).
-final class AACBufferedEncoder: BufferedEncoder {
-    private let aac: GStreamerAACEncoder
-    let framesPerPacket = GStreamerAACEncoder.framesPerPacket
+/// AAC-LC (or another fixed-size format) through an encoder the caller handed in: access units
+/// of its `framesPerPacket` frames (the last padded with silence).
+final class PacketBufferedEncoder: BufferedEncoder {
+    private let encoder: any AudioEncoder
+    let framesPerPacket: Int
 
-    init(format: PCMFormat) throws(MediaError) { aac = try GStreamerAACEncoder(format: format) }
+    init(_ encoder: any AudioEncoder) {
+        self.encoder = encoder
+        framesPerPacket = encoder.framesPerPacket
+    }
 
-    func encode(_ samples: [Int32]) -> [(payload: [UInt8], frames: Int)] { aac.encode(samples).map { ($0, framesPerPacket) } }
-    func finish() -> [(payload: [UInt8], frames: Int)] { aac.finish().map { ($0, framesPerPacket) } }
+    func encode(_ samples: [Int32]) -> [(payload: [UInt8], frames: Int)] { encoder.encode(samples).map { ($0, framesPerPacket) } }
+    func finish() -> [(payload: [UInt8], frames: Int)] { encoder.finish().map { ($0, framesPerPacket) } }
 }

@@ -21,7 +21,7 @@ public enum BufferedFormatChoice {
         let candidates = [own] + (codec == .aac ? [forced(44100, codec: .aac), forced(48000, codec: .aac)]
                                                 : [appleLossless, PCMFormat.cd])
         return candidates.first { candidate in
-            let bit = RAOPLink.formatBit(candidate, codec: codec)
+            let bit = ReceiverLink.formatBit(candidate, codec: codec)
             return known.allSatisfy { $0 & bit != 0 }
         } ?? own
     }

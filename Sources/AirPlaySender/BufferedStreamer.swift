@@ -21,18 +21,18 @@ public final class BufferedStreamer: @unchecked Sendable {
     private var sampleRate: Double { Double(format.sampleRate) }
 
     /// The receivers (more join while it plays).
-    var links: [RAOPLink] { sending.withLock { $0.links } }
+    var links: [ReceiverLink] { sending.withLock { $0.links } }
     private let clock: PTPGrandmaster
     /// The timeline (`BufferedTimeline`: what sounds when, and what to do next).
     private let state: Mutex<BufferedTimeline>
     /// Held while a packet goes to every receiver, so a receiver joins between two packets.
-    private let sending: Mutex<(links: [RAOPLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [RAOPLink])>
+    private let sending: Mutex<(links: [ReceiverLink], recent: [(sequence: UInt32, timestamp: UInt32, payload: [UInt8])], dropped: [ReceiverLink])>
     /// Packets kept for receivers that join: a little more than `ahead`.
     private var recentPackets: Int { Int((Self.ahead + 1) * sampleRate) / framesPerPacket }
     private let encoder: any BufferedEncoder
     private let resumeSignal = DispatchSemaphore(value: 0)
 
-    init(links: [RAOPLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd, encoder: (any BufferedEncoder)? = nil) {
+    init(links: [ReceiverLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd, encoder: (any BufferedEncoder)? = nil) {
         self.format = format
         self.encoder = encoder ?? ALACBufferedEncoder(format: format)
         sending = Mutex((links, [], []))
@@ -120,7 +120,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// A set-up receiver joins (it has the current anchor): it gets the packets sent that have
     /// not sounded yet, from `margin` seconds after what sounds now, then every packet as the
     /// others do. Returns how many packets it was sent to catch up.
-    func join(_ link: RAOPLink, margin: Double = 0.3) -> Int {
+    func join(_ link: ReceiverLink, margin: Double = 0.3) -> Int {
         let now = clock.now()
         let from = state.withLock { $0.joinPoint(now: now, margin: margin) }
         return sending.withLock { sending in
@@ -132,7 +132,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     }
 
     /// The receivers dropped since the last call because their data connection broke.
-    func takeDropped() -> [RAOPLink] {
+    func takeDropped() -> [ReceiverLink] {
         sending.withLock { sending in
             defer { sending.dropped = [] }
             return sending.dropped
@@ -142,7 +142,7 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// A receiver leaves (it went away, or failed): the others play on undisturbed. Returns how
     /// many receivers remain.
     @discardableResult
-    func leave(_ link: RAOPLink) -> Int {
+    func leave(_ link: ReceiverLink) -> Int {
         sending.withLock { sending in
             sending.links.removeAll { $0 === link }
             return sending.links.count

@@ -1,3 +1,4 @@
+import AirPlayHTTP
 import AirPlayWire
 import Foundation
 import NIOConcurrencyHelpers

@@ -52,8 +52,10 @@ extension RAOPStreamSession {
 
     /// The buffered stream's encoder in the session's codec, for the source's format.
     func bufferedEncoder() throws(SenderError) -> any BufferedEncoder {
+        guard bufferedCodec == .aac else { return ALACBufferedEncoder(format: source.format) }
+        guard let aacEncoder else { throw SenderError(.badInput, "AAC is sent through an encoder this program was not given") }
         do {
-            return try bufferedCodec == .aac ? AACBufferedEncoder(format: source.format) : ALACBufferedEncoder(format: source.format)
+            return PacketBufferedEncoder(try aacEncoder(source.format))
         } catch {
             throw SenderError(.badInput, error.message)
         }
@@ -73,7 +75,7 @@ extension RAOPStreamSession {
     }
 
     /// A receiver joins buffered: set up, given the anchor in force, then the audio not yet heard.
-    func joinBuffered(_ link: RAOPLink, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, decibels: Double,
+    func joinBuffered(_ link: ReceiverLink, streamer: BufferedStreamer, grandmaster: PTPGrandmaster, decibels: Double,
                       warn: @escaping @Sendable (String) -> Void, report: @Sendable (Report) -> Void) async throws(SenderError) {
         try await link.setUpBuffered(grandmaster: grandmaster, format: source.format, codec: bufferedCodec, volumeDecibels: decibels,
                                      warn: warn)
@@ -84,7 +86,7 @@ extension RAOPStreamSession {
 
     /// A receiver that keeps its own clock, joining a stream already playing, is served the
     /// group's: the timeline of a stream that plays cannot become another clock.
-    static func keepTheTimeline(for link: RAOPLink, report: @Sendable (Report) -> Void) {
+    static func keepTheTimeline(for link: ReceiverLink, report: @Sendable (Report) -> Void) {
         guard link.followsReceiverClock else { return }
         link.followsReceiverClock = false
         report(.state("\(link.name) keeps its own PTP clock, but joins a stream on the group's: it may stay silent"))
@@ -99,7 +101,7 @@ extension RAOPStreamSession {
     }
 
     /// The first anchor to every buffered link; the error of the first that failed.
-    static func send(_ anchor: RateAnchor, to links: [RAOPLink]) async -> SenderError? {
+    static func send(_ anchor: RateAnchor, to links: [ReceiverLink]) async -> SenderError? {
         do throws(SenderError) {
             for link in links { try await link.sendAnchor(anchor) }
             return nil
@@ -166,7 +168,7 @@ final class BufferedPlayback: StreamPlayback {
         }
     }
 
-    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+    func join(_ link: ReceiverLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
         RAOPStreamSession.keepTheTimeline(for: link, report: report)
         try await session.joinBuffered(link, streamer: streamer, grandmaster: grandmaster, decibels: decibels, warn: warn, report: report)
     }

@@ -108,7 +108,7 @@ final class MixedPlayback: StreamPlayback {
     /// play out their latency.
     var playOutSeconds: Double { RAOPStreamer.latencySeconds + 0.5 }
 
-    private var links: [RAOPLink] { realtime.links + buffered.links }
+    private var links: [ReceiverLink] { realtime.links + buffered.links }
 
     func tend(report: @Sendable (RAOPStreamSession.Report) -> Void) async {
         await RAOPStreamSession.letGoOfDropped(buffered, report: report)
@@ -144,7 +144,7 @@ final class MixedPlayback: StreamPlayback {
     /// A receiver that takes buffered audio joins the buffered ones on the current anchor; any
     /// other joins the realtime ones at their next packet, with a first sync (or 0xD7 anchor)
     /// of its own: one timeline either way.
-    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+    func join(_ link: ReceiverLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
         RAOPStreamSession.keepTheTimeline(for: link, report: report)
         if link.buffered {
             try await session.joinBuffered(link, streamer: buffered, grandmaster: grandmaster, decibels: decibels, warn: warn, report: report)

@@ -28,7 +28,7 @@ public final class RAOPStreamSession: Sendable {
         case ended
         /// Buffered mode: a receiver (connected, not set up) joins the running stream; `done`
         /// hears how it went (nil: it plays in step with the others).
-        case join(RAOPLink, done: @Sendable (SenderError?) -> Void)
+        case join(ReceiverLink, done: @Sendable (SenderError?) -> Void)
     }
 
     /// What the session tells its owner.
@@ -89,7 +89,7 @@ public final class RAOPStreamSession: Sendable {
         public var skewBound: Double?
     }
 
-    let links: [RAOPLink]
+    let links: [ReceiverLink]
     let source: any PCMSource
     let item: DMAP.Item
     let startOffset: Double
@@ -98,15 +98,19 @@ public final class RAOPStreamSession: Sendable {
     private let grandmaster: PTPGrandmaster?
     /// Buffered mode's codec.
     let bufferedCodec: BufferedCodec
+    /// Makes the AAC encoder when `bufferedCodec` is AAC (a media engine's, handed in).
+    let aacEncoder: AudioEncoderFactory?
 
     /// A session over connected links; `item` is the metadata sent, `startOffset` how many
     /// seconds into the track the source starts, `volume` 0-100. With `grandmaster` the
     /// buffered links get buffered audio anchored on its clock, in `bufferedCodec`, and the
     /// others realtime audio in step with them (`runMixed`); without, all get realtime audio.
-    public init(links: [RAOPLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double,
-                grandmaster: PTPGrandmaster? = nil, bufferedCodec: BufferedCodec = .alac) {
+    /// AAC needs `aacEncoder` (ALAC is the sender's own).
+    public init(links: [ReceiverLink], source: any PCMSource, item: DMAP.Item, startOffset: Double, volume: Double,
+                grandmaster: PTPGrandmaster? = nil, bufferedCodec: BufferedCodec = .alac, aacEncoder: AudioEncoderFactory? = nil) {
         self.grandmaster = grandmaster
         self.bufferedCodec = bufferedCodec
+        self.aacEncoder = aacEncoder
         self.links = links
         self.source = source
         self.item = item
@@ -119,7 +123,7 @@ public final class RAOPStreamSession: Sendable {
 
     /// The links in the order they are set up: a receiver whose own clock is followed first,
     /// since its clock becomes the timeline served to the others.
-    static func followedClocksFirst(_ links: [RAOPLink]) -> [RAOPLink] {
+    static func followedClocksFirst(_ links: [ReceiverLink]) -> [ReceiverLink] {
         links.filter(\.followsReceiverClock) + links.filter { !$0.followsReceiverClock }
     }
 
@@ -186,7 +190,7 @@ public final class RAOPStreamSession: Sendable {
                                 owner: followed == nil ? "sender" : "receiver")
     }
 
-    func summary(seconds: Double, quit: Bool, joined: [RAOPLink] = []) -> Summary {
+    func summary(seconds: Double, quit: Bool, joined: [ReceiverLink] = []) -> Summary {
         let links = self.links + joined
         let receivers = links.map { link in
             var receiver = Summary.Receiver(name: link.name, codec: link.codec.rawValue, encrypted: link.encryptor != nil || link.airPlay2,

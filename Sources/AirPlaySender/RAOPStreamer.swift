@@ -20,9 +20,9 @@ public final class RAOPStreamer: @unchecked Sendable {
     public static let sampleRate = 44100.0
 
     /// The receivers (more join while it plays: `join`).
-    public var links: [RAOPLink] { linkList.withLock { $0.playing } }
+    public var links: [ReceiverLink] { linkList.withLock { $0.playing } }
     /// The receivers playing, and those set up to join at the next packet.
-    private let linkList: Mutex<(playing: [RAOPLink], joining: [RAOPLink])>
+    private let linkList: Mutex<(playing: [ReceiverLink], joining: [ReceiverLink])>
     /// RTP sequence number and time of the first packet (random, as RTP wants).
     public let firstSequence: UInt16
     /// RTP time of the first frame.
@@ -43,7 +43,7 @@ public final class RAOPStreamer: @unchecked Sendable {
     private let clock: any MonotonicClock
 
     /// A streamer to set-up links, starting at the given RTP point.
-    public init(links: [RAOPLink], firstSequence: UInt16, firstTimestamp: UInt32, clock: any MonotonicClock = RAOPClock.monotonic) {
+    public init(links: [ReceiverLink], firstSequence: UInt16, firstTimestamp: UInt32, clock: any MonotonicClock = RAOPClock.monotonic) {
         linkList = Mutex((links, []))
         self.clock = clock
         self.firstSequence = firstSequence
@@ -99,7 +99,7 @@ public final class RAOPStreamer: @unchecked Sendable {
     }
 
     /// Sends what the pacer asked for to `links`.
-    private func carryOut(_ actions: [RAOPPacer.Action], to links: [RAOPLink]) {
+    private func carryOut(_ actions: [RAOPPacer.Action], to links: [ReceiverLink]) {
         for action in actions {
             switch action {
             case .sync(let named, let next, let first, let due):
@@ -124,12 +124,12 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// A set-up receiver joins at the next packet: it gets a first sync (or 0xD7 anchor) for
     /// that packet, then every packet and sync as the others do, on the same timeline.
-    public func join(_ link: RAOPLink) {
+    public func join(_ link: ReceiverLink) {
         linkList.withLock { $0.joining.append(link) }
     }
 
     /// Encodes once per codec in use, then sends to every receiver (each encrypts with its key).
-    private func send(_ samples: [Int32], sequence: UInt16, timestamp: UInt32, marker: Bool, to links: [RAOPLink]) {
+    private func send(_ samples: [Int32], sequence: UInt16, timestamp: UInt32, marker: Bool, to links: [ReceiverLink]) {
         var pcm: [UInt8]?, compressed: [UInt8]?
         for link in links {
             let payload: [UInt8]

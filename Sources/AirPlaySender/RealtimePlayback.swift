@@ -28,7 +28,7 @@ final class RealtimePlayback: StreamPlayback {
 
     var playOutSeconds: Double { RAOPStreamer.latencySeconds + 0.5 }
 
-    private var links: [RAOPLink] { session.links }
+    private var links: [ReceiverLink] { session.links }
 
     /// The item that plays, its artwork and its progress to every link, as of RTP time `rtpTime`.
     func sendItem(at rtpTime: UInt32) async {

@@ -10,7 +10,7 @@ import Foundation
 /// (ALAC where the receiver lists it, else big-endian PCM) with a fresh 32-byte `shk`; packets
 /// are then sealed with ChaCha20-Poly1305 (`sendAudio`). Sync, resends and timing stay RAOP's.
 /// `Protocol/airplay2.md` is the receiver's side of the same exchanges.
-extension RAOPLink {
+extension ReceiverLink {
     /// Whether a receiver's features say it takes AirPlay 2 sessions (bit 38, unified media
     /// control, or 48, CoreUtils pairing and encryption: pyatv's rule too).
     public static func speaksAirPlay2(_ features: FeatureSet) -> Bool {

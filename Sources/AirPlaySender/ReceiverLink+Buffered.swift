@@ -10,7 +10,7 @@ import Glibc
 /// timed by PTP (our grandmaster), the audio goes ahead of time over a TCP data connection, and
 /// `SETRATEANCHORTIME` tells each receiver which RTP time sounds at which time of the PTP clock.
 /// Every receiver gets the same anchors, so all play each frame at the same moment.
-extension RAOPLink {
+extension ReceiverLink {
     /// Seals one ALAC packet and writes it on the data connection; blocks while TCP holds us
     /// back (the receiver's buffer is full). False when the connection is gone.
     @discardableResult

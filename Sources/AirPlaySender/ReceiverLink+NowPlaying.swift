@@ -5,7 +5,7 @@ import FoundationEssentials
 /// Now playing to a receiver that advertises feature bit 50 (`Protocol/now-playing.md` §7): what
 /// an iPhone sends such a receiver instead of DMAP, artwork and progress parameters, on the
 /// session's own connection. A receiver that refuses one keeps playing.
-extension RAOPLink {
+extension ReceiverLink {
     /// Whether the receiver reads MediaRemote now-playing: an AirPlay 2 session to a receiver
     /// with bit 50.
     public var readsMediaRemoteNowPlaying: Bool { airPlay2 && features.contains(.nowPlayingInfo) }

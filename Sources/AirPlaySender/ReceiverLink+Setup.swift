@@ -5,7 +5,7 @@ import AirPlayWire
 
 /// The network half of `SenderSetupMachine`: each action carried out on this link's connection,
 /// sockets and event channel, each outcome handed back, until the machine finishes or fails.
-extension RAOPLink {
+extension ReceiverLink {
     /// OPTIONS (checking the Apple-Response), ANNOUNCE (ALAC if the receiver lists it, else PCM;
     /// encrypted when it lists RSA), SETUP, RECORD from `sequence`/`rtpTime`, and the volume; or
     /// the AirPlay 2 realtime setup when the link is AirPlay 2.

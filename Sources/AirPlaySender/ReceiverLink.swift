@@ -51,7 +51,7 @@ public struct RAOPReceiverTraits: Hashable, Sendable {
 /// `@unchecked Sendable`: the mutable state is set by `setUp` before streaming starts and then
 /// only read, except `packets` (its sealing counter), which only the streamer's thread touches;
 /// the backlog and the counters the UDP handler shares are locked boxes.
-public final class RAOPLink: @unchecked Sendable {
+public final class ReceiverLink: @unchecked Sendable {
     /// The codec of the stream to this receiver.
     public enum Codec: String, Sendable {
         /// Apple Lossless, compressed by `ALACEncoder`.
@@ -122,7 +122,7 @@ public final class RAOPLink: @unchecked Sendable {
     public let roundTrips = NIOLockedValueBox<[Double]>([])
     /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
     private var feedbackWorks = true
-    /// What MediaRemote now-playing has told the receiver (`RAOPLink+NowPlaying`).
+    /// What MediaRemote now-playing has told the receiver (`ReceiverLink+NowPlaying`).
     let mediaRemote = NIOLockedValueBox(MediaRemoteNowPlayingMessages())
 
     /// A link over an open control connection; `airPlay2` sets the session up the AirPlay 2 way

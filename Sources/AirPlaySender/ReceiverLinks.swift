@@ -33,7 +33,7 @@ public enum ReceiverLinks {
     /// advertises it and the connection was paired (transiently or with stored credentials).
     public static func speaksAirPlay2(_ protocolVersion: Int?, address: ReceiverAddress, connection: ReceiverConnection,
                                       info: ReceiverInfo? = nil) -> Bool {
-        protocolVersion.map { $0 == 2 } ?? (RAOPLink.speaksAirPlay2(features(of: address, info: info)) && connection.pairingSecret != nil)
+        protocolVersion.map { $0 == 2 } ?? (ReceiverLink.speaksAirPlay2(features(of: address, info: info)) && connection.pairingSecret != nil)
     }
 
     /// What the receiver's `_raop._tcp` record says it takes (or what every AirPlay 1 speaker
@@ -56,7 +56,7 @@ public enum ReceiverLinks {
     /// rooms take PTP and the AirPlay 1 ones NTP. So is every receiver of a buffered stream: its
     /// answer says which formats it decodes (`BufferedFormatChoice`). `--protocol 1` skips it.
     public static func open(_ address: ReceiverAddress, protocolVersion: Int?, mode: Mode, identity: RAOPClientIdentity,
-                            password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> RAOPLink {
+                            password: String?, crypto: RAOPSenderCrypto?) async throws(SenderError) -> ReceiverLink {
         var connection = try await ReceiverConnection.connect(host: address.host, port: address.port)
         var info: ReceiverInfo?
         if address.raopTXT == nil || mode != .realtime, protocolVersion != 1 {
@@ -80,7 +80,7 @@ public enum ReceiverLinks {
         // `auto` plays buffered only over a paired (encrypted) connection, as buffered audio needs.
         let buffered = mode == .buffered || (wantsBuffered && connection.pairingSecret != nil)
         let airPlay2 = buffered || speaksAirPlay2(protocolVersion, address: address, connection: connection, info: info)
-        let link = RAOPLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
+        let link = ReceiverLink(name: address.name, connection: connection, traits: traits(of: address), identity: identity,
                             password: password, crypto: crypto, airPlay2: airPlay2, buffered: buffered, features: features, info: info)
         link.followsReceiverClock = airPlay2 && ReceiverClockRule.role(airPlayTXT: address.airPlayTXT) == .receiver
         return link

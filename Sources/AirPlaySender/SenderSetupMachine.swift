@@ -35,7 +35,7 @@ package struct SenderRequest: Hashable, Sendable {
 
 /// How a sender sets one receiver's stream up, as a pure machine: it never touches a socket or a
 /// clock. It says what to do next (a request to send, a port to open, a channel to connect) and
-/// reads each outcome; `RAOPLink` carries the actions out over the network, and the in-memory
+/// reads each outcome; `ReceiverLink` carries the actions out over the network, and the in-memory
 /// tier (`AirPlayInMemory`) carries them out against the receiver's own machine.
 ///
 /// Three routes, as `Protocol/raop.md` and `Protocol/airplay2.md` tell them:
@@ -51,12 +51,12 @@ package struct SenderSetupMachine: Sendable {
     /// An ANNOUNCE body for one codec: in clear, and with the stream key wrapped for the
     /// receiver (nil when we cannot encrypt).
     package struct Announcement: Hashable, Sendable {
-        package var codec: RAOPLink.Codec
+        package var codec: ReceiverLink.Codec
         package var clear: String
         package var encrypted: String?
 
         /// An announcement.
-        package init(codec: RAOPLink.Codec, clear: String, encrypted: String?) {
+        package init(codec: ReceiverLink.Codec, clear: String, encrypted: String?) {
             self.codec = codec
             self.clear = clear
             self.encrypted = encrypted
@@ -88,7 +88,7 @@ package struct SenderSetupMachine: Sendable {
     /// What the receiver agreed to.
     package struct Outcome: Hashable, Sendable {
         /// The codec of the stream.
-        package var codec: RAOPLink.Codec = .pcm
+        package var codec: ReceiverLink.Codec = .pcm
         /// RAOP: the stream is AES-encrypted with the key the announcement wrapped.
         package var encrypted = false
         /// RAOP: whether the `Apple-Response` verified (nil: none came).

@@ -19,7 +19,7 @@ protocol StreamPlayback: AnyObject {
     /// Moves through the playlist; false when that went past its last file.
     func skip(by offset: Int, paused: Bool, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) -> Bool
     /// Sets a receiver up and lets it join the running stream in step.
-    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError)
+    func join(_ link: ReceiverLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError)
     /// Stops every player.
     func stop()
 }
@@ -30,12 +30,12 @@ extension StreamPlayback {
 
     /// Only buffered streams and mixed groups take receivers joining (`StreamControl` turns the
     /// others away before asking).
-    func join(_ link: RAOPLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
+    func join(_ link: ReceiverLink, decibels: Double, report: @Sendable (RAOPStreamSession.Report) -> Void) async throws(SenderError) {
         throw SenderError(.badInput, "this stream takes no receivers joining")
     }
 }
 
-extension Array where Element == RAOPLink {
+extension Array where Element == ReceiverLink {
     /// Keeps every link's session alive, in order; the first failure ends it.
     func keepAlive(decibels: Double) async throws(SenderError) {
         for link in self { try await link.keepAlive(volumeDecibels: decibels) }
@@ -53,7 +53,7 @@ extension RAOPStreamSession {
         /// True when it was stopped before the end.
         var quit = false
         /// Receivers that joined on the way (to tear down and sum up with the others).
-        var joined: [RAOPLink] = []
+        var joined: [ReceiverLink] = []
     }
 
     /// Plays until the source ends or a quit: each event through `control`, each of its steps

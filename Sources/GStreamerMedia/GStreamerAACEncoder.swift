@@ -72,3 +72,11 @@ public final class GStreamerAACEncoder: @unchecked Sendable {
         return unit
     }
 }
+
+extension GStreamerAACEncoder: AudioEncoder {
+    /// Frames in one access unit (1024).
+    public var framesPerPacket: Int { Self.framesPerPacket }
+
+    /// Makes AAC-LC encoders at 256 kb/s: what `airplay` hands the sender for `--codec aac`.
+    public static let factory: AudioEncoderFactory = { format throws(MediaError) in try GStreamerAACEncoder(format: format) }
+}

@@ -55,7 +55,7 @@ struct StreamCommand: AsyncParsableCommand {
     var rate: Int?
 
     @Option(name: .long, help: "AirPlay 2's clock: auto (default: realtime streams on PTP where the receiver's record advertises it, bit 41, and this command can serve a PTP clock on UDP 319/320, else NTP; our PTP clock served, except to a standalone HomePod on OS 27, whose own clock is followed), ntp (realtime only), ptp (our clock served to every receiver), or follow (the first AirPlay 2 receiver's own PTP clock followed, as a standalone HomePod needs).")
-    var timing: StreamTiming = .auto
+    var timing: StreamClockPlan.Timing = .auto
 
     @Flag(name: .long, help: "Print JSON lines (events, then a summary) instead of text.")
     var json = false
@@ -64,7 +64,6 @@ struct StreamCommand: AsyncParsableCommand {
     var noDACP = false
 
     enum StreamMode: String, ExpressibleByArgument { case realtime, buffered, auto }
-    enum StreamTiming: String, ExpressibleByArgument { case auto, ntp, ptp, follow }
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name an audio file, or - for standard input") }
@@ -138,7 +137,7 @@ struct StreamCommand: AsyncParsableCommand {
         }
         let crypto = try? RAOPSenderCrypto()
         let identity = RAOPClientIdentity()
-        var links: [RAOPLink] = []
+        var links: [ReceiverLink] = []
         let linkMode: ReceiverLinks.Mode = switch mode {
         case .realtime: .realtime
         case .buffered: .buffered
@@ -159,8 +158,8 @@ struct StreamCommand: AsyncParsableCommand {
                 throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
             }
         }
-        let realtimeClock = try realtimePTPClock(for: links.filter { !$0.buffered }, display: display, sharing: grandmaster)
-        chooseClockRoles(links, display: display)
+        let realtimeClock = try carryOut(StreamClockPlan(receivers: links.map(StreamClockPlan.Receiver.init), timing: timing),
+                                         on: links, sharing: grandmaster, display: display)
         let fileFormat = source.format
         let source = try convert(source, for: links)
         defer { if realtimeClock !== grandmaster { realtimeClock?.stop() } }
@@ -173,7 +172,7 @@ struct StreamCommand: AsyncParsableCommand {
         item.genre = tags.genre
         item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
         let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume,
-                                        grandmaster: grandmaster, bufferedCodec: codec)
+                                        grandmaster: grandmaster, bufferedCodec: codec, aacEncoder: GStreamerAACEncoder.factory)
 
         // Bounded: a receiver flooding remote commands cannot grow the queue without end.
         let (events, continuation) = AsyncStream.makeStream(of: RAOPStreamSession.Event.self, bufferingPolicy: .bufferingNewest(1024))
@@ -191,9 +190,7 @@ struct StreamCommand: AsyncParsableCommand {
                 let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
                 let link = try await ReceiverLinks.open(address, protocolVersion: linkMode == .buffered ? 2 : protocolVersion, mode: linkMode,
                                                         identity: identity, password: password, crypto: crypto)
-                if !link.buffered, link.airPlay2, timing != .ntp, timing == .ptp || (link.features.contains(.ptpClock) && !link.isOnThisHost) {
-                    link.ptpClock = groupClock
-                }
+                if StreamClockPlan.joinerOnPTP(StreamClockPlan.Receiver(link), timing: timing) { link.ptpClock = groupClock }
                 Self.obeyRemoteCommands(link, continuation)
                 let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
                     continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))
@@ -248,243 +245,11 @@ struct StreamCommand: AsyncParsableCommand {
             }
             return nil
         }
-        let milliseconds = { (seconds: Double) in (seconds * 100_000).rounded() / 100 }
-        var result: [String: Any] = [
-            "seconds": (summary.seconds * 10).rounded() / 10, "quit": summary.quit,
-            "resent": summary.receivers.reduce(0) { $0 + $1.resent },
-            "receivers": summary.receivers.map { receiver -> [String: Any] in
-                ["receiver": receiver.name, "codec": receiver.codec, "encrypted": receiver.encrypted, "protocol": receiver.airPlay2 ? 2 : 1,
-                 "resent": receiver.resent, "ptpClock": receiver.ptpClock ?? NSNull(),
-                 "roundTripMs": receiver.bestRoundTrip.map(milliseconds) ?? NSNull()]
-            },
-        ]
-        if buffered {
-            // What went out, and whether it was converted from the file's format to get there.
-            result["format"] = ["codec": codec == .aac ? "AAC-LC" : "ALAC", "sampleRate": source.format.sampleRate,
-                                "bitsPerSample": source.format.bitsPerSample, "converted": source.format != fileFormat] as [String: Any]
-        }
-        if links.count > 1 { result["skewBoundMs"] = summary.skewBound.map(milliseconds) ?? NSNull() }
-        if let timeline = summary.timeline {
-            // The one timeline: the first frame's moment on the PTP clock and, in a mixed
-            // group, on our NTP clock (the clock relation every room's anchor or sync rests on).
-            result["timeline"] = ["ptpClock": String(format: "0x%016llX", timeline.clockIdentity), "ptpClockOwner": timeline.owner,
-                                  "firstFrameHeardAtPTPNs": timeline.ptpNanoseconds,
-                                  "firstFrameHeardAtNTP": timeline.ntp.map { String(format: "0x%016llX", $0) } ?? NSNull()] as [String: Any]
-        }
-        return result
-    }
-}
-
-extension StreamCommand {
-    /// A buffered stream's source in the format chosen for its receivers (`BufferedFormatChoice`):
-    /// as it is, or converted by GStreamer.
-    func convert(_ source: any PCMSource, for links: [RAOPLink]) throws(SenderError) -> any PCMSource {
-        // Realtime streams are CD audio; a mixed group's buffered receivers take the same samples.
-        let chosen = links.allSatisfy(\.buffered)
-            ? BufferedFormatChoice.format(for: source.format, codec: codec, offers: links.map { $0.info?.bufferedFormats }, rate: rate)
-            : PCMFormat.cd
-        guard chosen != source.format else { return source }
-        do {
-            return try ResampledPCMSource(source, to: chosen)
-        } catch {
-            throw SenderError(.badInput, "cannot convert \(source.format) to \(chosen): \(error.message)")
-        }
-    }
-
-    /// Realtime AirPlay 2 on PTP: a grandmaster for the links that take it (`--timing ptp`, or
-    /// by default where the receiver advertises a PTP clock in its record or `/info`), set on each. Without the
-    /// right to serve one (UDP 319/320 taken, or no privilege), `auto` falls back to NTP with a
-    /// warning and `ptp` is an error.
-    func realtimePTPClock(for receivers: [RAOPLink], display: StreamDisplay, sharing shared: PTPGrandmaster? = nil)
-        throws(SenderError) -> PTPGrandmaster? {
-        guard timing != .ntp else { return nil }
-        // `auto` leaves a receiver on this very host on NTP: its PTP follower holds UDP 319/320
-        // here, and a clock served beside it would be heard by it as another master.
-        let wanted = receivers.filter { link in
-            link.airPlay2 && ([.ptp, .follow].contains(timing) || (link.features.contains(.ptpClock) && !link.isOnThisHost))
-        }
-        guard !wanted.isEmpty else { return nil }
-        if let shared {
-            for link in wanted { link.ptpClock = shared }
-            return shared
-        }
-        let clock: PTPGrandmaster
-        do {
-            clock = try PTPGrandmaster(clockIdentity: PTPGrandmaster.randomClockIdentity(), logger: Logger(label: "airplay"))
-        } catch {
-            guard timing == .auto else { throw SenderError(.badInput, "PTP timing serves a PTP clock: \(error)") }
-            display.warn("NTP timing: this command cannot serve a PTP clock (\(error))")
-            return nil
-        }
-        for link in wanted { link.ptpClock = clock }
-        return clock
-    }
-
-    /// Whose clock each link on PTP is timed by (`ReceiverClockRule`): `--timing ptp` serves
-    /// ours to all, `--timing follow` follows the first AirPlay 2 receiver's own clock, `auto`
-    /// follows a receiver whose record says it insists on its own. One clock is followed at
-    /// most: it is the timeline the others are served.
-    func chooseClockRoles(_ links: [RAOPLink], display: StreamDisplay) {
-        let onPTP = links.filter { $0.buffered || $0.ptpClock != nil }
-        for link in links where !onPTP.contains(where: { $0 === link }) { link.followsReceiverClock = false }
-        switch timing {
-        case .ptp, .ntp: for link in onPTP { link.followsReceiverClock = false }
-        case .follow: for (index, link) in onPTP.enumerated() { link.followsReceiverClock = index == 0 }
-        case .auto:
-            let insisting = onPTP.filter(\.followsReceiverClock)
-            for link in insisting.dropFirst() {
-                link.followsReceiverClock = false
-                display.warn("\(link.name) keeps its own PTP clock too, but only \(insisting[0].name)'s can be followed: it may stay silent")
-            }
-        }
-    }
-
-    /// Hands the commands `link`'s receiver sends on its AirPlay 2 event channel to the session.
-    static func obeyRemoteCommands(_ link: RAOPLink, _ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
-        link.remoteCommands.deliver { command in
-            if let event = event(for: command.dacpEquivalent) { continuation.yield(event) }
-        }
-    }
-
-    /// The session event a receiver's remote command asks for (DACP, or the AirPlay 2 event
-    /// channel's by its DACP equivalent).
-    static func event(for command: DACPCommand) -> RAOPStreamSession.Event? {
-        switch command {
-        case .play: .setPaused(false)
-        case .pause: .setPaused(true)
-        case .playPause: .togglePause
-        case .stop: .quit
-        case .nextItem: .skip(1)
-        case .previousItem: .skip(-1)
-        case .volumeUp: .volume(5)
-        case .volumeDown: .volume(-5)
-        case .setDeviceVolume(let decibels): .setVolume(100 * AirPlayVolume.linear(decibels: decibels))
-        case .getProperty: nil
-        }
-    }
-}
-
-/// Keys on a terminal, read without echo or line buffering: space, +, -, n, p, q.
-final class KeyReader: @unchecked Sendable {
-    private var saved = termios()
-
-    init(_ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
-        tcgetattr(0, &saved)
-        var raw = saved
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-        tcsetattr(0, TCSANOW, &raw)
-        let thread = Thread {
-            var byte: UInt8 = 0
-            while read(0, &byte, 1) == 1 {
-                switch byte {
-                case UInt8(ascii: " "): continuation.yield(.togglePause)
-                case UInt8(ascii: "+"), UInt8(ascii: "="): continuation.yield(.volume(5))
-                case UInt8(ascii: "-"): continuation.yield(.volume(-5))
-                case UInt8(ascii: "q"), UInt8(ascii: "Q"): continuation.yield(.quit)
-                case UInt8(ascii: "n"): continuation.yield(.skip(1))
-                case UInt8(ascii: "p"): continuation.yield(.skip(-1))
-                default: continue
-                }
-            }
-        }
-        thread.start()
-    }
-
-    /// Gives the terminal back as it was.
-    func restore() { tcsetattr(0, TCSANOW, &saved) }
-}
-
-/// Ctrl-C and SIGTERM end the stream with a clean TEARDOWN instead of killing the process.
-final class InterruptWatch: @unchecked Sendable {
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ continuation: AsyncStream<RAOPStreamSession.Event>.Continuation) {
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(.quit) }
-            source.resume()
-            return source
-        }
-    }
-
-    func cancel() { for source in sources { source.cancel() } }
-}
-
-/// What the user sees: a live line on a terminal, plain lines otherwise, or JSON lines.
-final class StreamDisplay: @unchecked Sendable {
-    private let json: Bool
-    private let live = isatty(1) == 1
-    private var title = ""
-    private var receivers = ""
-    private var duration: Double?
-
-    init(json: Bool) { self.json = json }
-
-    func started(title: String, artist: String?, receivers: [String], duration: Double?) {
-        self.title = artist.map { "\($0) – \(title)" } ?? title
-        self.receivers = receivers.joined(separator: ", ")
-        self.duration = duration
-        if json {
-            emit(["event": "started", "title": title, "artist": artist ?? NSNull(), "receivers": receivers,
-                  "duration": duration ?? NSNull()])
-        } else {
-            print("streaming \(self.title) to \(self.receivers)")
-        }
-        fflush(nil)
-    }
-
-    func progress(elapsed: Double, paused: Bool, volume: Double) {
-        let shown = max(0, elapsed)
-        if json {
-            // Once a second for the whole stream: our own JSON writer, not Foundation's.
-            let line: JSONValue = ["event": "progress", "elapsed": .number((shown * 10).rounded() / 10), "state": .string(paused ? "paused" : "playing")]
-            print(String(decoding: line.bytes, as: UTF8.self))
-        } else if live {
-            let total = duration.map { " / \(Self.clock($0))" } ?? ""
-            print("\r\u{1B}[K\(paused ? "⏸" : "▶") \(title)  \(Self.clock(shown))\(total)  → \(receivers)  vol \(Int(volume))",
-                  terminator: "")
-        }
-        fflush(nil)
-    }
-
-    func state(_ text: String) {
-        if json { emit(["event": "state", "state": text]) } else if !live { print(text) }
-        fflush(nil)
-    }
-
-    func warn(_ text: String) {
-        FileHandle.standardError.write(Data("airplay: warning: \(text)\n".utf8))
-    }
-
-    func finish(_ summary: [String: Any]) {
-        if live && !json { print("") }
-        var object = summary
-        object["ok"] = true
-        if json {
-            emit(object)
-        } else {
-            let seconds = summary["seconds"] as? Double ?? 0
-            var line = String(format: "streamed %.1f s (%d packets resent)", seconds, summary["resent"] as? Int ?? 0)
-            if let skew = summary["skewBoundMs"] as? Double { line += String(format: "; receivers within %.2f ms of each other", skew) }
-            print(line)
-        }
-        fflush(nil)
-    }
-
-    func fail(_ message: String, kind: String) {
-        if live && !json { print("") }
-        if json { emit(["ok": false, "error": message, "kind": kind]) }
-        FileHandle.standardError.write(Data("airplay: \(message)\n".utf8))
-        fflush(nil)
-    }
-
-    private func emit(_ object: [String: Any]) { print(jsonLine(object)) }
-
-    static func clock(_ seconds: Double) -> String {
-        let whole = Int(seconds)
-        return String(format: "%d:%02d", whole / 60, whole % 60)
+        let sent: PCMFormat? = buffered ? source.format : nil
+        return Self.summaryJSON(summary, codec: codec, sent: sent, converted: sent.map { $0 != fileFormat } ?? false, group: links.count > 1)
     }
 }
 
 extension BufferedCodec: ExpressibleByArgument {}
+
+extension StreamClockPlan.Timing: ExpressibleByArgument {}

@@ -22,7 +22,7 @@ import Testing
 
     @Test func anAirPlay2RoomOnPTPSaysSoAndNamesItsBufferedFormats() throws {
         let info = try #require(ReceiverInfo(Self.answer(airPlay2: true, ptp: true)))
-        #expect(RAOPLink.speaksAirPlay2(info.features) && info.features.contains(.ptpClock))
+        #expect(ReceiverLink.speaksAirPlay2(info.features) && info.features.contains(.ptpClock))
         #expect(!info.features.isDisjoint(with: [.systemPairing, .coreUtilsPairing]), "transient pairing offered")
         // ALAC 44.1 kHz/16-bit (bit 18) and 48 kHz/24-bit (bit 21) among the buffered formats.
         let buffered = try #require(info.bufferedFormats)
@@ -42,7 +42,7 @@ import Testing
 
     @Test func anAirPlay1RoomSaysNeitherAirPlay2NorPTP() throws {
         let info = try #require(ReceiverInfo(Self.answer(airPlay2: false, ptp: false)))
-        #expect(!RAOPLink.speaksAirPlay2(info.features) && !info.features.contains(.ptpClock))
+        #expect(!ReceiverLink.speaksAirPlay2(info.features) && !info.features.contains(.ptpClock))
         #expect(info.bufferedFormats == nil)
     }
 

@@ -9,9 +9,9 @@ import Testing
 /// which order, what each side ends up agreeing, and how each known receiver's quirk shows.
 @Suite struct SetupInMemoryTests {
     /// An AirPlay 1 setup offering ALAC then PCM, in clear.
-    static func raop(codecs: [RAOPLink.Codec] = [.alac, .pcm], traits: RAOPReceiverTraits = RAOPReceiverTraits()) -> SenderSetupMachine {
+    static func raop(codecs: [ReceiverLink.Codec] = [.alac, .pcm], traits: RAOPReceiverTraits = RAOPReceiverTraits()) -> SenderSetupMachine {
         let announcements = codecs.map {
-            SenderSetupMachine.Announcement(codec: $0, clear: RAOPLink.sdp($0, origin: "127.0.0.2", connection: "127.0.0.1", key: nil), encrypted: nil)
+            SenderSetupMachine.Announcement(codec: $0, clear: ReceiverLink.sdp($0, origin: "127.0.0.2", connection: "127.0.0.1", key: nil), encrypted: nil)
         }
         return SenderSetupMachine(route: .raop(traits: traits, challenge: nil, announcements: announcements), receiverName: "box",
                                   sequence: 100, rtpTime: 4000, volumeDecibels: -10)

@@ -10,9 +10,9 @@ import Testing
 /// phase 1 (the session and its event port), phase 2 (the stream and its ports), TEARDOWN of
 /// the stream or of the session, and the same takeover as RAOP. `Protocol/airplay2.md` §3–§6.
 @Suite struct AirPlay2SessionTests {
-    typealias Machine = RAOPSessionStateMachine
+    typealias Machine = AudioSessionStateMachine
     /// The RAOP suite's stand-ins: two connections, a machine, the reply among actions.
-    typealias RAOP = RAOPSessionStateMachineTests
+    typealias RAOP = AudioSessionStateMachineTests
 
     let first = RAOP.Connection(), second = RAOP.Connection()
     var a: ObjectIdentifier { ObjectIdentifier(first) }

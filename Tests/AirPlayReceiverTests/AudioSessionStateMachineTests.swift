@@ -6,8 +6,8 @@ import Testing
 /// The RAOP session protocol of `Protocol/raop.md`, driven through the receiver's state machine
 /// with no socket and a clock in the test's hand: what each RTSP method does, every refusal,
 /// takeover, time-outs, resend requests and pausing.
-@Suite struct RAOPSessionStateMachineTests {
-    typealias Machine = RAOPSessionStateMachine
+@Suite struct AudioSessionStateMachineTests {
+    typealias Machine = AudioSessionStateMachine
 
     /// Stand-ins for two control connections.
     final class Connection {}
@@ -211,7 +211,7 @@ import Testing
         var asked = 2
         for now in stride(from: 10.18, through: 11.3, by: 0.09) {
             let actions = machine.tick(now: now)
-            if asked < RAOPSessionStateMachine.maximumAttempts {
+            if asked < AudioSessionStateMachine.maximumAttempts {
                 #expect(actions == [.requestResend(session: number, first: 65533, count: 2)], "at \(now)")
                 asked += 1
             } else {

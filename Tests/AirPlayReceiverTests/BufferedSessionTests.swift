@@ -7,8 +7,8 @@ import Testing
 /// Buffered AirPlay 2 streams (type 103) through the session machine and their control plists:
 /// a PTP session, a buffered stream, rate anchors, flushes and timing peers.
 @Suite struct BufferedSessionTests {
-    typealias Machine = RAOPSessionStateMachine
-    typealias RAOP = RAOPSessionStateMachineTests
+    typealias Machine = AudioSessionStateMachine
+    typealias RAOP = AudioSessionStateMachineTests
 
     let connection = RAOP.Connection()
     var id: ObjectIdentifier { ObjectIdentifier(connection) }

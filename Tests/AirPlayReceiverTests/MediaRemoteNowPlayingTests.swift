@@ -158,14 +158,14 @@ import Testing
         var machine = AirPlay2SessionTests.machine()
         _ = try sessions.setUp(&machine, on: sessions.a)
         let bodies = try Dictionary(uniqueKeysWithValues: Self.vectors().map { ($0.what, try #require(VectorDocument.bytes(hex: $0.body))) })
-        func post(_ body: [UInt8], on connection: ObjectIdentifier) -> [RAOPSessionStateMachine.Action] {
+        func post(_ body: [UInt8], on connection: ObjectIdentifier) -> [AudioSessionStateMachine.Action] {
             var buffer = ByteBuffer()
             buffer.writeBytes(body)
             let request = AirPlayRequest(method: "POST", target: "/command", version: .rtsp10,
                                          headers: ["Content-Type": "application/x-apple-binary-plist"], body: buffer)
             return machine.receive(request, on: connection, now: 1, wallClock: Date(timeIntervalSinceReferenceDate: 818_337_600 + 5))
         }
-        func events(_ actions: [RAOPSessionStateMachine.Action]) -> [NowPlayingEvent] {
+        func events(_ actions: [AudioSessionStateMachine.Action]) -> [NowPlayingEvent] {
             actions.compactMap { if case .nowPlaying(let event) = $0 { event } else { nil } }
         }
         let empty = try #require(bodies["the first message of an iPhone's session: a replace with nothing in it"])

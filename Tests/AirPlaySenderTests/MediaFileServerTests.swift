@@ -1,4 +1,5 @@
 @testable import AirPlaySender
+import AirPlayHTTP
 import Foundation
 import Testing
 

@@ -9,7 +9,7 @@ import Testing
 /// control connection encrypted, SETUP with binary plists (session, then streams), an event
 /// channel, realtime audio sealed with ChaCha20-Poly1305 and timed by NTP. The same daemon
 /// still plays AirPlay 1 senders.
-@Suite(.serialized) struct AirPlay2InteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct AirPlay2InteropTests {
     static let sweep: SweepMedia? = try? SweepMedia()
 
     /// A daemon serving AirPlay 2 (and AirPlay 1), writing raw PCM to `raw`.

@@ -8,7 +8,7 @@ import Testing
 /// a namespace of its own, linked to the prober's: every step must end the same way (result,
 /// status, the keys of each reply, the fp-setup bytes), except the differences named here,
 /// which `Protocol/airplay2.md` §15 explains.
-@Suite(.serialized) struct AppleProfileTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct AppleProfileTests {
     /// Where shairport-sync 5 and nqptp are installed (`AIRPLAY_PEERS` moves the cache).
     static var reference: String {
         (ProcessInfo.processInfo.environment["AIRPLAY_PEERS"] ?? "/var/cache/airplay-peers") + "/shairport-sync-5.2.1-nqptp-1.2.5"

@@ -5,7 +5,7 @@ import Testing
 /// AAC (from iPhones and Apple's Music app, buffered or realtime) is decoded by GStreamer in a
 /// process of its own per stream (`airplayd --audio-decoder`): a crash there, on a hostile
 /// packet or a bug in `avdec_aac`, costs that stream a moment of audio, never the daemon.
-@Suite struct AudioDecoderProcessTests {
+@Suite(.timeLimit(.minutes(10))) struct AudioDecoderProcessTests {
     /// Twenty seconds of AAC (realtime RAOP) to one room; three seconds in, its decoder process is killed as a
     /// segfault would kill it. The daemon says so, starts another for the next packets and
     /// plays the stream to its end: the tone fills nearly all of the output (measured: one packet lost, a new

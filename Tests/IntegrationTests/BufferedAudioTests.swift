@@ -32,7 +32,7 @@ final class HiResSweep: @unchecked Sendable {
 /// session, sends the audio ahead over TCP and anchors it with SETRATEANCHORTIME. Here the
 /// sender and three airplayd each have a network namespace, the sender's joined to each
 /// receiver's by a veth link, so PTP, RTSP and the data connections cross real links.
-@Suite(.serialized) struct BufferedAudioTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct BufferedAudioTests {
     /// The sender's namespace and three receivers' (10.94.N.2, reached from 10.94.N.1).
     final class Group {
         let sender: TestHost

@@ -6,7 +6,7 @@ import Testing
 /// 3.3.8 passes the RAOP section (what else it does not do is printed); and a receiver that
 /// gets the protocol wrong on purpose fails exactly the checks it breaks, so a failing check
 /// really fails.
-@Suite(.serialized) struct ConformanceTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ConformanceTests {
     struct Report {
         let document: [String: Any]
         let checks: [String: (result: String, detail: String)]

@@ -5,7 +5,7 @@ import Testing
 /// The control port under load (`peers/control_load.py`): a thousand clients at once, and a
 /// flood of pipelined RTSP requests. Every client gets an answer (a served one, or 503 past the
 /// limit), replies keep their order, others are served throughout, and memory stays bounded.
-@Suite(.serialized) struct ControlLoadTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ControlLoadTests {
     static func daemon(config: String) throws -> LocalDaemon {
         let file = Products.scratchDirectory("load") + "/airplayd.toml"
         try config.write(toFile: file, atomically: true, encoding: .utf8)

@@ -6,7 +6,7 @@ import Testing
 
 /// The control port over real TCP: bad requests get the right 4xx with a reason and the
 /// connection keeps serving the well-formed requests that follow.
-@Suite struct ControlPortTests {
+@Suite(.timeLimit(.minutes(10))) struct ControlPortTests {
     static let host: TestHost? = {
         guard let host = try? TestHost(label: "control") else { return nil }
         // No avahi: the daemon serves regardless.

@@ -6,7 +6,7 @@ import Testing
 /// opens to Apple TVs: a remote-control-only session, RECORD, then the data stream, whose
 /// MediaRemote messages each get their reply. What plays meanwhile plays on, untouched.
 /// `Protocol/airplay2.md` §18.
-@Suite(.serialized) struct DataStreamInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DataStreamInteropTests {
     @Test func pyatvsTunnelIsAnsweredWhileAStreamPlaysOn() throws {
         let sweep = try #require(RAOPInteropTests.sweep)
         let directory = Products.scratchDirectory("datastream")

@@ -4,7 +4,7 @@ import Testing
 
 /// airplayd announced through a real avahi-daemon (loopback of a private network namespace),
 /// checked with avahi's own tools, our `airplay list`, and pyatv.
-@Suite(.serialized) struct DiscoveryTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DiscoveryTests {
     @Test func bothServicesResolveWithTruthfulTXT() throws {
         let host = try TestHost(label: "publish")
         defer { host.close() }
@@ -187,7 +187,7 @@ import Testing
 }
 
 /// The daemon keeps its records published through the accidents of real networks.
-@Suite(.serialized) struct ResilienceTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ResilienceTests {
     @Test func nameCollisionTakesAvahisAlternativeName() throws {
         let host = try TestHost(label: "collide")
         defer { host.close() }

@@ -9,7 +9,7 @@ import Testing
 /// ports another program holds, a sender whose syncs contradict its clock, packets that fail
 /// authentication, and a box elsewhere read over pair-verify. Each is named by its code, with
 /// the exit status scripts read.
-@Suite struct DoctorTests {
+@Suite(.timeLimit(.minutes(10))) struct DoctorTests {
     struct Diagnosis {
         let status: Int32
         let codes: [String]

@@ -4,7 +4,7 @@ import Testing
 
 /// airplayd in front of HLS: it chooses the variants its display and decoders take, tells which
 /// one plays, and fetches AES-128 keys itself with the cookies the sender hands over.
-@Suite(.serialized) struct HLSReceiverTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct HLSReceiverTests {
     /// One state folder for the suite, so `rate`, `stop` and `status` address the session `play` started.
     static let state = Products.scratchDirectory("xdg")
     /// Media of its own: the suite reads the server's request log, which a suite running beside

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The sender's HLS tools against ffmpeg-made multi-variant HLS served over loopback.
-@Suite(.serialized) struct HLSSenderTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct HLSSenderTests {
     static let media: TestMedia? = try? TestMedia(seconds: 6, variants: true)
 
     private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {

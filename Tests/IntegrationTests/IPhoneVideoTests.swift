@@ -8,7 +8,7 @@ import Testing
 /// another host; Safari hands over a plain `http://` master. The phone is a stand-in written
 /// from the documented facts (`peers/iphone_video_sender.py`), proven first against UxPlay,
 /// the receiver real iPhones' video is known to work with.
-@Suite(.serialized) struct IPhoneVideoTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct IPhoneVideoTests {
     /// The phone (and YouTube's origin) at 10.79.0.1, the box at 10.79.0.2.
     struct Lab {
         let hosts: LinkedHosts

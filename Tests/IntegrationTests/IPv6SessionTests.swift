@@ -7,7 +7,7 @@ import Testing
 /// AirPlay 2 stream over each end the same as over IPv4. Every socket of a session is bound on the
 /// connection's own address, a link-local one's interface included (by its text alone the bind
 /// fails with EINVAL), and `timingPeerInfo` names the interface's other addresses too.
-@Suite(.serialized) struct IPv6SessionTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct IPv6SessionTests {
     /// The sender's host and the box's, linked; the box's link-local address and its interface
     /// as the sender names it (`fe80::…%ifname`), and its ULA.
     struct Link {

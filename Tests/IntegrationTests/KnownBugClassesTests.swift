@@ -9,7 +9,7 @@ import Testing
 /// answer, the session (if any) going on, the daemon serving the next sender. The two that need
 /// an encrypted AirPlay 2 connection (timing peers' `Addresses` that are not strings, a short
 /// `shk`) are in `AirPlay2Tests`; each class is also a seed under `Fuzz/Regressions`.
-@Suite struct KnownBugClassesTests {
+@Suite(.timeLimit(.minutes(10))) struct KnownBugClassesTests {
     private func rtsp(_ connection: RawHTTPConnection, _ method: String, _ cseq: Int, headers: [String: String] = [:],
                       body: [UInt8] = []) throws -> RawHTTPConnection.Message {
         var all = headers

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// airplayd's life as a systemd service: configuration errors, readiness, watchdog, stop.
-@Suite struct LifecycleTests {
+@Suite(.timeLimit(.minutes(10))) struct LifecycleTests {
     private func runDaemon(_ arguments: [String], timeout: Double = 20) throws -> CommandResult {
         try runCommand(try Products.executable("airplayd"), arguments,
                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], timeout: timeout)

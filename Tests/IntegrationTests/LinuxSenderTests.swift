@@ -6,7 +6,7 @@ import Testing
 /// PipeWire's `libpipewire-module-raop-sink`. Both send ALAC escape frames (uncompressed, with a
 /// frame count and no END element), audio from an ephemeral UDP port rather than their
 /// control or timing port, and RSA/AES or clear packets. All of it must play bit-exact.
-@Suite(.serialized) struct LinuxSenderTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct LinuxSenderTests {
     private func output(_ path: String) throws -> [Int16] {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }

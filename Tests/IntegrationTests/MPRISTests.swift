@@ -21,7 +21,7 @@ final class SessionBus {
 }
 
 /// MPRIS against playerctl (Debian), the client desktop widgets and scripts use.
-@Suite(.serialized) struct MPRISInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MPRISInteropTests {
     /// `playerctl -p airplayd ARGS` on `bus`; stdout trimmed, or the error.
     static func playerctl(_ bus: String, _ arguments: [String], in host: TestHost? = nil) throws -> CommandResult {
         let program = try #require(TestHost.which("playerctl"))

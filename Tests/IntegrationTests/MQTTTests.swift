@@ -55,7 +55,7 @@ func mqttLine(_ topic: String, _ text: String) -> String { "\(topic)|\(text.utf8
 func mqttHex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
 
 /// Now playing over MQTT, against mosquitto and its clients.
-@Suite(.serialized) struct MQTTInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MQTTInteropTests {
     @Test func mqttShowsWhatPlaysTakesCommandsAndSurvivesABrokerRestart() throws {
         try TestHost.require(["mosquitto", "mosquitto_sub", "mosquitto_pub", "ffmpeg"])
         let directory = Products.scratchDirectory("mqtt")

@@ -7,7 +7,7 @@ import Testing
 /// from the documented facts, on pyatv's AirPlay 2) sends the five-message sequence, a patch, a
 /// track change and a pause; every surface of the box follows: `/now-playing`, MPRIS through
 /// playerctl, MQTT, the page's `/state` and the metadata pipe.
-@Suite(.serialized) struct MediaRemoteNowPlayingInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MediaRemoteNowPlayingInteropTests {
     @Test func anIPhonesNowPlayingReachesEverySurface() throws {
         try TestHost.require(["playerctl", "dbus-daemon", "mosquitto", "mosquitto_sub", "ffmpeg", "python3"])
         let directory = Products.scratchDirectory("media-remote")

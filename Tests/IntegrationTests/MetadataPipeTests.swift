@@ -39,7 +39,7 @@ final class PipeReader {
 
 /// The metadata pipe against shairport-sync 3.3.8 (Debian, built with the pipe): one pyatv
 /// stream with text and a cover, played to each; one strict reader reads both pipes.
-@Suite(.serialized) struct MetadataPipeInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MetadataPipeInteropTests {
     @Test func pipeCarriesWhatShairportSyncsDoes() throws {
         try TestHost.require(["shairport-sync", "ffmpeg"])
         let host = try TestHost(label: "pipe")

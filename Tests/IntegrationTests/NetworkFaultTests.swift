@@ -5,7 +5,7 @@ import Testing
 /// The box on a bad network: pyatv (PyPI) streams RAOP into airplayd across a link that
 /// loses, reorders, duplicates and delays packets (a bridge of ours in a namespace between
 /// them, `peers/jitter_bridge.py`, since this kernel has no netem), or that goes away.
-@Suite(.serialized) struct NetworkFaultTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct NetworkFaultTests {
     /// A 16-second sweep: time for a fault, and for the recovery after it.
     static let sweep: SweepMedia? = try? SweepMedia(seconds: 16)
 

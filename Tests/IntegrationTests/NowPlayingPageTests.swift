@@ -18,7 +18,7 @@ struct PageView {
 
 /// The now-playing page in Chromium (Debian, headless), all inside a namespace of the test's
 /// own (the browser reaches nothing but loopback).
-@Suite(.serialized) struct NowPlayingPageInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct NowPlayingPageInteropTests {
     @Test func thePageFollowsAStreamAndItsButtonsControlAVideo() throws {
         try TestHost.require(["chromium", "ffmpeg"])
         let host = try TestHost(label: "page")

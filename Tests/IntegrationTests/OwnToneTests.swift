@@ -7,7 +7,7 @@ import Testing
 /// realtime on its own PTP clock, timed by 0xD7 anchors) or AirPlay 1 (flags-7 syncs). OwnTone
 /// has a namespace of its own (it binds PTP's ports), each room one joined to it by a veth link
 /// (OwnTone 10.95.K.1, room K 10.95.K.2), with avahi on both ends.
-@Suite(.serialized) struct OwnToneTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct OwnToneTests {
     /// OwnTone, its library of one 30 s track, and `count` airplayd rooms writing raw PCM to FIFOs.
     final class Setup {
         let sender: TestHost

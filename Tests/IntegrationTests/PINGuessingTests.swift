@@ -6,7 +6,7 @@ import Testing
 /// attacker with 200 addresses of one IPv6 /64 (as one host rotating its privacy addresses)
 /// gets the ten guesses one address gets, then the Backoff error with its delay; the box's owner
 /// on another address pairs at once meanwhile. The guesser is `peers/pin_guesser.py`.
-@Suite(.serialized) struct PINGuessingTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PINGuessingTests {
     @Test func twoHundredAddressesOfOneNetworkGetTenGuessesAndTheOwnerPairsAtOnce() throws {
         let host = try TestHost(label: "pin-guessing")
         defer { host.close() }

@@ -7,7 +7,7 @@ import Testing
 /// stamps, in a namespace of its own joined to the box by a veth link. All namespaces share the
 /// kernel's clock, and `ptp4l -S` serves that clock as it is, so the follower's error is exact:
 /// the followed master's time minus the box's system clock, which `GET /ptp` reports.
-@Suite(.serialized) struct PTPInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PTPInteropTests {
     /// ptp4l as grandmaster on `interface`: Syncs 8 a second as Apple senders send them, an
     /// Announce a second, mastership taken after 2 s of silence.
     /// With `ipv6Scope` (0x02 link-local, 0x0E global), over UDP on IPv6 (`ptp4l -6`), its

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The systemd unit and the installer.
-@Suite struct PackagingTests {
+@Suite(.timeLimit(.minutes(10))) struct PackagingTests {
     /// The single unit, PTP's ports bound by systemd, holds no capability: 1.5 at most. The
     /// zones' template binds them itself with one: 2 at most.
     @Test(arguments: [("airplayd.service", 1.5), ("airplayd@.service", 2.0)])
@@ -115,7 +115,7 @@ import Testing
 /// A sender on another host streams RAOP to it and serves a PTP clock it follows, and `airplay`
 /// run by an ordinary user reads it. As root none of this is tried: a socket option that
 /// needs CAP_NET_ADMIN once reset every connection of the daemon under its unit.
-@Suite struct UnprivilegedDaemonTests {
+@Suite(.timeLimit(.minutes(10))) struct UnprivilegedDaemonTests {
     @Test func theUnitsUserPlaysAndFollowsPTPOnSocketsSystemdBound() throws {
         let hosts = try LinkedHosts(label: "unpriv", prefix: "10.98.4")
         defer { hosts.close() }
@@ -163,7 +163,7 @@ import Testing
 /// airplayd.socket; the zone template serves and reloads), then removed and purged with nothing
 /// left behind. The steps are `scripts/package-root.sh` and, under systemd,
 /// `scripts/package-systemd-check.sh`.
-@Suite struct DebianPackageTests {
+@Suite(.timeLimit(.minutes(10))) struct DebianPackageTests {
     @Test func thePackageInstallsPlaysAndPurgesCleanly() throws {
         try TestHost.require(["dpkg-deb", "lintian", "apt-get", "unshare"])
         let sweep = try #require(RAOPInteropTests.sweep)

@@ -7,7 +7,7 @@ import Testing
 /// HAP pairing against pyatv (PyPI), the sender nobody here wrote: `atvremote pair` with the
 /// box's PIN, pair-verify with the credentials it stored, transient pairing, and what
 /// `access = "paired"` refuses to everyone else.
-@Suite(.serialized) struct PairingInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PairingInteropTests {
     /// A daemon with pairing turned on through its configuration file.
     struct PairingBox {
         let daemon: LocalDaemon

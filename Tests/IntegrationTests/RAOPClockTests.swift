@@ -4,7 +4,7 @@ import Testing
 
 /// Playback timed to the sender's clock: timing exchanges and sync packets map RTP times to our
 /// clock, and a sender whose crystal runs fast or slow is followed one frame at a time.
-@Suite(.serialized) struct RAOPClockTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RAOPClockTests {
     /// The `stream` figures of `/now-playing` (the current session's, or the last one's).
     static func streamFigures(_ port: Int) throws -> [String: Any] {
         let text = try RawHTTPConnection(port: port).request("GET", "/now-playing").text

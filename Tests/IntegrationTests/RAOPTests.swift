@@ -78,7 +78,7 @@ final class SweepMedia: @unchecked Sendable {
 }
 
 /// RAOP audio against pyatv (PyPI), the sender nobody here wrote.
-@Suite(.serialized) struct RAOPInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RAOPInteropTests {
     static let sweep: SweepMedia? = try? SweepMedia()
 
     private func stream(_ daemon: LocalDaemon, volume: Int, file: String = "sweep.flac", password: String? = nil,
@@ -281,7 +281,7 @@ final class SweepMedia: @unchecked Sendable {
 
 /// An encrypting sender written on Python's `cryptography` package: it checks our Apple-Response
 /// against the AirPort public key and streams RSA-OAEP/AES-CBC encrypted L16.
-@Suite struct RAOPEncryptionTests {
+@Suite(.timeLimit(.minutes(10))) struct RAOPEncryptionTests {
     @Test func appleResponseVerifiesAndEncryptedAudioComesOutBitExact() throws {
         let python = try Products.peerTool("python")
         let raw = Products.scratchDirectory("enc") + "/out.pcm"
@@ -298,7 +298,7 @@ final class SweepMedia: @unchecked Sendable {
 
 /// ALAC: real packets from an .m4a ffmpeg encodes, sent as RAOP (4096-frame packets, larger
 /// than NIO's default 2 KiB datagram buffer), decoded by GStreamer's avdec_alac.
-@Suite struct RAOPALACTests {
+@Suite(.timeLimit(.minutes(10))) struct RAOPALACTests {
     /// AAC-LC: ffmpeg's AAC in an .m4a, sent as RAOP mpeg4-generic with its AudioSpecificConfig.
     /// The reference is ffmpeg's own decode; GStreamer's avdec_aac is the same decoder, so the
     /// output matches within one step of 16-bit rounding.
@@ -361,7 +361,7 @@ final class SweepMedia: @unchecked Sendable {
 }
 
 /// RTSP on the control port, spoken byte by byte as senders do.
-@Suite struct RTSPConformanceTests {
+@Suite(.timeLimit(.minutes(10))) struct RTSPConformanceTests {
     static let sdp = """
         v=0\r
         o=iTunes 3413821438 0 IN IP4 127.0.0.1\r

@@ -7,7 +7,7 @@ import Testing
 /// (`peers/ptp_realtime_sender.py`: pyatv's AirPlay 2 path, a PTP session, anchors on the
 /// clock `airplay ptp-master` serves). The sender and the room each have a namespace, joined
 /// by a veth link, so PTP crosses a real link.
-@Suite(.serialized) struct RealtimePTPTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RealtimePTPTests {
     /// Every frame of the file plays bit for bit and when the sender promised it, from the
     /// first second on, on the PTP clock (`timedMostlyBy: ptp`).
     @Test func anchorsOnThePTPClockPlaceEveryFrameWhenPromised() throws {

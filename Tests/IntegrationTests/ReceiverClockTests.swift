@@ -8,7 +8,7 @@ import Testing
 /// with priority1 248 (a HomePod's) that no sender here can out-rank into following: the
 /// sender hears it on the link, and the room's airplayd hears it over a veth pair inside the
 /// room's namespace (ptp4l sends its multicast with loopback off), from the room's own address.
-@Suite(.serialized) struct ReceiverClockTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ReceiverClockTests {
     /// Room 1's clock: ptp4l with one port on the sender's link and one on an inner veth pair,
     /// both sending from 10.94.1.2; what crosses the inner pair is taken as local traffic.
     static func receiversOwnClock(in room: TestHost) throws -> ManagedProcess {

@@ -17,7 +17,7 @@ func makeTitledTones(in directory: String, titles: [String], seconds: Int = 8) t
 
 /// The box's remote control, both ways: airplayd sending to `airplay stream` over DACP and on
 /// the AirPlay 2 event channel, and shairport-sync (a DACP client nobody here wrote) sending to it.
-@Suite(.serialized) struct RemoteControlInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RemoteControlInteropTests {
     /// `POST /now-playing/remote` on the box, from inside the host: the status line.
     /// (The connection stays open for writing until the answer comes: the DACP round trip to the
     /// sender takes a moment, and a half-closed connection is closed by the server.)

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The `airplay` sender CLI driving airplayd, and the old PyPI `airplay` client against airplayd.
-@Suite(.serialized) struct SenderVideoTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SenderVideoTests {
     private func airplay(_ arguments: [String], state: String, timeout: Double = 40) throws -> CommandResult {
         try runCommand(try Products.executable("airplay"), arguments,
                        environment: ["XDG_STATE_HOME": state, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"],

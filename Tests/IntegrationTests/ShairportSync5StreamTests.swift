@@ -9,7 +9,7 @@ import Testing
 /// decoded at the rate and depth the test sets, with the volume ignored so nothing is scaled;
 /// those bytes are compared with the file. Before the SSRC named the format, shairport-sync
 /// dropped every packet ("Unrecognised SSRC") and played nothing.
-@Suite(.serialized) struct ShairportSync5StreamTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ShairportSync5StreamTests {
     /// What one stream left: shairport-sync's output bytes, `airplay`'s result and shairport-sync's log.
     struct Played {
         var output: [UInt8]

@@ -5,7 +5,7 @@ import Testing
 /// Clients that hold the control port without using it: a head trickled byte by byte gets 408
 /// and is closed, an idle keep-alive connection is closed, and connections past the limit get
 /// 503. The box keeps serving everyone else throughout.
-@Suite(.serialized) struct SlowClientTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SlowClientTests {
     static func daemon() throws -> LocalDaemon {
         let config = Products.scratchDirectory("slow") + "/airplayd.toml"
         try "request_timeout = 2\nidle_timeout = 5\nmax_connections = 3\n".write(toFile: config, atomically: true, encoding: .utf8)

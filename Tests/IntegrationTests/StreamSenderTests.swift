@@ -5,7 +5,7 @@ import Testing
 /// `airplay stream`: local audio files to AirPlay speakers as realtime RAOP. airplayd speaks
 /// AirPlay 2 too and says so in `GET /info`, so the cases about AirPlay 1 itself (RSA, Digest,
 /// DMAP over RTSP, resends on the control port) ask for it with `--protocol 1`.
-@Suite(.serialized) struct StreamSenderTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct StreamSenderTests {
     private func airplay(_ arguments: [String], timeout: Double = 60) throws -> CommandResult {
         try runCommand(try Products.executable("airplay"), arguments,
                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], timeout: timeout)
@@ -285,7 +285,7 @@ import Testing
         #expect(comparison.exact >= 0.99, "bit-exact share \(comparison.exact) of \(samples.count / 2) frames; \(receiver.stderr.suffix(1500))")
         // Our timing requests are an extra RAOP receivers need not answer: shairport-sync logs
         // each as an unknown packet (with -vv), so it gets the first two only
-        // (`RAOPLink.unansweredTimingRequests`). One every 2 s, as before, made 3 in this stream.
+        // (`ReceiverLink.unansweredTimingRequests`). One every 2 s, as before, made 3 in this stream.
         let complaints = receiver.stderr.lowercased().components(separatedBy: "0xd2").count - 1
         #expect(complaints <= 2, "shairport-sync complained of \(complaints) timing requests: \(receiver.stderr.suffix(1500))")
         print("measure: airplay stream → shairport-sync, bit-exact \(String(format: "%.4f", comparison.exact * 100)) %, "

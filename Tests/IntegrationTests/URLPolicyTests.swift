@@ -7,7 +7,7 @@ import Testing
 /// the box's loopback, and serves playlists whose variants, segments and keys live there. With
 /// the policy, the service on the box's loopback hears nothing. Without it, the same plays reach
 /// that service, which proves the test's servers would catch a lapse.
-@Suite(.serialized) struct URLPolicyTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct URLPolicyTests {
     struct Box {
         let box: TestHost
         let origin: TestHost

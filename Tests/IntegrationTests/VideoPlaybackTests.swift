@@ -6,7 +6,7 @@ import Testing
 
 /// Video end to end: airplayd plays HLS and MP4 made by ffmpeg, served over loopback, through
 /// real GStreamer with headless sinks, while a sender drives it over HTTP and listens on /reverse.
-@Suite(.serialized) struct VideoPlaybackTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct VideoPlaybackTests {
     static let media: TestMedia? = try? TestMedia(seconds: 8)
 
     private func media() throws -> TestMedia { try #require(Self.media, "ffmpeg-made media served over loopback") }
@@ -311,7 +311,7 @@ import Testing
 /// `duration` disappears) plays our media to the end. Without credentials that is AirPlay 1:
 /// a receiver that advertises AirPlay 2 (our default) makes pyatv ask for credentials first,
 /// as an Apple TV does (below).
-@Suite(.serialized) struct PyatvVideoInteropTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PyatvVideoInteropTests {
     @Test(arguments: ["hls/index.m3u8", "clip.mp4"])
     func pyatvPlaysToTheEnd(path: String) throws {
         try playToTheEnd(path, daemon: try LocalDaemon(extra: ["--airplay2", "off"]))

@@ -6,7 +6,7 @@ import Testing
 /// directory and raw output, all seeing the same hardware MAC (the case that used to publish one
 /// device id three times). Each must be a device of its own to avahi, to `airplay` and to pyatv,
 /// keep its id across restarts, and play what is sent to it while the others play too.
-@Suite(.serialized) struct ZonesTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ZonesTests {
     static let names = ["Kitchen", "Hall", "Attic"]
     /// A zone's own address on the box's link (`addressed` zones).
     static func address(_ index: Int) -> String { "10.99.0.\(11 + index)" }

@@ -9,7 +9,7 @@ import NIOCore
 /// phase 2 (a plist with `streams`) describes the audio and opens the UDP ports, where RAOP has
 /// ANNOUNCE and a Transport header. From RECORD on, both kinds take the same requests, packets
 /// and time, and obey the same takeover and timeout rules (Protocol/airplay2.md).
-extension RAOPSessionStateMachine {
+extension AudioSessionStateMachine {
     /// SETUP phase 1 on an encrypted connection: a new AirPlay 2 session (taking over, or
     /// refused, like ANNOUNCE), whose reply waits for the event port.
     public mutating func setupSession(_ setup: AirPlay2Setup.Session, ptp: Bool = false, on connection: ConnectionID,
@@ -102,9 +102,11 @@ extension RAOPSessionStateMachine {
             guard let decoded = try? PropertyList(decoding: body) else { return [.reply(.text(status: 400, "\(what) takes a property list body"))] }
             plist = decoded
         }
-        if request.path == "/command", let plist, owned(by: connection) != nil {
+        if request.path == "/command", let plist, var session = owned(by: connection) {
             // Every body goes to the metadata pipe as sent, beside what is made of it.
-            return [.nowPlaying(.commandPlist(body))] + senderCommand(plist, on: connection, wallClock: wallClock) + [.reply(AirPlayResponse(status: 200))]
+            let actions = Self.senderCommand(plist, in: &session, wallClock: wallClock)
+            current = session
+            return [.nowPlaying(.commandPlist(body))] + actions + [.reply(AirPlayResponse(status: 200))]
         }
         return [.notice("\(what) noted; it changes nothing on an NTP realtime session"), .reply(AirPlayResponse(status: 200))]
     }
@@ -113,9 +115,7 @@ extension RAOPSessionStateMachine {
     /// box's buttons offer while it plays) or, with feature bit 50, what plays and whether it
     /// plays (`Protocol/now-playing.md` §7). Anything else (iOS's DEVICE_INFO, its
     /// `updateMRNowPlayingClient`) is noted at debug level for later captures.
-    private mutating func senderCommand(_ plist: PropertyList, on connection: ConnectionID, wallClock: Date?) -> [Action] {
-        guard var session = owned(by: connection) else { return [] }
-        defer { current = session }
+    private static func senderCommand(_ plist: PropertyList, in session: inout Session, wallClock: Date?) -> [Action] {
         if let supported = MediaRemoteSupportedCommands(plist: plist) {
             session.senderCommands = supported.enabled
             return [.nowPlaying(.senderCommands(supported.enabled)), .notice("the sender takes remote commands \(supported.enabled.sorted())")]

@@ -3,7 +3,7 @@ import AirPlayWire
 
 /// Buffered AirPlay 2 streams (type 103): their audio comes ahead of time over TCP and plays on
 /// the sender's rate anchors, placed on its PTP clock (Protocol/airplay2.md, buffered audio).
-extension RAOPSessionStateMachine {
+extension AudioSessionStateMachine {
     /// `SETRATEANCHORTIME`: play from this anchor, or pause (rate 0).
     mutating func rateAnchor(_ request: AirPlayRequest, on connection: ConnectionID) -> [Action] {
         guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }

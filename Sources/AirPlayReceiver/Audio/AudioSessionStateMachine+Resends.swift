@@ -28,11 +28,11 @@ struct ResendRoundTrip: Hashable, Sendable {
     }
 
     /// How long to wait for a resend before asking again: the round trip and two deviations,
-    /// within `RAOPSessionStateMachine.retryBounds` (the upper bound until a first sample).
+    /// within `AudioSessionStateMachine.retryBounds` (the upper bound until a first sample).
     /// TCP waits four deviations, as a needless resend costs it a whole window; here it costs
     /// one datagram, while waiting too long costs an attempt within the packet's deadline.
     var retryInterval: Double {
-        let bounds = RAOPSessionStateMachine.retryBounds
+        let bounds = AudioSessionStateMachine.retryBounds
         guard let smoothed else { return bounds.upperBound }
         return min(bounds.upperBound, max(bounds.lowerBound, smoothed + 2 * deviation))
     }
@@ -44,7 +44,7 @@ struct ResendRoundTrip: Hashable, Sendable {
 /// a RAOP sender's two seconds of latency); then it is left to the playout, which plays silence
 /// and counts it. On a link with 50 ms round trips a packet gets about ten tries in the half
 /// second of buffer a sender leaves at the least; a request or resend costs one datagram.
-extension RAOPSessionStateMachine {
+extension AudioSessionStateMachine {
     /// The least and most time a resend is given before it is asked for again: a LAN's round
     /// trip is a few milliseconds, but a burst of requests must not become a flood.
     static let retryBounds = 0.02...0.15

@@ -12,7 +12,7 @@ import NIOCore
 /// refused with 453, by configuration); SETUP opens the UDP ports once; RECORD starts the clock;
 /// FLUSH pauses and drops what was queued; TEARDOWN, a closed connection or `sessionTimeout`
 /// seconds without RTSP or RTP end the session.
-public struct RAOPSessionStateMachine: Sendable {
+public struct AudioSessionStateMachine: Sendable {
     /// Identifies a control connection.
     public typealias ConnectionID = ObjectIdentifier
 
@@ -95,7 +95,7 @@ public struct RAOPSessionStateMachine: Sendable {
         public var requested = 0
         /// Requests repeated because the packet still had not come (its resend was lost too).
         public var requestedAgain = 0
-        /// Packets asked for and not come yet, by sequence number (`RAOPSessionStateMachine+Resends`).
+        /// Packets asked for and not come yet, by sequence number (`AudioSessionStateMachine+Resends`).
         var awaited: [UInt16: AwaitedPacket] = [:]
         /// How long resends have taken to come, for when to ask again.
         var resendRoundTrip = ResendRoundTrip()

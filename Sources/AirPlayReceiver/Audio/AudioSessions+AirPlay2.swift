@@ -5,27 +5,15 @@ import AirPlayPlist
 import AirPlayWire
 import NIOCore
 
-/// AirPlay 2's two SETUPs, carried out for `RAOPSessionStateMachine`: the plist is read and
+/// AirPlay 2's two SETUPs, carried out for `AudioSessionStateMachine`: the plist is read and
 /// checked here (a refusal changes nothing), the machine decides, and the event port is opened
 /// here when it asks.
 extension AudioSessions {
-    /// SETUP with a plist body: phase 1 (`timingProtocol`) or phase 2 (`streams`).
-    func setupAirPlay2(_ request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
-        // The event keys, and the right to send audio at all, come from the connection's pairing.
-        guard connection.pairingSecret != nil else {
-            return .text(status: 470, "AirPlay 2 SETUP needs an encrypted connection: pair-verify or transient pair-setup first")
-        }
-        let setup: AirPlay2Setup
-        do {
-            setup = try AirPlay2Setup(plist: try PropertyList(decoding: Array(request.body.readableBytesView)), ptp: ptp != nil)
-        } catch let refusal as AirPlay2Setup.Refusal {
-            logger.notice("AirPlay 2 SETUP refused", metadata: ["reason": "\(refusal)"])
-            return .text(status: refusal.status, refusal.description)
-        } catch {
-            return .text(status: 400, "SETUP body is not a property list: \(error)")
-        }
+    /// SETUP with a plist body, decoded: phase 1 (`timingProtocol`), phase 2 (`streams`), a
+    /// remote-control session or a data stream. The connection is encrypted (checked before).
+    func setupAirPlay2(_ setup: AudioRequest, request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
         switch setup {
-        case .session(let session):
+        case .setupSession(let session):
             logger.info("AirPlay 2 session setup", metadata: [
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "timing": "\(session.timingProtocol)",
                 "timing.port": "\(session.timingPort.map(String.init) ?? "-")",
@@ -34,54 +22,49 @@ extension AudioSessions {
                 ptp?.setPeers(session.timingPeers)
             }
             let host = connection.remote.map(RAOPPorts.hostBytes)
-            let actions = machine.withLockedValue {
-                $0.setupSession(session, ptp: session.timingProtocol == "PTP", on: connection.id, senderHost: host, now: self.now())
-            }
+            let actions = machine.withLockedValue { $0.receive(setup, on: connection.id, senderHost: host, now: self.now()) }
             return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
-        case .remoteControl(let session):
+        case .setupRemoteControl(let session):
             return openRemoteControl(session, connection: connection)
-        case .dataStream(let setup):
-            return openDataStream(setup, connection: connection)
-        case .streams(let streams):
-            // One realtime audio stream per session: the box has one output.
-            guard streams.count == 1, let stream = streams.first else {
-                return .text(status: 461, "one audio stream per session is played here, not \(streams.count)")
-            }
+        case .setupDataStream(let stream):
+            return openDataStream(stream, connection: connection)
+        case .setupStream(let stream, let description):
             if faultRefuseRealtimeStreams, stream.type == AirPlay2Setup.realtime {
                 logger.notice("AirPlay 2 stream refused", metadata: ["reason": "test fault: realtime streams are refused, as Sonos does"])
                 return .text(status: 400, "realtime streams are refused here (test fault: as Sonos)")
             }
             let prepared: PreparedStream
             do {
-                prepared = try prepare(stream)
-            } catch let refusal as AirPlay2Setup.Refusal {
-                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "\(refusal)"])
-                return .text(status: refusal.status, refusal.description)
+                prepared = try prepare(stream, description)
             } catch {
-                return .text(status: 400, "\(error)")
+                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "\(error)"])
+                return .text(status: error.status, error.description)
             }
-            let actions = machine.withLockedValue {
-                $0.setupStreams(prepared.description, buffered: prepared.buffered, senderControlPort: stream.controlPort.map { UInt16($0) },
-                                on: connection.id, now: self.now())
-            }
+            let actions = machine.withLockedValue { $0.receive(setup, on: connection.id, now: self.now()) }
             var announced = prepared
             announced.ptpRealtime = !prepared.buffered && machine.withLockedValue { $0.current?.usesPTP == true }
             announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
             announced.sender?.hasEventChannel = true
             return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
+        case .announce, .other:
+            return .text(status: 500, "not an AirPlay 2 SETUP")
         }
     }
 
-    /// The stream as played here, with its ChaCha20-Poly1305 key; refused (415/461) when it
-    /// cannot be decoded.
-    private func prepare(_ stream: AirPlay2Setup.Stream) throws -> PreparedStream {
-        let description = try stream.description()
+    /// The stream as played here, with its ChaCha20-Poly1305 key; refused when it cannot be
+    /// decoded here (415) or its key is not one (400).
+    private func prepare(_ stream: AirPlay2Setup.Stream, _ description: RAOPStreamDescription) throws(AirPlay2Setup.Refusal) -> PreparedStream {
         do {
             try decoders.validate(description)
         } catch {
             throw AirPlay2Setup.Refusal(status: 415, description: "\(Self.codecName(description.codec)) stream not playable: \(error)")
         }
-        let cipher = try AirPlay2AudioCipher(streamKey: stream.streamKey)
+        let cipher: AirPlay2AudioCipher
+        do {
+            cipher = try AirPlay2AudioCipher(streamKey: stream.streamKey)
+        } catch {
+            throw AirPlay2Setup.Refusal(status: 400, description: "streamKey: \(error)")
+        }
         return PreparedStream(description: description, cipher: .chacha(cipher), buffered: stream.type == AirPlay2Setup.buffered)
     }
 
@@ -103,7 +86,7 @@ extension AudioSessions {
         endRemoteControl(on: connection.id)
         do {
             let channel = try makeEventChannel(connection)
-            remoteControlChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].events = channel }
+            connectionChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].events = channel }
             logger.info("AirPlay 2 remote-control session", metadata: [
                 "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "event.port": "\(channel.port)",
             ])
@@ -116,7 +99,7 @@ extension AudioSessions {
 
     /// Ends a connection's remote-control-only session and its data streams, if it has them.
     func endRemoteControl(on connection: ObjectIdentifier) {
-        guard let channels = remoteControlChannels.withLockedValue({ $0.removeValue(forKey: connection) }) else { return }
+        guard let channels = connectionChannels.withLockedValue({ $0.removeValue(forKey: connection) }) else { return }
         for stream in channels.dataStreams { stream.close() }
         guard let channel = channels.events else { return }
         channel.close()
@@ -130,7 +113,7 @@ extension AudioSessions {
     }
 
     /// Listens for the session's event channel; the machine turns the outcome into phase 1's reply.
-    func openEventPort(_ number: Int, connection: ConnectionContext) -> [RAOPSessionStateMachine.Action] {
+    func openEventPort(_ number: Int, connection: ConnectionContext) -> [AudioSessionStateMachine.Action] {
         do {
             let channel = try makeEventChannel(connection)
             eventChannels.withLockedValue { $0[number] = channel }

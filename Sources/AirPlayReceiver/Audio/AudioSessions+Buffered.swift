@@ -9,7 +9,7 @@ extension AudioSessions {
 
     /// Opens a buffered stream's TCP data port (and a UDP control port senders expect to be
     /// named); the machine turns the outcome into SETUP's reply.
-    func openBufferedPorts(_ resources: RAOPSessionResources, playout: AudioPlayout) -> [RAOPSessionStateMachine.Action] {
+    func openBufferedPorts(_ resources: RAOPSessionResources, playout: AudioPlayout) -> [AudioSessionStateMachine.Action] {
         let number = resources.number
         let stream = resources.stream
         let packetsAhead = Int(Self.bufferedAhead * Double(stream.sampleRate) / Double(max(1, stream.framesPerPacket)))

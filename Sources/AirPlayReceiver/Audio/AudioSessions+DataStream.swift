@@ -19,7 +19,7 @@ extension AudioSessions {
     /// to an Apple TV); nil to go on.
     func remoteControlRequest(_ request: AirPlayRequest, on connection: ObjectIdentifier) -> AirPlayResponse? {
         if request.method == "TEARDOWN" { endRemoteControl(on: connection) }
-        guard request.method == "RECORD", remoteControlChannels.withLockedValue({ $0[connection]?.events != nil }),
+        guard request.method == "RECORD", connectionChannels.withLockedValue({ $0[connection]?.events != nil }),
               machine.withLockedValue({ $0.current?.connection != connection }) else { return nil }
         return AirPlayResponse(status: 200)
     }
@@ -33,7 +33,7 @@ extension AudioSessions {
         guard let secret = connection.pairingSecret else {
             return .text(status: 470, "a data stream needs an encrypted connection: pair-verify or transient pair-setup first")
         }
-        let count = remoteControlChannels.withLockedValue { $0[connection.id]?.dataStreams.count ?? 0 }
+        let count = connectionChannels.withLockedValue { $0[connection.id]?.dataStreams.count ?? 0 }
         guard count < Self.maximumDataStreams else {
             return .text(status: 453, "at most \(Self.maximumDataStreams) data streams per connection")
         }
@@ -42,7 +42,7 @@ extension AudioSessions {
                                                 streamID: count + 1, group: group, logger: logger) { [nowPlaying] command, completion in
                 nowPlaying.perform(command, completion: completion)
             }
-            remoteControlChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].dataStreams.append(stream) }
+            connectionChannels.withLockedValue { $0[connection.id, default: ConnectionChannels()].dataStreams.append(stream) }
             logger.info("AirPlay 2 data stream listening", metadata: [
                 "port": "\(stream.port)", "client.type": "\(setup.clientTypeUUID ?? "-")", "stream": "\(stream.streamID)",
             ])

@@ -17,7 +17,7 @@ public enum AudioTakeover: String, Hashable, Sendable {
     case refuse
 }
 
-/// RAOP over RTSP on the control port: carries out what `RAOPSessionStateMachine` decides
+/// RAOP over RTSP on the control port: carries out what `AudioSessionStateMachine` decides
 /// (replies, UDP ports, playout, resend requests, now-playing) and feeds it requests, packets
 /// and time. The exchanges are written down in `Protocol/raop.md`.
 public final class AudioSessions: Sendable {
@@ -25,9 +25,9 @@ public final class AudioSessions: Sendable {
     public typealias OutputFactory = @Sendable (PCMFormat) throws -> any PCMOutput
 
     /// RTSP methods handled here.
-    public static let methods = RAOPSessionStateMachine.methods
+    public static let methods = AudioSessionStateMachine.methods
     /// `POST` paths handled here (`/feedback`, and AirPlay 2's `/command` and `/audioMode`).
-    public static let postPaths = RAOPSessionStateMachine.postPaths
+    public static let postPaths = AudioSessionStateMachine.postPaths
 
     /// What one session's stream measured: for the per-session log line, `/now-playing` and benchmarks.
     public struct StreamFigures: Hashable, Sendable {
@@ -87,7 +87,7 @@ public final class AudioSessions: Sendable {
     let logger: Logger
     /// The now-playing state of the box.
     public let nowPlaying: NowPlaying
-    let machine: NIOLockedValueBox<RAOPSessionStateMachine>
+    let machine: NIOLockedValueBox<AudioSessionStateMachine>
     /// The time the session machine is given (a manual clock in tests).
     private let clock: any MonotonicClock
     let sessions = NIOLockedValueBox<[Int: RAOPSessionResources]>([:])
@@ -95,7 +95,7 @@ public final class AudioSessions: Sendable {
     let eventChannels = NIOLockedValueBox<[Int: AirPlay2EventChannel]>([:])
     /// Remote-control-only sessions' event channels and data streams, by control connection:
     /// they hold no audio session, and end with their connection or its TEARDOWN.
-    let remoteControlChannels = NIOLockedValueBox<[ObjectIdentifier: ConnectionChannels]>([:])
+    let connectionChannels = NIOLockedValueBox<[ObjectIdentifier: ConnectionChannels]>([:])
     let lastFigures = NIOLockedValueBox<StreamFigures?>(nil)
     /// The last sessions as they ended (`SessionHistory`).
     let history = NIOLockedValueBox(SessionHistory())
@@ -118,7 +118,7 @@ public final class AudioSessions: Sendable {
         self.deviceID = deviceID.bytes
         self.makeOutput = makeOutput
         self.decoders = decoders
-        machine = NIOLockedValueBox(RAOPSessionStateMachine(
+        machine = NIOLockedValueBox(AudioSessionStateMachine(
             configuration: .init(takeover: takeover, sessionTimeout: sessionTimeout), firstNumber: Int.random(in: 1...1_000_000)))
         self.nowPlaying = nowPlaying
         self.logger = logger
@@ -151,20 +151,33 @@ public final class AudioSessions: Sendable {
             logger.notice("audio request without the right password", metadata: ["request.method": "\(request.method)"])
             return refusal
         }
-        if request.method == "SETUP", AirPlay2Setup.hasPlistBody(request) { return setupAirPlay2(request, connection: connection) }
-        if let answer = remoteControlRequest(request, on: connection.id) { return answer }
-        let actions: [RAOPSessionStateMachine.Action]
+        // The event keys, and the right to send audio at all, come from the connection's pairing.
+        if request.method == "SETUP", AirPlay2Setup.hasPlistBody(request), connection.pairingSecret == nil {
+            return .text(status: 470, "AirPlay 2 SETUP needs an encrypted connection: pair-verify or transient pair-setup first")
+        }
+        let decoded: AudioRequest
+        do {
+            decoded = try AudioRequest(decoding: request, ptp: ptp != nil)
+        } catch {
+            logger.notice("audio request refused", metadata: ["request.method": "\(request.method)", "reason": "\(error)"])
+            return error.response
+        }
+        let actions: [AudioSessionStateMachine.Action]
         var prepared: PreparedStream?
-        if request.method == "ANNOUNCE" {
-            switch prepare(request) {
+        switch decoded {
+        case .setupSession, .setupStream, .setupRemoteControl, .setupDataStream:
+            return setupAirPlay2(decoded, request: request, connection: connection)
+        case .announce(let stream):
+            switch prepare(stream) {
             case .refused(let refusal): return refusal
             case .playable(let stream): prepared = stream
             }
             prepared?.sender = Self.sender(of: request, connection: connection)
             let host = connection.remote.map(RAOPPorts.hostBytes)
-            actions = machine.withLockedValue { $0.announce(prepared!.description, on: connection.id, senderHost: host, now: self.now()) }
-        } else {
-            actions = machine.withLockedValue { $0.receive(request, on: connection.id, now: self.now(), wallClock: Date()) }
+            actions = machine.withLockedValue { $0.receive(decoded, on: connection.id, senderHost: host, now: self.now()) }
+        case .other(let request):
+            if let answer = remoteControlRequest(request, on: connection.id) { return answer }
+            actions = machine.withLockedValue { $0.receive(decoded, on: connection.id, now: self.now(), wallClock: Date()) }
         }
         return perform(actions, connection: connection, prepared: prepared) ?? AirPlayResponse.text(status: 500, "no reply")
     }
@@ -244,21 +257,9 @@ public final class AudioSessions: Sendable {
         case refused(AirPlayResponse)
     }
 
-    /// Reads ANNOUNCE's SDP and checks that the stream can be decrypted and decoded here; a
-    /// refusal is the 4xx to send, and changes nothing.
-    private func prepare(_ request: AirPlayRequest) -> StreamPreparation {
-        guard request.headers["Content-Type"]?.lowercased().hasPrefix("application/sdp") == true else {
-            return .refused(.text(status: 415, "ANNOUNCE needs an application/sdp body"))
-        }
-        let stream: RAOPStreamDescription
-        do {
-            stream = try RAOPStreamDescription(sdp: String(buffer: request.body))
-        } catch {
-            return .refused(.text(status: 400, "SDP: \(error)"))
-        }
-        if stream.codec == .aacLC || stream.codec == .aacELD, stream.aacConfig == nil {
-            return .refused(.text(status: 400, "mpeg4-generic needs config=<AudioSpecificConfig hex> in its fmtp"))
-        }
+    /// Checks that an announced stream can be decrypted and decoded here; a refusal is the 4xx
+    /// to send, and changes nothing.
+    private func prepare(_ stream: RAOPStreamDescription) -> StreamPreparation {
         do {
             try decoders.validate(stream)
         } catch {
@@ -275,9 +276,6 @@ public final class AudioSessions: Sendable {
                 return .refused(.text(status: 400, "rsaaeskey: \(error)"))
             }
         }
-        guard [44100, 48000].contains(stream.sampleRate), stream.channels == 2 else {
-            return .refused(.text(status: 415, "only 44100 or 48000 Hz stereo is played"))
-        }
         return .playable(PreparedStream(description: stream, cipher: cipher))
     }
 
@@ -285,7 +283,7 @@ public final class AudioSessions: Sendable {
 
     /// Carries out the machine's actions in order; returns the reply, if one was among them.
     @discardableResult
-    func perform(_ actions: [RAOPSessionStateMachine.Action], connection: ConnectionContext? = nil,
+    func perform(_ actions: [AudioSessionStateMachine.Action], connection: ConnectionContext? = nil,
                          prepared: PreparedStream? = nil) -> AirPlayResponse? {
         var reply: AirPlayResponse?
         var ended: [ObjectIdentifier: ConnectionContext] = [:]
@@ -372,7 +370,7 @@ public final class AudioSessions: Sendable {
     static let firstAnchorWait = 2.0
 
     /// Makes the playout and binds the three UDP ports; the machine turns the outcome into SETUP's reply.
-    private func openPorts(_ number: Int, controlPort: UInt16?, timingPort: UInt16?) -> [RAOPSessionStateMachine.Action] {
+    private func openPorts(_ number: Int, controlPort: UInt16?, timingPort: UInt16?) -> [AudioSessionStateMachine.Action] {
         guard let resources = sessions.withLockedValue({ $0[number] }) else {
             return machine.withLockedValue { $0.portsFailed(session: number, reason: "the session is gone") }
         }
@@ -432,7 +430,7 @@ public final class AudioSessions: Sendable {
 
     /// Ends a session: its event channel (AirPlay 2) and its stream; returns its control
     /// connection (for closing it).
-    private func end(_ session: RAOPSessionStateMachine.Session, reason: String) -> ConnectionContext? {
+    private func end(_ session: AudioSessionStateMachine.Session, reason: String) -> ConnectionContext? {
         let events = eventChannels.withLockedValue { $0.removeValue(forKey: session.number) }
         events?.close()
         return endStreams(session, reason: reason)?.connection ?? events?.connection
@@ -444,7 +442,7 @@ public final class AudioSessions: Sendable {
     static let teardownTail = Double(RAOPSync.fixedLatencyFrames) / 44100
 
     /// Tears the session's stream resources down and logs its figures; returns them.
-    private func endStreams(_ session: RAOPSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
+    private func endStreams(_ session: AudioSessionStateMachine.Session, reason: String) -> RAOPSessionResources? {
         guard let resources = sessions.withLockedValue({ $0.removeValue(forKey: session.number) }) else { return nil }
         let tornDownPlaying = reason.hasPrefix("TEARDOWN") && !session.paused && !resources.buffered
         nowPlaying.post(.ended)

@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// What one RAOP session holds besides its protocol state (which lives in
-/// `RAOPSessionStateMachine`): the sender's key, the decoder queue, the sender's clock, the
+/// `AudioSessionStateMachine`): the sender's key, the decoder queue, the sender's clock, the
 /// playout and the UDP channels. `AudioSessions` builds it on `beginSession` and tears it down
 /// on `endSession`.
 final class RAOPSessionResources: Sendable {
@@ -136,7 +136,7 @@ final class RAOPSessionResources: Sendable {
     }
 
     /// What the session measured, with the protocol counters of its state machine session.
-    func figures(_ session: RAOPSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
+    func figures(_ session: AudioSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
         let statistics = playout?.statistics ?? AudioPlayout.Statistics()
         return AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec), playout: statistics,
                                            clock: timeline.figures, clockSource: clockSource, timedMostlyBy: timedMostlyBy(statistics),

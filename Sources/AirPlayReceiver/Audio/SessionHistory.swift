@@ -54,7 +54,7 @@ public struct SessionHistory: Hashable, Sendable {
 
 extension AudioSessions {
     /// Notes an ended session's figures: the last figures `/now-playing` shows, and the history.
-    func noteEnded(_ session: RAOPSessionStateMachine.Session, resources: RAOPSessionResources, reason: String, figures: StreamFigures) {
+    func noteEnded(_ session: AudioSessionStateMachine.Session, resources: RAOPSessionResources, reason: String, figures: StreamFigures) {
         lastFigures.withLockedValue { $0 = figures }
         let now = now()
         let kind = Self.kindName(session, buffered: resources.buffered)
@@ -77,12 +77,12 @@ extension AudioSessions {
         ])
     }
 
-    static func kindName(_ session: RAOPSessionStateMachine.Session, buffered: Bool) -> String {
+    static func kindName(_ session: AudioSessionStateMachine.Session, buffered: Bool) -> String {
         buffered ? "buffered" : session.kind == .airPlay2 ? "airplay2" : "airplay1"
     }
 
     /// The per-session log line, and one per reason datagrams were dropped.
-    func logEnd(_ session: RAOPSessionStateMachine.Session, reason: String, figures: StreamFigures) {
+    func logEnd(_ session: AudioSessionStateMachine.Session, reason: String, figures: StreamFigures) {
         let sync = figures.playout.syncError
         var card: Logger.Metadata = [:]
         if let output = figures.playout.output {
