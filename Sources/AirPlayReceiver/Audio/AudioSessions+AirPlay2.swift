@@ -5,50 +5,44 @@ import AirPlayPlist
 import AirPlayWire
 import NIOCore
 
-/// AirPlay 2's two SETUPs, carried out for `AudioSessionStateMachine`: the plist is read and
-/// checked here (a refusal changes nothing), the machine decides, and the event port is opened
-/// here when it asks.
+/// AirPlay 2's SETUPs, decoded by `AudioRequest`, carried out for `AudioSessionStateMachine`:
+/// what depends on the box is checked here (a refusal changes nothing), the machine decides,
+/// and the event port is opened here when it asks. The connection is encrypted (checked first).
 extension AudioSessions {
-    /// SETUP with a plist body, decoded: phase 1 (`timingProtocol`), phase 2 (`streams`), a
-    /// remote-control session or a data stream. The connection is encrypted (checked before).
-    func setupAirPlay2(_ setup: AudioRequest, request: AirPlayRequest, connection: ConnectionContext) -> AirPlayResponse {
-        switch setup {
-        case .setupSession(let session):
-            logger.info("AirPlay 2 session setup", metadata: [
-                "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "timing": "\(session.timingProtocol)",
-                "timing.port": "\(session.timingPort.map(String.init) ?? "-")",
-            ])
-            if session.timingProtocol == "PTP", !session.timingPeers.isEmpty {
-                ptp?.setPeers(session.timingPeers)
-            }
-            let host = connection.remote.map(RAOPPorts.hostBytes)
-            let actions = machine.withLockedValue { $0.receive(setup, on: connection.id, senderHost: host, now: self.now()) }
-            return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
-        case .setupRemoteControl(let session):
-            return openRemoteControl(session, connection: connection)
-        case .setupDataStream(let stream):
-            return openDataStream(stream, connection: connection)
-        case .setupStream(let stream, let description):
-            if faultRefuseRealtimeStreams, stream.type == AirPlay2Setup.realtime {
-                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "test fault: realtime streams are refused, as Sonos does"])
-                return .text(status: 400, "realtime streams are refused here (test fault: as Sonos)")
-            }
-            let prepared: PreparedStream
-            do {
-                prepared = try prepare(stream, description)
-            } catch {
-                logger.notice("AirPlay 2 stream refused", metadata: ["reason": "\(error)"])
-                return .text(status: error.status, error.description)
-            }
-            let actions = machine.withLockedValue { $0.receive(setup, on: connection.id, now: self.now()) }
-            var announced = prepared
-            announced.ptpRealtime = !prepared.buffered && machine.withLockedValue { $0.current?.usesPTP == true }
-            announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
-            announced.sender?.hasEventChannel = true
-            return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
-        case .announce, .other:
-            return .text(status: 500, "not an AirPlay 2 SETUP")
+    /// SETUP phase 1 (`timingProtocol`): the session, timed on PTP or NTP.
+    func setupSession(_ session: AirPlay2Setup.Session, connection: ConnectionContext) -> AirPlayResponse {
+        logger.info("AirPlay 2 session setup", metadata: [
+            "sender": "\(session.name ?? "?") (\(session.model ?? "?"))", "timing": "\(session.timingProtocol)",
+            "timing.port": "\(session.timingPort.map(String.init) ?? "-")",
+        ])
+        if session.timingProtocol == "PTP", !session.timingPeers.isEmpty {
+            ptp?.setPeers(session.timingPeers)
         }
+        let host = connection.remote.map(RAOPPorts.hostBytes)
+        let actions = machine.withLockedValue { $0.receive(.setupSession(session), on: connection.id, senderHost: host, now: self.now()) }
+        return perform(actions, connection: connection) ?? .text(status: 500, "no reply")
+    }
+
+    /// SETUP phase 2 (`streams`): the session's one audio stream, if this box can decode it.
+    func setupStream(_ stream: AirPlay2Setup.Stream, _ description: RAOPStreamDescription, request: AirPlayRequest,
+                     connection: ConnectionContext) -> AirPlayResponse {
+        if faultRefuseRealtimeStreams, stream.type == AirPlay2Setup.realtime {
+            logger.notice("AirPlay 2 stream refused", metadata: ["reason": "test fault: realtime streams are refused, as Sonos does"])
+            return .text(status: 400, "realtime streams are refused here (test fault: as Sonos)")
+        }
+        let prepared: PreparedStream
+        do {
+            prepared = try prepare(stream, description)
+        } catch {
+            logger.notice("AirPlay 2 stream refused", metadata: ["reason": "\(error)"])
+            return .text(status: error.status, error.description)
+        }
+        let actions = machine.withLockedValue { $0.receive(.setupStream(stream, description), on: connection.id, now: self.now()) }
+        var announced = prepared
+        announced.ptpRealtime = !prepared.buffered && machine.withLockedValue { $0.current?.usesPTP == true }
+        announced.sender = Self.sender(of: request, connection: connection, name: machine.withLockedValue { $0.current?.senderName })
+        announced.sender?.hasEventChannel = true
+        return perform(actions, connection: connection, prepared: announced) ?? .text(status: 500, "no reply")
     }
 
     /// The stream as played here, with its ChaCha20-Poly1305 key; refused when it cannot be
@@ -82,7 +76,7 @@ extension AudioSessions {
 
     /// A remote-control-only session: its own event channel (a second SETUP replaces it), no
     /// audio session, nothing taken over.
-    private func openRemoteControl(_ session: AirPlay2Setup.Session, connection: ConnectionContext) -> AirPlayResponse {
+    func openRemoteControl(_ session: AirPlay2Setup.Session, connection: ConnectionContext) -> AirPlayResponse {
         endRemoteControl(on: connection.id)
         do {
             let channel = try makeEventChannel(connection)

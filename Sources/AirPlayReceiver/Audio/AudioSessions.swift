@@ -165,8 +165,10 @@ public final class AudioSessions: Sendable {
         let actions: [AudioSessionStateMachine.Action]
         var prepared: PreparedStream?
         switch decoded {
-        case .setupSession, .setupStream, .setupRemoteControl, .setupDataStream:
-            return setupAirPlay2(decoded, request: request, connection: connection)
+        case .setupSession(let session): return setupSession(session, connection: connection)
+        case .setupStream(let stream, let description): return setupStream(stream, description, request: request, connection: connection)
+        case .setupRemoteControl(let session): return openRemoteControl(session, connection: connection)
+        case .setupDataStream(let stream): return openDataStream(stream, connection: connection)
         case .announce(let stream):
             switch prepare(stream) {
             case .refused(let refusal): return refusal
