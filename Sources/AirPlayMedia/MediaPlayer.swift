@@ -34,6 +34,15 @@ public struct MediaError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// `domain code: message`.
     public var description: String { "\(domain) \(code): \(message)" }
+
+    /// The process a player ran in ended under it (`reason`: how), as opposed to a failure of
+    /// the media it played: a new player in a new process may well play on.
+    public static func playerProcessEnded(_ reason: String) -> MediaError {
+        MediaError(code: -2, domain: "airplayd.player", message: reason)
+    }
+
+    /// True for `playerProcessEnded`.
+    public var isPlayerProcessEnd: Bool { domain == "airplayd.player" && code == -2 }
 }
 
 /// A time range in seconds.

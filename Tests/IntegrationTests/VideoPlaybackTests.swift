@@ -97,11 +97,12 @@ import Testing
         #expect(try sender.playbackInfo()["duration"] == nil, "after the end nothing plays")
     }
 
-    /// Video plays in a process of its own (`airplayd --video-player`): killed mid-play with
-    /// SIGABRT, as Debian 12's GStreamer aborts in hlsdemux2 on some HLS, the video ends with
-    /// `stopped` and the reason in `/playback-info`; the daemon, an audio stream playing
-    /// meanwhile, and the next video (in a new player process) go on.
-    @Test func aCrashedVideoPlayerEndsOneVideoNotTheDaemon() throws {
+    /// Video plays in a process of its own (`airplayd --video-player`). Killed mid-play with
+    /// SIGABRT, as Debian 12's GStreamer aborts in hlsdemux2 on some HLS, the video plays on in
+    /// a new player process from where it was (the sender sees a rebuffer, never `stopped`);
+    /// killed a second time, the video ends with `stopped` and the reason in `/playback-info`.
+    /// The daemon, an audio stream playing meanwhile, and the next video go on.
+    @Test func aCrashedVideoPlayerCostsARebufferOnceThenEndsTheVideo() throws {
         let media = try media()
         let daemon = try LocalDaemon()
         let directory = Products.scratchDirectory("player-crash")
@@ -120,8 +121,19 @@ import Testing
                 line.split(separator: " ").first { $0.hasPrefix("pid=") }.flatMap { Int32($0.dropFirst(4)) }
             }
         }
-        let pid = try #require(playerPIDs().last, "\(daemon.process.stderr.suffix(2000))")
-        #expect(kill(pid, SIGABRT) == 0)
+        // Far enough in that "from where it was" and "from the start" differ.
+        #expect(poll(timeout: 10, interval: 0.2) { (try? sender.scrub().position) ?? 0 > 2 })
+        let before = try sender.scrub().position
+        let first = try #require(playerPIDs().last, "\(daemon.process.stderr.suffix(2000))")
+        #expect(kill(first, SIGABRT) == 0)
+        let rebuffer = try sender.waitFor("playing", timeout: 15)
+        #expect(rebuffer.last == "playing" && !rebuffer.contains("stopped"), "\(rebuffer); \(daemon.process.stderr.suffix(2000))")
+        #expect(daemon.process.stderr.contains("video restarted in a new player process"))
+        let after = try sender.scrub().position
+        #expect(after >= before - 1, "played on from \(before) s, not from the start: \(after) s")
+        let second = try #require(playerPIDs().last)
+        #expect(second != first, "\(playerPIDs())")
+        #expect(kill(second, SIGABRT) == 0)
         #expect(try sender.waitFor("stopped", timeout: 10).last == "stopped")
         let error = try sender.playbackInfo()["error"]
         #expect(error?["description"]?.stringValue?.contains("video player process ended (killed by signal 6)") == true, "\(String(describing: error))")
@@ -129,7 +141,7 @@ import Testing
         // The next video plays, in a new player process.
         #expect(try sender.play(media.url("clip.mp4")).status == 200)
         #expect(try sender.waitFor("playing").last == "playing")
-        #expect(playerPIDs().count == 2 && playerPIDs().last != pid, "\(playerPIDs())")
+        #expect(playerPIDs().count == 3 && !([first, second].contains(playerPIDs().last ?? first)), "\(playerPIDs())")
         #expect(audio.waitForExit(timeout: 30) == 0, "the audio stream played on: \(audio.stderr.suffix(1000))")
         #expect(!daemon.process.stderr.contains("audio session ended") || daemon.process.stderr.contains("reason=TEARDOWN"),
                 "\(daemon.process.stderr.suffix(2000))")

@@ -79,10 +79,11 @@ final class ChildMediaPlayer: MediaPlayer, Sendable {
         if change { handler.withLock { $0 }?(status) }
     }
 
-    /// The child died under this player.
+    /// The child died under this player: failed where it had got to (the position carried
+    /// forward, the rate kept, so a new player can play on from there).
     func failed(_ error: MediaError) {
         guard ![.stopped, .ended, .failed].contains(reported.withLock({ $0.status.state })) else { return }
-        var status = reported.withLock { $0.status }
+        var status = self.status
         status.state = .failed
         status.error = error
         update(status, change: true)

@@ -69,7 +69,7 @@ final class VideoPlayerHost: Sendable {
         } catch {
             return error
         }
-        guard sent else { return Self.gone("the video player process is gone") }
+        guard sent else { return .playerProcessEnded("the video player process is gone") }
         guard box.done.wait(timeout: .now() + timeout) == .success else {
             return MediaError(code: -1, domain: "airplayd.player", message: "the video player process did not answer within \(Int(timeout)) s")
         }
@@ -115,15 +115,11 @@ final class VideoPlayerHost: Sendable {
         }
         child.socket.close()
         logger.warning("video player process ended", metadata: ["pid": "\(child.pid)", "reason": "\(reason)", "players": "\(players.count)"])
-        let error = Self.gone("the video player process ended (\(reason)); airplayd goes on")
+        let error = MediaError.playerProcessEnded("the video player process ended (\(reason)); airplayd goes on")
         for box in waiting {
             box.error.withLock { $0 = .some(error) }
             box.done.signal()
         }
         for player in players { player.failed(error) }
-    }
-
-    private static func gone(_ message: String) -> MediaError {
-        MediaError(code: -1, domain: "airplayd.player", message: message)
     }
 }

@@ -23,6 +23,12 @@ struct VideoSessionStateMachine: Sendable {
         var gatewayURL: String?
         /// The player playing it.
         var player: PlayerID
+        /// The URL that player opened (the gateway's, or its I-frame playlist in trick play).
+        var playerURL: String
+        /// How many more times a new player takes over when the player process dies under this
+        /// session: once, so a crash in the media engine costs a rebuffer, and a second one,
+        /// likely the media itself, ends the session.
+        var restartsLeft = 1
         /// The player's state as it last reported it.
         var playerState: MediaState = .loading
         /// The last state event sent to the sender.
@@ -50,6 +56,10 @@ struct VideoSessionStateMachine: Sendable {
         /// Builds a player for the same session and loads `url` where `old` is, at `rate` (nil:
         /// as `old` plays), then stops `old`: the sender sees a short rebuffer, not a stop.
         case replacePlayer(old: PlayerID, new: PlayerID, url: String, rate: Double?, volume: Double, trick: Bool)
+        /// The player process died under `failed`: a new player loads `url` at `position`,
+        /// paused or at `rate`, and the sender sees a rebuffer.
+        case restartPlayer(failed: PlayerID, new: PlayerID, url: String, position: Double, rate: Double, paused: Bool,
+                           volume: Double, trick: Bool)
         /// Carries out a request on a player; its reply says how that went.
         case command(PlayerID, PlayerCommand)
         /// Sets a player's volume.
@@ -112,7 +122,8 @@ struct VideoSessionStateMachine: Sendable {
         var actions = current.map { end($0, tellSender: $0.id != sessionID) } ?? []
         if queueOwner != sessionID { (queue, queueOwner) = ([], nil) }
         let player = newPlayer()
-        current = Session(id: sessionID, url: url, gatewayURL: gatewayURL, player: player, itemID: itemID)
+        current = Session(id: sessionID, url: url, gatewayURL: gatewayURL, player: player, playerURL: gatewayURL ?? url,
+                          itemID: itemID)
         actions.append(.startPlayer(player, url: gatewayURL ?? url, start: start, paused: paused, volume: volume, trick: false))
         return .success(actions)
     }
@@ -202,6 +213,22 @@ struct VideoSessionStateMachine: Sendable {
         return end(active, tellSender: tellSender)
     }
 
+    /// The player process died under a player (a crash in the media engine, a kill), while it
+    /// played or while it loaded (`starting`; a reload the box began itself). The first time
+    /// in a session a new player plays on from `position` at `rate` (paused as the session
+    /// was); after that the session ends as for any failure.
+    mutating func playerProcessEnded(_ player: PlayerID, at position: Double, rate: Double, starting: Bool) -> [Action] {
+        guard var active = current, active.player == player else { return [] }
+        guard active.restartsLeft > 0 else {
+            return starting ? playerFailedToStart(player, tellSender: true) : playerChanged(player, to: .failed)
+        }
+        active.restartsLeft -= 1
+        active.player = newPlayer()
+        current = active
+        return [.restartPlayer(failed: player, new: active.player, url: active.playerURL, position: max(0, position), rate: rate,
+                               paused: active.playerState == .paused || rate == 0, volume: volume, trick: active.trick)]
+    }
+
     /// A player's state changed: the sender hears of it once per state (reports from players
     /// that are no longer the session's are ignored).
     mutating func playerChanged(_ player: PlayerID, to state: MediaState) -> [Action] {
@@ -244,6 +271,7 @@ struct VideoSessionStateMachine: Sendable {
     private mutating func replacePlayer(_ active: inout Session, url: String, rate: Double?, trick: Bool) -> Action {
         let old = active.player
         active.player = newPlayer()
+        active.playerURL = url
         active.trick = trick
         current = active
         return .replacePlayer(old: old, new: active.player, url: url, rate: rate, volume: volume, trick: trick)

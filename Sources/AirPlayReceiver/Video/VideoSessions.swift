@@ -123,11 +123,13 @@ public final class VideoSessions: Sendable {
             switch action {
             case .startPlayer(let id, let url, let start, let paused, let volume, let trick):
                 if let refusal = startPlayer(id, url: url, start: start, paused: paused, volume: volume, trick: trick) {
-                    failure = failure ?? refusal
+                    failure = failure ?? refusal.response
                     _ = carryOut(machine.withLockedValue { $0.playerFailedToStart(id, tellSender: false) })
                 }
             case .replacePlayer(let old, let new, let url, let rate, let volume, let trick):
                 replacePlayer(old: old, new: new, url: url, rate: rate, volume: volume, trick: trick)
+            case .restartPlayer(let failed, let new, let url, let position, let rate, let paused, let volume, let trick):
+                restartPlayer(failed: failed, new: new, url: url, position: position, rate: rate, paused: paused, volume: volume, trick: trick)
             case .command(let id, let command):
                 guard let player = players.withLockedValue({ $0[id] }) else {
                     failure = failure ?? Self.text(404, "no video is playing")
@@ -162,9 +164,17 @@ public final class VideoSessions: Sendable {
         return failure
     }
 
-    /// Builds and loads a player; the refusal `/play` answers when that fails.
+    /// A player that could not be built or load its URL.
+    private struct StartFailure: Error {
+        /// What `/play` answers.
+        var response: AirPlayResponse
+        /// Why.
+        var error: MediaError
+    }
+
+    /// Builds and loads a player; the failure `/play` answers with, if it fails.
     private func startPlayer(_ id: Machine.PlayerID, url: String, start: StartPosition, paused: Bool, volume: Double,
-                             trick: Bool) -> AirPlayResponse? {
+                             trick: Bool) -> StartFailure? {
         let player: any MediaPlayer
         do {
             // Only HLS needs playbin3 (hlsdemux2). Progressive media plays on classic playbin:
@@ -173,7 +183,7 @@ public final class VideoSessions: Sendable {
             let classic = trick || !(url.contains("/hls/") || PlaylistURL.isPlaylist(url))
             player = try (classic ? makeClassicPlayer ?? makePlayer : makePlayer)()
         } catch {
-            return Self.text(500, "cannot create a player: \(error.message)")
+            return StartFailure(response: Self.text(500, "cannot create a player: \(error.message)"), error: error)
         }
         player.setVolume(volume)
         players.withLockedValue { $0[id] = player }
@@ -181,7 +191,7 @@ public final class VideoSessions: Sendable {
         do {
             try player.load(url: url, start: start, paused: paused)
         } catch {
-            return Self.text(400, error.message)
+            return StartFailure(response: Self.text(400, error.message), error: error)
         }
         return nil
     }
@@ -192,15 +202,36 @@ public final class VideoSessions: Sendable {
         let previous = players.withLockedValue { $0.removeValue(forKey: old) }
         let status = previous?.status ?? .idle
         previous?.stop()
-        if startPlayer(new, url: url, start: .seconds(status.position), paused: rate == nil && status.state == .paused,
-                       volume: volume, trick: trick) != nil {
-            logger.warning("video reload failed", metadata: ["url": "\(url.prefix(300))"])
-            _ = carryOut(machine.withLockedValue { $0.playerFailedToStart(new, tellSender: true) })
+        let paused = rate == nil && status.state == .paused
+        if let failure = startPlayer(new, url: url, start: .seconds(status.position), paused: paused, volume: volume, trick: trick) {
+            logger.warning("video reload failed", metadata: ["url": "\(url.prefix(300))", "error": "\(failure.error)"])
+            _ = carryOut(machine.withLockedValue { machine in
+                failure.error.isPlayerProcessEnd
+                    ? machine.playerProcessEnded(new, at: status.position, rate: paused ? 0 : rate ?? status.rate, starting: true)
+                    : machine.playerFailedToStart(new, tellSender: true)
+            })
             return
         }
         if let rate { try? players.withLockedValue { $0[new] }?.setRate(rate) }
         logger.info(trick ? "video trick play" : "video reloaded", metadata: [
             "position": "\(status.position)", "rate": "\(rate ?? status.rate)"])
+    }
+
+    /// The player process died under `failed`: a new player plays on where it was.
+    private func restartPlayer(failed: Machine.PlayerID, new: Machine.PlayerID, url: String, position: Double, rate: Double,
+                               paused: Bool, volume: Double, trick: Bool) {
+        players.withLockedValue { $0.removeValue(forKey: failed) }?.stop()
+        if let failure = startPlayer(new, url: url, start: .seconds(position), paused: paused, volume: volume, trick: trick) {
+            logger.warning("video restart failed", metadata: ["url": "\(url.prefix(300))", "error": "\(failure.error)"])
+            _ = carryOut(machine.withLockedValue { machine in
+                failure.error.isPlayerProcessEnd
+                    ? machine.playerProcessEnded(new, at: position, rate: rate, starting: true)
+                    : machine.playerFailedToStart(new, tellSender: true)
+            })
+            return
+        }
+        if !paused, rate != 1 { try? players.withLockedValue { $0[new] }?.setRate(rate) }
+        logger.info("video restarted in a new player process", metadata: ["position": "\(position)", "rate": "\(paused ? 0 : rate)"])
     }
 
     // MARK: Endpoints
@@ -456,10 +487,21 @@ public final class VideoSessions: Sendable {
     /// A player reported a state (from its own thread): logged, and told to the sender once.
     private func playerChanged(_ id: Machine.PlayerID, status: MediaStatus) {
         playbackInfoCache.clear()
-        let (actions, session) = machine.withLockedValue { machine in
-            (machine.playerChanged(id, to: status.state), machine.current.flatMap { $0.player == id ? $0.id : nil })
+        if status.state == .failed, status.error?.isPlayerProcessEnd == true {
+            let actions = machine.withLockedValue { $0.playerProcessEnded(id, at: status.position, rate: status.rate, starting: false) }
+            if case .restartPlayer = actions.first {
+                logger.warning("video player process ended under a video; a new player plays on", metadata: ["position": "\(status.position)"])
+                playerQueue.async { [self] in _ = carryOut(actions) }
+                return
+            }
+            return report(id, status: status, actions: actions)
         }
-        guard let sessionID = session else { return }
+        report(id, status: status, actions: machine.withLockedValue { $0.playerChanged(id, to: status.state) })
+    }
+
+    /// Logs a player's report and carries out what the machine made of it (events, the next item).
+    private func report(_ id: Machine.PlayerID, status: MediaStatus, actions: [Machine.Action]) {
+        guard let sessionID = machine.withLockedValue({ $0.current.flatMap { $0.player == id ? $0.id : nil } }) else { return }
         playerReported(status)
         if status.state == .failed {
             logger.warning("video failed", metadata: ["session": "\(sessionID)", "error": "\(status.error.map { "\($0)" } ?? "?")"])
