@@ -85,6 +85,14 @@ enum SessionTargets {
         var buffer = ByteBuffer(bytes: bytes)
         var now = 0.0
         var requests = 0
+        // Each stream's packets, kept beside the machine as the daemon keeps them.
+        var pipelines: [Int: AudioPacketPipeline] = [:]
+        func check(_ resends: [RAOPResendRequest]) {
+            for request in resends {
+                precondition(request.count > 0 && request.count < ResendTracker.largestGap, "asked for \(request.count) packets")
+                precondition(request.first == 0 || Int(request.first) + Int(request.count) <= 65536, "a request across the wrap")
+            }
+        }
         func carryOut(_ actions: [AudioSessionStateMachine.Action]) {
             var pending = actions[...]
             var steps = 0
@@ -97,6 +105,12 @@ enum SessionTargets {
                     pending.append(contentsOf: machine.portsOpened(session: session, audio: 6000, control: 6001, timing: 6002))
                 case .openEventPort(let session):
                     pending.append(contentsOf: machine.eventPortOpened(session: session, port: 7001))
+                case .beginSession(let session, _):
+                    pipelines[session] = AudioPacketPipeline(now: now)
+                case .flush(let session, _, let resumeSequence):
+                    pipelines[session]?.flush(resumingAt: resumeSequence)
+                case .endSession(let session, _), .endStreams(let session, _):
+                    pipelines[session.number] = nil
                 default:
                     continue
                 }
@@ -110,14 +124,17 @@ enum SessionTargets {
             let body = Array(request.body.readableBytesView)
             switch request.method {
             case "X-PACKETS":
-                guard let session = machine.current?.number else { continue }
+                guard let session = machine.current?.number, var pipeline = pipelines[session] else { continue }
                 for index in stride(from: 0, to: body.count - 2, by: 3) {
                     now += 0.008
                     let sequence = UInt16(body[index]) << 8 | UInt16(body[index + 1])
-                    carryOut(machine.audioPacket(session: session, sequence: sequence, marker: body[index + 2] & 1 != 0,
-                                                 retransmitted: body[index + 2] & 2 != 0, now: now))
-                    if body[index + 2] & 4 != 0 { carryOut(machine.tick(now: now)) }
+                    let arrival = pipeline.arrived(sequence: sequence, marker: body[index + 2] & 1 != 0,
+                                                   retransmitted: body[index + 2] & 2 != 0, now: now)
+                    check(arrival.resends)
+                    if arrival.resumed { carryOut(machine.streamResumed(session: session)) }
+                    if body[index + 2] & 4 != 0 { check(pipeline.tick(now: now)) }
                 }
+                pipelines[session] = pipeline
             case "X-CLOSE":
                 carryOut(machine.connectionClosed(connection))
             default:
@@ -125,7 +142,8 @@ enum SessionTargets {
                 guard let decoded = try? AudioRequest(decoding: request, ptp: true) else { continue }
                 carryOut(machine.receive(decoded, on: connection, now: now))
             }
-            carryOut(machine.tick(now: now))
+            let heard = machine.current.flatMap { pipelines[$0.number]?.lastHeard }
+            carryOut(machine.tick(now: now, streamHeard: heard))
         }
         carryOut(machine.tick(now: now + 60))
         precondition(machine.current == nil, "a session outlived its timeout")

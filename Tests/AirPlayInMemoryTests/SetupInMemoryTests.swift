@@ -204,7 +204,7 @@ import Testing
         let flush = setup.send(SenderRequest(method: "FLUSH", headers: ["RTP-Info": "seq=200;rtptime=40000"]), to: &receiver, now: 1)
         #expect(flush.status == 200)
         let session = try #require(receiver.machine.current)
-        #expect(session.paused && session.resumeSequence == 200)
-        #expect(receiver.actions.contains { if case .flush(_, before: 40000) = $0 { true } else { false } })
+        #expect(session.paused)
+        #expect(receiver.actions.contains(.flush(session: session.number, before: 40000, resumeSequence: 200)))
     }
 }

@@ -186,7 +186,7 @@ import Testing
                                                                         body: "volume: -20.1\r\n"), on: a, now: 1)
         #expect(volume.contains(.setVolume(session: number, decibels: -20.1)))
         let flush = machine.receive(RAOP.request("FLUSH", headers: ["RTP-Info": "seq=5;rtptime=66150"]), on: a, now: 1)
-        #expect(flush.contains(.flush(session: number, before: 66150)))
+        #expect(flush.contains(.flush(session: number, before: 66150, resumeSequence: 5)))
     }
 
     /// The plist's stream as the decoders know it: the format bit decides (codec, rate and

@@ -143,102 +143,20 @@ import Testing
         #expect(!restart.contains(.closeConnection(a)), "its own connection stays open")
     }
 
-    /// FLUSH pauses: the playout drops frames before RTP-Info's rtptime, gap detection starts
-    /// over, and the next audio packet means playing again.
-    @Test func flushPausesUntilTheNextPacket() {
+    /// FLUSH pauses: the playout drops frames before RTP-Info's rtptime, and the stream's
+    /// packets start a new run from RTP-Info's seq (`AudioPacketPipelineTests`); when its
+    /// first packet after the flush comes, the session plays again.
+    @Test func flushPausesUntilTheStreamResumes() {
         var machine = Self.machine()
         let number = startSession(&machine, on: a)
-        _ = machine.audioPacket(session: number, sequence: 10, marker: true, retransmitted: false, now: 1)
         let flush = machine.receive(Self.request("FLUSH", headers: ["RTP-Info": "seq=11;rtptime=123456"]), on: a, now: 2)
-        #expect(flush.contains(.flush(session: number, before: 123456)))
+        #expect(flush.contains(.flush(session: number, before: 123456, resumeSequence: 11)))
         #expect(flush.contains(.nowPlaying(.flushed)))
-        #expect(machine.current?.expectedSequence == nil)
-        // A packet still in flight from before the flush point is not the sender playing again.
-        let late = machine.audioPacket(session: number, sequence: 10, marker: false, retransmitted: false, now: 2.1)
-        #expect(!late.contains(.nowPlaying(.resumed)))
-        // After a flush, a jump in sequence numbers is no loss.
-        let resumed = machine.audioPacket(session: number, sequence: 500, marker: false, retransmitted: false, now: 3)
-        #expect(resumed == [.nowPlaying(.resumed)])
-    }
-
-    /// A gap in the sequence numbers asks for the missing packets once, never in one request
-    /// across the wrap; retransmissions and late packets do not move the expectation back; a
-    /// huge jump is a restart, not a loss.
-    @Test func gapsAreAskedForAgain() {
-        var machine = Self.machine()
-        let number = startSession(&machine, on: a)
-        #expect(machine.audioPacket(session: number, sequence: 65534, marker: true, retransmitted: false, now: 1).isEmpty)
-        let gap = machine.audioPacket(session: number, sequence: 2, marker: false, retransmitted: false, now: 1)
-        // 65535, 0 and 1, asked for in two requests: pyatv cannot look up a run across the wrap.
-        #expect(gap == [.requestResend(session: number, first: 65535, count: 1), .requestResend(session: number, first: 0, count: 2)])
-        #expect(machine.audioPacket(session: number, sequence: 0, marker: false, retransmitted: true, now: 1).isEmpty)
-        #expect(machine.audioPacket(session: number, sequence: 1, marker: false, retransmitted: false, now: 1).isEmpty,
-                "a late packet is no new gap")
-        #expect(machine.audioPacket(session: number, sequence: 3, marker: false, retransmitted: false, now: 1).isEmpty)
-        #expect(machine.audioPacket(session: number, sequence: 3000, marker: false, retransmitted: false, now: 1).isEmpty)
-        #expect(machine.current?.requested == 3)
-        #expect(machine.current?.retransmitted == 1)
-    }
-
-    /// A gap that starts exactly at sequence 0 is one plain request (working out how much of
-    /// it lies before the wrap once overflowed and brought the daemon down).
-    @Test func aGapStartingAtZeroIsOneRequest() {
-        var machine = Self.machine()
-        let number = startSession(&machine, on: a)
-        #expect(machine.audioPacket(session: number, sequence: 65535, marker: true, retransmitted: false, now: 1).isEmpty)
-        #expect(machine.audioPacket(session: number, sequence: 3, marker: false, retransmitted: false, now: 1)
-                == [.requestResend(session: number, first: 0, count: 3)])
-        #expect(machine.tick(now: 1.2) == [.requestResend(session: number, first: 0, count: 3)], "asked again, still from 0")
-    }
-
-    /// A resend can be lost too: what is still missing a round trip after it was asked for is
-    /// asked for again (runs of consecutive numbers in one request), up to ten times in all, and
-    /// never once the packet came or a second has passed (it would play late). The round trip is learnt from resends
-    /// of packets asked for once: here 50 ms, so the wait is 50 ms + 2 × 18.75 ms = 87.5 ms.
-    @Test func missingResendsAreAskedForAgainWhileTheyCanPlay() {
-        var machine = Self.machine()
-        let number = startSession(&machine, on: a)
-        _ = machine.audioPacket(session: number, sequence: 65532, marker: true, retransmitted: false, now: 10)
-        #expect(machine.audioPacket(session: number, sequence: 2, marker: false, retransmitted: false, now: 10)
-                == [.requestResend(session: number, first: 65533, count: 3), .requestResend(session: number, first: 0, count: 2)])
-        // 65535 and 1 come back; 65533, 65534 and 0 do not.
-        _ = machine.audioPacket(session: number, sequence: 65535, marker: false, retransmitted: true, now: 10.05)
-        _ = machine.audioPacket(session: number, sequence: 1, marker: false, retransmitted: true, now: 10.05)
-        #expect(machine.tick(now: 10.08).isEmpty, "too soon to ask again")
-        #expect(machine.tick(now: 10.09) == [.requestResend(session: number, first: 65533, count: 2),
-                                             .requestResend(session: number, first: 0, count: 1)])
-        _ = machine.audioPacket(session: number, sequence: 0, marker: false, retransmitted: true, now: 10.2)
-        var asked = 2
-        for now in stride(from: 10.18, through: 11.3, by: 0.09) {
-            let actions = machine.tick(now: now)
-            if asked < AudioSessionStateMachine.maximumAttempts {
-                #expect(actions == [.requestResend(session: number, first: 65533, count: 2)], "at \(now)")
-                asked += 1
-            } else {
-                #expect(actions.isEmpty, "asked ten times: given up")
-            }
-        }
-        #expect(machine.current?.requested == 5 && machine.current?.requestedAgain == 3 + 2 * (asked - 2))
-
-        _ = machine.audioPacket(session: number, sequence: 10, marker: false, retransmitted: false, now: 20)
-        #expect(machine.tick(now: 21.2).isEmpty, "a second after the first request it would play late")
-    }
-
-    /// The wait before asking again follows the link: 150 ms until a resend has been timed, never
-    /// under 30 ms on a fast LAN, and a resend of a packet asked for twice is not timed (which
-    /// request it answers is unknown).
-    @Test func theWaitBeforeAskingAgainFollowsTheRoundTrip() {
-        var roundTrip = ResendRoundTrip()
-        #expect(roundTrip.retryInterval == 0.15)
-        roundTrip.arrived(AwaitedPacket(firstAsked: 0, lastAsked: 1, attempts: 2), now: 1.001)
-        #expect(roundTrip.retryInterval == 0.15, "not timed")
-        for step in 0..<20 { roundTrip.arrived(AwaitedPacket(firstAsked: Double(step), lastAsked: Double(step), attempts: 1), now: Double(step) + 0.004) }
-        #expect(roundTrip.retryInterval == 0.02)
-        for step in 0..<40 {
-            let sample = step % 2 == 0 ? 0.04 : 0.08
-            roundTrip.arrived(AwaitedPacket(firstAsked: Double(step), lastAsked: Double(step), attempts: 1), now: Double(step) + sample)
-        }
-        #expect(roundTrip.retryInterval > 0.08 && roundTrip.retryInterval <= 0.15, "\(roundTrip.retryInterval)")
+        #expect(machine.current?.paused == true)
+        #expect(machine.streamResumed(session: number + 1) == [], "not this session")
+        #expect(machine.streamResumed(session: number) == [.nowPlaying(.resumed)])
+        #expect(machine.current?.paused == false)
+        #expect(machine.streamResumed(session: number) == [], "once")
     }
 
     /// SET_PARAMETER: volume (-30…0 dB, -144 mute), progress, DMAP text, artwork; bad values are
@@ -274,7 +192,8 @@ import Testing
     }
 
     /// A session ends with TEARDOWN, when its connection closes, or after `sessionTimeout`
-    /// seconds without RTSP or RTP (its connection is then closed too). Sync packets count as life.
+    /// seconds without RTSP or RTP (its connection is then closed too). Whatever its stream's
+    /// ports heard (audio, sync, timing: `AudioPacketPipeline.lastHeard`) counts as life.
     @Test func sessionsEndByTeardownCloseOrSilence() {
         var machine = Self.machine(timeout: 30)
         var number = startSession(&machine, on: a, now: 0)
@@ -288,9 +207,8 @@ import Testing
         #expect(machine.current == nil)
 
         number = startSession(&machine, on: a, now: 10)
-        machine.senderAlive(session: number, now: 35)
-        #expect(machine.tick(now: 60).isEmpty, "25 s after the last sync packet")
-        let expired = machine.tick(now: 65.5)
+        #expect(machine.tick(now: 60, streamHeard: 35).isEmpty, "25 s after the last sync packet")
+        let expired = machine.tick(now: 65.5, streamHeard: 35)
         #expect(expired.contains(.closeConnection(a)))
         #expect(machine.current == nil)
         #expect(machine.tick(now: 100).isEmpty)

@@ -60,7 +60,6 @@ extension AudioSessionStateMachine {
         session.stream = stream
         session.buffered = buffered
         session.phase = .openingPorts
-        session.expectedSequence = nil
         current = session
         // After RECORD (Apple's order) the stream the session begins is already playing.
         return [.beginSession(number: session.number, connection: connection)]
@@ -76,7 +75,6 @@ extension AudioSessionStateMachine {
         guard session.stream != nil else { return [.reply(AirPlayResponse(status: 200))] }
         session.stream = nil
         session.phase = .sessionSetUp
-        session.expectedSequence = nil
         session.paused = false
         current = session
         return [.endStreams(ended, reason: "TEARDOWN of the stream"), .nowPlaying(.rate(0)),

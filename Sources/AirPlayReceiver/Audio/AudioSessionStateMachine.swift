@@ -81,26 +81,11 @@ public struct AudioSessionStateMachine: Sendable {
         public var lastActivity: Double
         /// The volume in dB (-144 is mute).
         public var volume: Double = 0
-        /// Set by FLUSH: the next audio packet means playing again.
+        /// Set by FLUSH (and a buffered stream's rate 0): paused until the sender plays again.
         public var paused = false
         /// RECORD was received. Apple's senders, OwnTone and libraop send it before AirPlay 2's
         /// stream SETUP, whose new stream then starts out playing, as in the other order.
         public var recorded = false
-        /// The first sequence number after a FLUSH (its `RTP-Info: seq=`): packets still in flight
-        /// from before it do not mean playing again.
-        public var resumeSequence: UInt16?
-        /// The sequence number the next first-time audio packet should carry.
-        public var expectedSequence: UInt16?
-        /// Packets asked for again.
-        public var requested = 0
-        /// Requests repeated because the packet still had not come (its resend was lost too).
-        public var requestedAgain = 0
-        /// Packets asked for and not come yet, by sequence number (`AudioSessionStateMachine+Resends`).
-        var awaited: [UInt16: AwaitedPacket] = [:]
-        /// How long resends have taken to come, for when to ask again.
-        var resendRoundTrip = ResendRoundTrip()
-        /// Retransmitted packets received.
-        public var retransmitted = 0
         /// AirPlay 2: the stream is buffered (type 103, over TCP, anchored on PTP).
         public var buffered = false
         /// The remote commands the sender said it takes (`updateMRSupportedCommands`), if it
@@ -127,12 +112,12 @@ public struct AudioSessionStateMachine: Sendable {
         case endSession(Session, reason: String)
         /// Close a control connection (a sender taken over or timed out).
         case closeConnection(ConnectionID)
-        /// Drop what the playout holds before this RTP time (all of it when nil).
-        case flush(session: Int, before: UInt32?)
+        /// Drop what the playout holds before this RTP time (all of it when nil); the stream's
+        /// packets start a new run, and the sender plays again from `resumeSequence` (RTP-Info's
+        /// `seq`; packets still in flight from before it do not count).
+        case flush(session: Int, before: UInt32?, resumeSequence: UInt16?)
         /// Apply a volume to the playout.
         case setVolume(session: Int, decibels: Double)
-        /// Ask the sender again for `count` packets from `first`.
-        case requestResend(session: Int, first: UInt16, count: UInt16)
         /// Update the box's now-playing state.
         case nowPlaying(NowPlayingEvent)
         /// Log a notice about the session (metadata that was ignored, and why).
@@ -159,9 +144,6 @@ public struct AudioSessionStateMachine: Sendable {
 
     /// `POST` paths on the control connection that belong to audio sessions.
     public static let postPaths: Set<String> = ["/feedback", "/command", "/audioMode"]
-
-    /// The largest gap asked for again at once; a bigger jump is a new start, not a loss.
-    static let largestResend: UInt16 = 512
 
     let configuration: Configuration
     /// The session playing, if any.
@@ -216,11 +198,11 @@ public struct AudioSessionStateMachine: Sendable {
             guard var session = owned(by: connection) else { return [.reply(Self.noSession)] }
             // RTP-Info names the first frame after the flush; anything older is stale.
             let rtpTime = Self.rtpTime(request)
-            session.expectedSequence = nil
+            let resumeSequence = request.headers[RTPInfo.headerName].flatMap { RTPInfo(parsing: $0).sequence }
             session.paused = true
-            session.resumeSequence = request.headers[RTPInfo.headerName].flatMap { RTPInfo(parsing: $0).sequence }
             current = session
-            return [.flush(session: session.number, before: rtpTime), .nowPlaying(.flushed), .reply(AirPlayResponse(status: 200))]
+            return [.flush(session: session.number, before: rtpTime, resumeSequence: resumeSequence), .nowPlaying(.flushed),
+                    .reply(AirPlayResponse(status: 200))]
         case "TEARDOWN":
             guard let session = owned(by: connection) else { return [.reply(AirPlayResponse(status: 200))] }
             if session.kind == .airPlay2, Self.namesStreams(request) { return teardownStreams(session) }
@@ -393,60 +375,11 @@ public struct AudioSessionStateMachine: Sendable {
         return [.endSession(session, reason: "the sender closed its connection")]
     }
 
-    /// An audio packet arrived for a session: resend requests for what it skipped, and playing
-    /// again after a FLUSH.
-    public mutating func audioPacket(session number: Int, sequence: UInt16, marker: Bool, retransmitted: Bool,
-                                     now: Double) -> [Action] {
-        guard current?.number == number else { return [] }
-        // In place: a copy of the session would copy its `awaited` table on every packet.
-        return Self.audioPacket(in: &current!, sequence: sequence, marker: marker, retransmitted: retransmitted, now: now)
-    }
-
-    private static func audioPacket(in session: inout Session, sequence: UInt16, marker: Bool, retransmitted: Bool,
-                                    now: Double) -> [Action] {
-        let number = session.number
-        session.lastActivity = now
-        var actions: [Action] = []
-        // A packet from before the FLUSH (in flight, or resent) does not resume; the first after
-        // it does (its sequence number at or past the flush point, or marked as a first packet).
-        let afterFlush = session.resumeSequence.map { Int16(bitPattern: sequence &- $0) >= 0 } ?? true
-        if session.paused, !retransmitted {
-            guard marker || afterFlush else {
-                // Stale: it sets no expectation either (the flush dropped what it belongs to).
-                return []
-            }
-            session.paused = false
-            session.resumeSequence = nil
-            actions.append(.nowPlaying(.resumed))
-        }
-        if retransmitted, let awaited = session.awaited[sequence] {
-            session.resendRoundTrip.arrived(awaited, now: now)
-        }
-        session.awaited[sequence] = nil
-        if retransmitted {
-            session.retransmitted += 1
-        } else {
-            if let expected = session.expectedSequence, sequence != expected, !marker {
-                let count = sequence &- expected
-                if count < largestResend {
-                    session.requested += Int(count)
-                    actions += resendRequests(session: number, first: expected, count: count)
-                    Self.await(expected, count: count, in: &session, now: now)
-                }
-            }
-            // Later packets move the expectation on; late ones (wrapped negative) leave it.
-            if let expected = session.expectedSequence, Int16(bitPattern: sequence &- expected) < 0 {
-                // late or duplicate
-            } else {
-                session.expectedSequence = sequence &+ 1
-            }
-        }
-        return actions
-    }
-
-    /// A sync or timing packet: the sender is alive.
-    public mutating func senderAlive(session number: Int, now: Double) {
-        if current?.number == number { current?.lastActivity = now }
+    /// The stream's first packet after a FLUSH came (`AudioPacketPipeline`): playing again.
+    public mutating func streamResumed(session number: Int) -> [Action] {
+        guard current?.number == number, current?.paused == true else { return [] }
+        current?.paused = false
+        return [.nowPlaying(.resumed)]
     }
 
     /// The sender asked something on another connection (its video's `/playback-info` once a
@@ -457,9 +390,12 @@ public struct AudioSessionStateMachine: Sendable {
         if let sender = current?.senderHost, sender == host { current?.lastActivity = now }
     }
 
-    /// Time passed: a session without RTSP or RTP for `sessionTimeout` ends and its connection closes.
-    public mutating func tick(now: Double) -> [Action] {
-        guard let session = current, now - session.lastActivity > configuration.sessionTimeout else { return resendsDue(now: now) }
+    /// Time passed: a session without RTSP or RTP for `sessionTimeout` ends and its connection
+    /// closes. `streamHeard`: when its stream's ports last heard the sender.
+    public mutating func tick(now: Double, streamHeard: Double? = nil) -> [Action] {
+        guard let session = current, now - max(session.lastActivity, streamHeard ?? -.infinity) > configuration.sessionTimeout else {
+            return []
+        }
         current = nil
         return [.endSession(session, reason: "no RTSP or RTP for \(Int(configuration.sessionTimeout)) s"),
                 .closeConnection(session.connection)]

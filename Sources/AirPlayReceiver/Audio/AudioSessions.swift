@@ -204,7 +204,7 @@ public final class AudioSessions: Sendable {
     /// The figures of the current session, or else of the last one.
     public var streamFigures: StreamFigures? {
         let current = machine.withLockedValue { $0.current }
-        if let current, let resources = sessions.withLockedValue({ $0[current.number] }) { return resources.figures(current) }
+        if let current, let resources = sessions.withLockedValue({ $0[current.number] }) { return resources.figures() }
         return lastFigures.withLockedValue { $0 }
     }
 
@@ -307,17 +307,15 @@ public final class AudioSessions: Sendable {
                 reply = perform(openEventPort(number, connection: connection))
             case .closeConnection(let id):
                 ended[id]?.close()
-            case .flush(let number, let before):
+            case .flush(let number, let before, let resumeSequence):
                 guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
+                resources.packets.withLockedValue { $0.flush(resumingAt: resumeSequence) }
                 // What follows the flush is placed by the sender's next sync or anchor, not the last.
                 resources.timeline.flush()
                 if !resources.buffered { resources.anchored?.forget() }
                 resources.playout?.flush(before: before)
             case .setVolume(let number, let decibels):
                 applyVolume(decibels, session: number)
-            case .requestResend(let number, let first, let count):
-                guard let resources = sessions.withLockedValue({ $0[number] }) else { continue }
-                requestResend(RAOPResendRequest(first: first, count: count), resources: resources)
             case .nowPlaying(let event):
                 apply(event)
             case .notice(let text):
@@ -448,7 +446,7 @@ public final class AudioSessions: Sendable {
         guard let resources = sessions.withLockedValue({ $0.removeValue(forKey: session.number) }) else { return nil }
         let tornDownPlaying = reason.hasPrefix("TEARDOWN") && !session.paused && !resources.buffered
         nowPlaying.post(.ended)
-        var figures = resources.figures(session)
+        var figures = resources.figures()
         figures.ended = true
         noteEnded(session, resources: resources, reason: reason, figures: figures)
         guard tornDownPlaying else {
@@ -459,7 +457,7 @@ public final class AudioSessions: Sendable {
         // The figures are logged once the tail has played (they count its frames too).
         resources.tearDown(tail: Self.teardownTail) { [weak self] in
             guard let self else { return }
-            var figures = resources.figures(session)
+            var figures = resources.figures()
             figures.ended = true
             self.lastFigures.withLockedValue { $0 = figures }
             self.logEnd(session, reason: reason, figures: figures)
@@ -493,13 +491,15 @@ public final class AudioSessions: Sendable {
         }
     }
 
-    /// Asks for what is missing, then decodes the payload and hands it to the playout.
+    /// Asks for what is missing, then decodes the payload and hands it to the playout. Only
+    /// the session's own packet lock is taken; the control machine only on the rare resume.
     private func audioPacket(sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32, payload encrypted: UnsafeRawBufferPointer,
                              session resources: RAOPSessionResources, retransmitted: Bool) {
-        perform(machine.withLockedValue {
-            $0.audioPacket(session: resources.number, sequence: sequence, marker: marker,
-                           retransmitted: retransmitted, now: self.now())
-        })
+        let arrival = resources.packets.withLockedValue {
+            $0.arrived(sequence: sequence, marker: marker, retransmitted: retransmitted, now: self.now())
+        }
+        for request in arrival.resends { requestResend(request, resources: resources) }
+        if arrival.resumed { perform(machine.withLockedValue { $0.streamResumed(session: resources.number) }) }
         guard let playout = resources.playout else {
             dropped(resources, .beforeSetup, "audio before SETUP finished", sequence: sequence)
             return
@@ -546,9 +546,10 @@ public final class AudioSessions: Sendable {
         if !queued { dropped(resources, .decoderBacklog, "decoder backlog", sequence: sequence) }
     }
 
-    /// A sync packet: the sender is alive.
+    /// A sync or timing packet, or buffered data: the sender is alive.
     func senderAlive(_ resources: RAOPSessionResources) {
-        machine.withLockedValue { $0.senderAlive(session: resources.number, now: self.now()) }
+        let now = now()
+        resources.packets.withLockedValue { $0.heard(now: now) }
     }
 
     /// Counts a dropped datagram and logs it at debug (rate-limited per reason).
@@ -588,13 +589,18 @@ public final class AudioSessions: Sendable {
         channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
-    /// Gives the machine the time ten times a second: resends lost on the way are asked for again
-    /// in time to play, and a vanished sender's session ends.
+    /// Gives the time ten times a second: resends lost on the way are asked for again in time
+    /// to play, and a vanished sender's session ends.
     private func startWatchdog() {
         group.next().scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { [weak self] task in
             guard let self else { task.cancel(); return }
-            self.perform(self.machine.withLockedValue { $0.tick(now: self.now()) })
-            self.checkClocks(now: self.now())
+            let now = self.now()
+            let number = self.machine.withLockedValue { $0.current?.number }
+            let resources = number.flatMap { number in self.sessions.withLockedValue { $0[number] } }
+            let (due, heard) = resources?.packets.withLockedValue { ($0.tick(now: now), $0.lastHeard) } ?? ([], nil)
+            if let resources { for request in due { self.requestResend(request, resources: resources) } }
+            self.perform(self.machine.withLockedValue { $0.tick(now: now, streamHeard: heard) })
+            self.checkClocks(now: now)
         }
     }
 }

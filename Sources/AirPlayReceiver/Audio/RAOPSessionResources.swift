@@ -56,10 +56,14 @@ final class RAOPSessionResources: Sendable {
         var drops: [DatagramDrop: Int] = [:]
     }
     let state = NIOLockedValueBox(Mutable())
+    /// The stream's packets as they arrive: under a lock of their own, never the control
+    /// connection's (every audio packet takes it).
+    let packets: NIOLockedValueBox<AudioPacketPipeline>
 
     init(number: Int, connection: ConnectionContext, stream: RAOPStreamDescription, cipher: AudioPacketCipher?,
          decoding: RAOPPacketDecoding, anchored: AnchoredTimeline? = nil, buffered: Bool = false, began: Double = 0) {
         self.began = began
+        packets = NIOLockedValueBox(AudioPacketPipeline(now: began))
         self.anchored = anchored
         self.buffered = buffered
         self.number = number
@@ -135,13 +139,14 @@ final class RAOPSessionResources: Sendable {
         }
     }
 
-    /// What the session measured, with the protocol counters of its state machine session.
-    func figures(_ session: AudioSessionStateMachine.Session?) -> AudioSessions.StreamFigures {
+    /// What the session measured, with its packets' resend counters.
+    func figures() -> AudioSessions.StreamFigures {
         let statistics = playout?.statistics ?? AudioPlayout.Statistics()
+        let resends = packets.withLockedValue { $0.resends }
         return AudioSessions.StreamFigures(session: number, codec: AudioSessions.codecName(stream.codec), playout: statistics,
                                            clock: timeline.figures, clockSource: clockSource, timedMostlyBy: timedMostlyBy(statistics),
-                                           requested: session?.requested ?? 0, requestedAgain: session?.requestedAgain ?? 0,
-                                           retransmitted: session?.retransmitted ?? 0, dropped: state.withLockedValue { $0.dropped },
+                                           requested: resends.requested, requestedAgain: resends.requestedAgain,
+                                           retransmitted: resends.retransmitted, dropped: state.withLockedValue { $0.dropped },
                                            drops: state.withLockedValue { $0.drops })
     }
 }

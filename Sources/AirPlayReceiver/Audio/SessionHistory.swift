@@ -73,7 +73,7 @@ extension AudioSessions {
             "session": .integer(current.number), "sender": .string(resources.connection.remote?.ipAddress),
             "senderName": .string(current.senderName), "kind": .string(Self.kindName(current, buffered: resources.buffered)),
             "seconds": .number(((now() - resources.began) * 10).rounded() / 10), "phase": .string("\(current.phase)"),
-            "paused": .bool(current.paused), "stream": resources.figures(current).json,
+            "paused": .bool(current.paused), "stream": resources.figures().json,
         ])
     }
 
