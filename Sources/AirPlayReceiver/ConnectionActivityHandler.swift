@@ -8,7 +8,7 @@ import NIOCore
 
 /// One connection's `ConnectionTimeouts`, shared by the handlers of its pipeline (which change
 /// it on the connection's event loop only) and read by admission (`ConnectionRegistry`).
-final class ConnectionClock: Sendable {
+final class ConnectionTimeoutState: Sendable {
     /// Changed on the connection's loop only; read by admission from other loops too.
     private let state: NIOLockedValueBox<ConnectionTimeouts>
 
@@ -19,14 +19,14 @@ final class ConnectionClock: Sendable {
     }
 
     init(limits: ConnectionTimeouts.Limits) {
-        state = NIOLockedValueBox(ConnectionTimeouts(limits: limits, now: ConnectionClock.now()))
+        state = NIOLockedValueBox(ConnectionTimeouts(limits: limits, now: ConnectionTimeoutState.now()))
     }
 
     /// The monotonic clock the time-outs run on.
     static func now() -> Double { SystemClock().now() }
 }
 
-/// First in a control connection's pipeline: tells the clock when bytes arrive and responses
+/// First in a control connection's pipeline: tells its time-out state when bytes arrive and responses
 /// leave, looks at it once a second, and carries out a time-out (408 and close, or close).
 ///
 /// `@unchecked Sendable`: NIO calls it on its channel's loop only; the repeated task is
@@ -37,7 +37,7 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let clock: ConnectionClock
+    private let timeoutState: ConnectionTimeoutState
     private let holdsSession: @Sendable () -> Bool
     private let logger: Logger
     private let serverHeader: String
@@ -45,8 +45,8 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
     /// Whether the request being received speaks RTSP (the 408 then does too).
     private var receivingRTSP = false
 
-    init(clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, serverHeader: String, logger: Logger) {
-        self.clock = clock
+    init(timeoutState: ConnectionTimeoutState, holdsSession: @escaping @Sendable () -> Bool, serverHeader: String, logger: Logger) {
+        self.timeoutState = timeoutState
         self.serverHeader = serverHeader
         self.holdsSession = holdsSession
         self.logger = logger
@@ -68,19 +68,19 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
     func channelInactive(context: ChannelHandlerContext) {
         task?.cancel()
         task = nil
-        clock.timeouts.stop()
+        timeoutState.timeouts.stop()
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
-        if clock.timeouts.isIdle { receivingRTSP = Self.mentionsRTSP(bytes.readableBytesView.prefix(512)) }
-        clock.timeouts.bytesArrived(now: ConnectionClock.now())
+        if timeoutState.timeouts.isIdle { receivingRTSP = Self.mentionsRTSP(bytes.readableBytesView.prefix(512)) }
+        timeoutState.timeouts.bytesArrived(now: ConnectionTimeoutState.now())
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        clock.timeouts.responseSent(now: ConnectionClock.now())
+        timeoutState.timeouts.responseSent(now: ConnectionTimeoutState.now())
         context.write(data, promise: promise)
     }
 
@@ -99,7 +99,7 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, @unchecked Sendable
     }
 
     private func tick(context: ChannelHandlerContext) {
-        switch clock.timeouts.tick(now: ConnectionClock.now(), holdsSession: holdsSession()) {
+        switch timeoutState.timeouts.tick(now: ConnectionTimeoutState.now(), holdsSession: holdsSession()) {
         case .requestTimedOut:
             logger.notice("request timed out", metadata: ["reason": "the request did not arrive whole in time"])
             var response = AirPlayResponse.text(status: 408, "the request did not arrive whole in time")

@@ -27,7 +27,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let router: any ControlResponding
     private let events: EventChannels?
     private let logger: Logger
-    private let clock: ConnectionClock
+    private let timeoutState: ConnectionTimeoutState
     /// Set when the connection is over the limit: its first request gets 503 with this text.
     private let refusal: String?
     private var upgraded = false
@@ -43,10 +43,10 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// The secret the connection is encrypted under, once it is (for AirPlay 2's event keys).
     private var pairingSecret: [UInt8]?
 
-    init(router: any ControlResponding, events: EventChannels?, clock: ConnectionClock, refuse refusal: String? = nil,
+    init(router: any ControlResponding, events: EventChannels?, timeoutState: ConnectionTimeoutState, refuse refusal: String? = nil,
          cipher: EncryptedChannelHandler? = nil, logger: Logger) {
         self.cipher = cipher
-        self.clock = clock
+        self.timeoutState = timeoutState
         self.refusal = refusal
         self.router = router
         self.events = events
@@ -55,7 +55,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !upgraded else { return }
-        clock.timeouts.requestDecoded()
+        timeoutState.timeouts.requestDecoded()
         if let refusal {
             refuseOverLimit(context: context, request: unwrapInboundIn(data), reason: refusal)
             return
@@ -126,7 +126,7 @@ final class ControlConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 return
             }
             upgraded = true
-            clock.timeouts.stop()
+            timeoutState.timeouts.stop()
             upgrade(context: context, response: response, session: session, events: events)
         case .rejected(let rejection):
             logger.notice("request refused", metadata: [

@@ -66,10 +66,10 @@ public final class ControlServer: Sendable {
             // once they are out) rather than a connection closed at its end of input.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                let clock = ConnectionClock(limits: policy.timeouts)
+                let timeoutState = ConnectionTimeoutState(limits: policy.timeouts)
                 let id = ObjectIdentifier(channel)
                 let holdsSession: @Sendable () -> Bool = { router.audio?.ownsSession(id) ?? false }
-                let decision = connections.admit(channel, clock: clock, holdsSession: holdsSession, limit: policy.maxConnections)
+                let decision = connections.admit(channel, timeoutState: timeoutState, holdsSession: holdsSession, limit: policy.maxConnections)
                 let overLimit = if case .refuse = decision { true } else { false }
                 var connectionLogger = logger
                 connectionLogger[metadataKey: "peer"] = "\(channel.remoteAddress.map(Self.describe) ?? "unknown")"
@@ -92,14 +92,14 @@ public final class ControlServer: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(cipher)
                     try channel.pipeline.syncOperations.addHandler(ConnectionActivityHandler(
-                        clock: clock, holdsSession: holdsSession, serverHeader: router.serverHeader,
+                        timeoutState: timeoutState, holdsSession: holdsSession, serverHeader: router.serverHeader,
                         logger: sessionLogger))
                     try channel.pipeline.syncOperations.addHandler(
                         ResponseWriter(), name: ControlConnectionHandler.encoderName)
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(AirPlayRequestDecoder(limits: limits)), name: ControlConnectionHandler.decoderName)
                     try channel.pipeline.syncOperations.addHandler(
-                        ControlConnectionHandler(router: router, events: events, clock: clock, refuse: overLimit
+                        ControlConnectionHandler(router: router, events: events, timeoutState: timeoutState, refuse: overLimit
                             ? "this receiver serves \(policy.maxConnections) connections at once; try again later" : nil,
                             cipher: cipher, logger: sessionLogger), name: ControlConnectionHandler.handlerName)
                 }
@@ -200,7 +200,7 @@ final class ConnectionRegistry: Sendable {
     private struct Entry {
         var channel: any Channel
         var peer: String
-        var clock: ConnectionClock
+        var timeoutState: ConnectionTimeoutState
         var holdsSession: @Sendable () -> Bool
     }
 
@@ -214,22 +214,22 @@ final class ConnectionRegistry: Sendable {
     private let channels = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
 
     /// Decides on `channel` and records it (a refused one too, until it closes: it is being told 503).
-    func admit(_ channel: any Channel, clock: ConnectionClock, holdsSession: @escaping @Sendable () -> Bool, limit: Int) -> Admission {
+    func admit(_ channel: any Channel, timeoutState: ConnectionTimeoutState, holdsSession: @escaping @Sendable () -> Bool, limit: Int) -> Admission {
         let peer = Self.peer(of: channel)
-        let now = ConnectionClock.now()
+        let now = ConnectionTimeoutState.now()
         return channels.withLockedValue { table in
             guard table.count >= limit else {
-                table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, clock: clock, holdsSession: holdsSession)
+                table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, timeoutState: timeoutState, holdsSession: holdsSession)
                 return .serve
             }
             var keys: [Int: ObjectIdentifier] = [:]
             let open = table.enumerated().map { index, item -> ConnectionAdmission.Connection in
                 keys[index] = item.key
-                return ConnectionAdmission.Connection(id: index, peer: item.value.peer, waiting: item.value.clock.timeouts.waiting,
+                return ConnectionAdmission.Connection(id: index, peer: item.value.peer, waiting: item.value.timeoutState.timeouts.waiting,
                                                       holdsSession: item.value.holdsSession())
             }
             let decision = ConnectionAdmission.decide(newcomer: peer, open: open, limit: limit, now: now)
-            table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, clock: clock, holdsSession: holdsSession)
+            table[ObjectIdentifier(channel)] = Entry(channel: channel, peer: peer, timeoutState: timeoutState, holdsSession: holdsSession)
             switch decision {
             case .serve: return .serve
             case .refuse: return .refuse

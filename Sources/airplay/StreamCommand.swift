@@ -6,7 +6,6 @@ import AirPlayWire
 import ArgumentParser
 import Foundation
 import AirPlayMedia
-import FLACMedia
 import GStreamerMedia
 
 /// `airplay stream FILE|-`: plays local audio on one or more AirPlay (RAOP) speakers.
@@ -114,19 +113,6 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
-    /// FLAC decoded by libFLAC as it is: 44.1 kHz 16-bit, or with `hiRes` (buffered mode, which
-    /// carries 24-bit and 48 kHz ALAC) also 24-bit and 48 kHz; anything else (and standard input)
-    /// through GStreamer, which converts it to CD audio.
-    static func open(_ file: String, start: Double, hiRes: Bool) throws(MediaError) -> any PCMSource {
-        if file == "-" { return try GStreamerPCMSource.standardInput() }
-        if FLACFileSource.isFLAC(path: file), let flac = try? FLACFileSource(path: file, start: start, allowHiRes: hiRes) {
-            // 48 kHz/16-bit goes out as Apple's 48 kHz/24-bit (no format code names 48/16).
-            if flac.format.sampleRate == 48000, flac.format.bitsPerSample == 16 { return WidenedPCMSource(flac) }
-            return flac
-        }
-        return try GStreamerPCMSource(path: file, start: start)
-    }
-
     /// Streams to the receivers, those in `airPlay1` (by key) over AirPlay 1. Returns nil, with
     /// `airPlay1` filled, when receivers refused AirPlay 2's native realtime stream and were not
     /// yet in it: the caller tries again.
@@ -138,11 +124,6 @@ struct StreamCommand: AsyncParsableCommand {
         let crypto = try? RAOPSenderCrypto()
         let identity = RAOPClientIdentity()
         var links: [ReceiverLink] = []
-        let linkMode: ReceiverLinks.Mode = switch mode {
-        case .realtime: .realtime
-        case .buffered: .buffered
-        case .auto: .auto
-        }
         for address in addresses {
             links.append(try await ReceiverLinks.open(address, protocolVersion: airPlay1.contains(address.key) ? 1 : protocolVersion,
                                                       mode: linkMode, identity: identity, password: password, crypto: crypto))
@@ -150,14 +131,7 @@ struct StreamCommand: AsyncParsableCommand {
         // Buffered where a link is (all of them with --mode buffered; those that take it with
         // --mode auto): one PTP grandmaster, which the realtime links on PTP share.
         let buffered = links.contains(where: \.buffered)
-        var grandmaster: PTPGrandmaster?
-        if buffered {
-            do {
-                grandmaster = try PTPGrandmaster(clockIdentity: PTPGrandmaster.randomClockIdentity(), logger: Logger(label: "airplay"))
-            } catch {
-                throw SenderError(.badInput, "buffered mode serves a PTP clock: \(error)")
-            }
-        }
+        let grandmaster = buffered ? try Self.servePTPClock() : nil
         let realtimeClock = try carryOut(StreamClockPlan(receivers: links.map(StreamClockPlan.Receiver.init), timing: timing),
                                          on: links, sharing: grandmaster, display: display)
         let fileFormat = source.format
@@ -165,12 +139,7 @@ struct StreamCommand: AsyncParsableCommand {
         defer { if realtimeClock !== grandmaster { realtimeClock?.stop() } }
         let tags = source.tags
         let title = tags.title ?? (file == "-" ? "standard input" : (file as NSString).lastPathComponent)
-        var item = DMAP.Item()
-        item.title = title
-        item.artist = tags.artist
-        item.album = tags.album
-        item.genre = tags.genre
-        item.durationMilliseconds = tags.duration.map { Int(max(0, $0 - self.start) * 1000) }
+        let item = Self.item(tags, title: title, start: start)
         let session = RAOPStreamSession(links: links, source: source, item: item, startOffset: start, volume: volume,
                                         grandmaster: grandmaster, bufferedCodec: codec, aacEncoder: GStreamerAACEncoder.factory)
 
@@ -181,25 +150,9 @@ struct StreamCommand: AsyncParsableCommand {
         let interrupts = InterruptWatch(continuation)
         defer { interrupts.cancel() }
         // A buffered stream, or a mixed group, takes receivers that join on the way (`airplay
-        // group add`): buffered where they take it (all of them with --mode buffered), else
-        // realtime on the group's timeline, on PTP where they follow it.
-        let password = self.password, protocolVersion = self.protocolVersion, timing = self.timing
-        let groupClock = grandmaster
-        let control = mode != .realtime ? StreamControlServer { target in
-            do throws(SenderError) {
-                let address = try ReceiverResolver.resolve(target, needVideo: false, choose: { _ in nil })
-                let link = try await ReceiverLinks.open(address, protocolVersion: linkMode == .buffered ? 2 : protocolVersion, mode: linkMode,
-                                                        identity: identity, password: password, crypto: crypto)
-                if StreamClockPlan.joinerOnPTP(StreamClockPlan.Receiver(link), timing: timing) { link.ptpClock = groupClock }
-                Self.obeyRemoteCommands(link, continuation)
-                let failure = await withCheckedContinuation { (waiter: CheckedContinuation<SenderError?, Never>) in
-                    continuation.yield(.join(link, done: { waiter.resume(returning: $0) }))
-                }
-                return failure.map { "error \($0.message)" } ?? "ok \(address.name)"
-            } catch {
-                return "error \(error.message)"
-            }
-        } : nil
+        // group add`).
+        let control = mode != .realtime ? joinServer(mode: linkMode, identity: identity, crypto: crypto, groupClock: grandmaster,
+                                                     continuation) : nil
         defer { control?.close() }
         // The receivers' remote-control buttons (the AirPlay 2 event channel, DACP) come in as
         // the keys do.
@@ -208,20 +161,11 @@ struct StreamCommand: AsyncParsableCommand {
             if let event = Self.event(for: command) { continuation.yield(event) }
         }
         defer { if let remote { Task { await remote.close() } } }
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                continuation.yield(.tick)
-            }
-        }
+        let ticker = Self.ticks(continuation)
         defer { ticker.cancel() }
         // Read once the session has set the links up: an AirPlay 2 setup chooses the codec.
-        let linked = links
-        let receivers: @Sendable () -> [String] = { linked.map { link in
-            let ownClock = link.receiverTimeline == nil ? "" : ", on its own clock"
-            return link.buffered ? "\(link.name) (\(codec == .aac ? "AAC-LC" : "ALAC") \(String(format: "%g", Double(source.format.sampleRate) / 1000)) kHz/\(source.format.bitsPerSample)-bit, AirPlay 2 buffered\(ownClock))"
-                : "\(link.name) (\(link.codec.rawValue)\(link.airPlay2 ? (link.ptpClock == nil ? ", AirPlay 2" : ", AirPlay 2 on PTP\(ownClock)") : link.encryptor == nil ? "" : ", RSA"))"
-        } }
+        let linked = links, codec = codec, format = source.format
+        let receivers: @Sendable () -> [String] = { Self.describe(linked, codec: codec, format: format) }
         let summary: RAOPStreamSession.Summary
         do {
             summary = try await session.run(events: events, continuation: continuation, warn: display.warn) { [start] report in

@@ -44,12 +44,12 @@ import Testing
     static func channel(_ responder: Responder, events: EventChannels? = nil, refuse: String? = nil) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         let logger = Logger(label: "test")
-        let clock = ConnectionClock(limits: .default)
+        let timeoutState = ConnectionTimeoutState(limits: .default)
         try channel.pipeline.syncOperations.addHandler(ResponseWriter(), name: ControlConnectionHandler.encoderName)
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(AirPlayRequestDecoder(limits: .default)),
                                                        name: ControlConnectionHandler.decoderName)
         try channel.pipeline.syncOperations.addHandler(
-            ControlConnectionHandler(router: responder, events: events, clock: clock, refuse: refuse, logger: logger),
+            ControlConnectionHandler(router: responder, events: events, timeoutState: timeoutState, refuse: refuse, logger: logger),
             name: ControlConnectionHandler.handlerName)
         return channel
     }
