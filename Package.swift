@@ -158,6 +158,11 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Tools that judge a receiver: `airplay conformance` (Protocol/ as checks) and `airplay doctor`.
+        .target(name: "AirPlayConformance", dependencies: [
+            "AirPlaySender", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
 
         // Thin executables.
         .executableTarget(name: "airplayd", dependencies: [
@@ -167,8 +172,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: leanExecutable),
         .executableTarget(name: "airplay", dependencies: [
-            "AirPlaySender", "AirPlayHLS", "AirPlayHTTP", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist", "GStreamerMedia",
-            "FLACMedia", "AirPlayMedia", "AirPlayTiming",
+            "AirPlaySender", "AirPlayConformance", "AirPlayHLS", "AirPlayHTTP", "AirPlayCrypto", "AirPlayDiscovery", "AirPlayWire", "AirPlayPlist",
+            "GStreamerMedia", "FLACMedia", "AirPlayMedia", "AirPlayTiming",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -225,6 +230,7 @@ let package = Package(
         .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire",
                                                                "AirPlayPlist", "AirPlayMedia"]),
         .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "AirPlayHTTP", "GStreamerMedia"]),
+        .testTarget(name: "AirPlayConformanceTests", dependencies: ["AirPlayConformance"]),
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "AirPlayTesting", "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayCrypto", "AirPlayMedia",

@@ -69,7 +69,7 @@ public final class AirPlay2SenderSession: Sendable {
     }
 
     /// A SETUP with `setup`'s body; its answer, read, or an error saying what came back instead.
-    static func setUp(_ client: RAOPClient, _ setup: AirPlay2Setup) async throws(SenderError) -> AirPlay2SetupReply {
+    package static func setUp(_ client: RAOPClient, _ setup: AirPlay2Setup) async throws(SenderError) -> AirPlay2SetupReply {
         // Read as the setup machine reads it: an empty 200 (shairport-sync 5 to what it does not
         // serve) and a reply without the keys wanted are each named, with the keys that came.
         return try SenderSetupMachine.setupReply(try await client.exchange(.plist("SETUP", setup.plist))).get()
@@ -92,7 +92,7 @@ public final class AirPlay2SenderSession: Sendable {
 
     /// The device id this sender gives AirPlay 2 receivers (locally administered, fixed per
     /// process: receivers only log it).
-    static let senderDeviceID: String = {
+    package static let senderDeviceID: String = {
         let bytes = [0x02] + (0..<5).map { _ in UInt8.random(in: 0...255) }
         return bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
     }()

@@ -38,10 +38,10 @@ extension ReceiverLink {
 
 /// The TCP data connection of a buffered stream, written from the streamer's thread with
 /// blocking sends: when the receiver stops reading, TCP holds the streamer back.
-final class BufferedDataConnection: @unchecked Sendable {
+package final class BufferedDataConnection: @unchecked Sendable {
     private var descriptor: Int32
 
-    init(host: String, port: Int) throws(SenderError) {
+    package init(host: String, port: Int) throws(SenderError) {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -66,7 +66,7 @@ final class BufferedDataConnection: @unchecked Sendable {
     }
 
     /// Writes all of `bytes`; false when the connection is closed or broken.
-    func send(_ bytes: [UInt8]) -> Bool {
+    package func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             guard descriptor >= 0 else { return false }
@@ -77,7 +77,8 @@ final class BufferedDataConnection: @unchecked Sendable {
         return true
     }
 
-    func close() {
+    /// Closes the connection; later sends fail.
+    package func close() {
         guard descriptor >= 0 else { return }
         shutdown(descriptor, Int32(SHUT_RDWR))
         Glibc.close(descriptor)

@@ -403,7 +403,7 @@ package struct SenderSetupMachine: Sendable {
     }
 
     /// A SETUP reply read, or an error saying what came back instead.
-    static func setupReply(_ response: AirPlayResponse) -> Result<AirPlay2SetupReply, SenderError> {
+    package static func setupReply(_ response: AirPlayResponse) -> Result<AirPlay2SetupReply, SenderError> {
         guard (200..<300).contains(response.status) else { return .failure(refusal("SETUP", response)) }
         let bytes = Array(response.body.readableBytesView)
         // shairport-sync 5 answers 200 with no body to what it did not do: say so, not "not a plist".

@@ -1,4 +1,5 @@
 import AirPlaySender
+import AirPlayConformance
 import ArgumentParser
 import Foundation
 

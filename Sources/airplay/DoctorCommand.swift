@@ -1,4 +1,5 @@
 import AirPlaySender
+import AirPlayConformance
 import ArgumentParser
 
 /// `airplay doctor [HOST[:PORT]]`: why a box is unreachable or "connected but silent", in

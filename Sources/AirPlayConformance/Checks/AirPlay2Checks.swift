@@ -1,3 +1,4 @@
+import AirPlaySender
 import AirPlayCrypto
 import AirPlayMedia
 import AirPlayPairing

@@ -1,3 +1,4 @@
+import AirPlaySender
 import AirPlayWire
 import Foundation
 import Glibc

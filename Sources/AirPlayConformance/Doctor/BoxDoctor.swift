@@ -1,3 +1,4 @@
+import AirPlaySender
 import AirPlayPairing
 import AirPlayPlist
 import AirPlayWire

@@ -1,3 +1,4 @@
+import AirPlaySender
 import AirPlayPlist
 import AirPlayWire
 import Foundation

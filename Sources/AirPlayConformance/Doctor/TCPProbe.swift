@@ -1,3 +1,4 @@
+import AirPlaySender
 import Glibc
 
 /// Whether a TCP port takes a connection, told apart the way a diagnosis needs: refused at once

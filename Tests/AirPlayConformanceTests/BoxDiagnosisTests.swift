@@ -1,4 +1,4 @@
-import AirPlaySender
+import AirPlayConformance
 import Testing
 
 /// `airplay doctor`'s judgement, one cause at a time: each report below is what airplayd's

@@ -1,3 +1,4 @@
+import AirPlaySender
 import Foundation
 
 /// What a box's `GET /diagnostics` says (airplayd's loopback report), read leniently: every

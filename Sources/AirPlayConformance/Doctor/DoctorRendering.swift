@@ -1,3 +1,4 @@
+import AirPlaySender
 import AirPlayWire
 
 /// `airplay doctor`'s findings as people and scripts read them.
