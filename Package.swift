@@ -80,12 +80,12 @@ let package = Package(
             "CAvahi", "AirPlayWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "AirPlayMedia", dependencies: ["LinuxIO"]),
-        .target(name: "GStreamerMedia", dependencies: ["CGStreamer", "CGLibLazy", "AirPlayMedia"], swiftSettings: glibSwiftSettings),
+        .target(name: "AirPlayMedia"),
+        .target(name: "GStreamerMedia", dependencies: ["LinuxIO", "CGStreamer", "CGLibLazy", "AirPlayMedia"], swiftSettings: glibSwiftSettings),
         .target(name: "FLACMedia", dependencies: ["CFLAC", "AirPlayMedia"]),
         // alsa-lib, opened on its first call (headers from libasound2-dev): the native ALSA output.
         .target(name: "CALSA", dependencies: ["CLazyLink"]),
-        .target(name: "ALSAMedia", dependencies: ["CALSA", "AirPlayMedia"]),
+        .target(name: "ALSAMedia", dependencies: ["LinuxIO", "CALSA", "AirPlayMedia"]),
         // libsoxr, opened on its first call (headers from libsoxr-dev): drift correction by resampling.
         .target(name: "CSoxr", dependencies: ["CLazyLink"]),
         .target(name: "SoxrMedia", dependencies: ["CSoxr", "AirPlayMedia"]),
@@ -104,12 +104,12 @@ let package = Package(
         // The box's now-playing state, its remote-control commands, and the surfaces that need no
         // C library (the shairport-sync metadata pipe).
         .target(name: "AirPlayNowPlaying", dependencies: [
-            "AirPlayWire", "AirPlayMedia", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            "AirPlayWire", "LinuxIO", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
 
         // MPRIS 2 on D-Bus through GDBus: the only importer of CGio.
         .target(name: "AirPlayDBus", dependencies: [
-            "CGio", "CGLibLazy", "AirPlayNowPlaying", "AirPlayMedia",
+            "LinuxIO", "CGio", "CGLibLazy", "AirPlayNowPlaying", "AirPlayMedia",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ], swiftSettings: glibSwiftSettings),
 
@@ -139,7 +139,7 @@ let package = Package(
         // The daemon's composition root, a library so tests build it: configuration, identity,
         // systemd, the journal, the page, the media engine and probe, and the wiring.
         .target(name: "AirPlayDaemon", dependencies: [
-            "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
+            "LinuxIO", "AirPlayReceiver", "AirPlayHLSGateway", "AirPlayHLS", "AirPlayDiscovery", "AirPlayTiming", "AirPlayNowPlaying", "AirPlayCrypto",
             "AirPlayWire", "AirPlayPlist", "AirPlayPairing", "AirPlayMedia", "AirPlayDBus", "AirPlayMQTT", "GStreamerMedia", "ALSAMedia", "SoxrMedia",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -151,7 +151,7 @@ let package = Package(
         .target(name: "AirPlayHLS"),
         .target(name: "AirPlayHTTP", dependencies: ["CCurl", "CZlib"]),
         .target(name: "AirPlaySender", dependencies: [
-            "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
+            "LinuxIO", "AirPlayHLS", "AirPlayHTTP", "AirPlayWire", "AirPlayDiscovery", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
             "AirPlayTiming",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -160,7 +160,7 @@ let package = Package(
         ]),
         // Tools that judge a receiver: `airplay conformance` (Protocol/ as checks) and `airplay doctor`.
         .target(name: "AirPlayConformance", dependencies: [
-            "AirPlaySender", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
+            "LinuxIO", "AirPlaySender", "AirPlayWire", "AirPlayPlist", "AirPlayCrypto", "AirPlayPairing", "AirPlayMedia",
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
 
@@ -196,7 +196,7 @@ let package = Package(
         // A sound card whose crystal runs fast or slow, recording when each frame left it (tests only).
         .target(name: "SimulatedSoundCard", path: "Tests/SimulatedSoundCard", cSettings: [.define("PIC")], linkerSettings: [.linkedLibrary("asound")]),
         .target(name: "AirPlayTesting", dependencies: [
-            "AirPlayMedia", "AirPlayWire",
+            "LinuxIO", "AirPlayMedia", "AirPlayWire",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

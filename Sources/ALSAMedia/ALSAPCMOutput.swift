@@ -2,6 +2,7 @@ import AirPlayMedia
 internal import CALSA
 import Glibc
 import Synchronization
+import LinuxIO
 
 /// Received audio played straight to an ALSA device through alsa-lib (`audio_output =
 /// "alsa:DEVICE"`, e.g. `alsa:hw:CARD=Device` or `alsa:default`), as media boxes play.

@@ -4,6 +4,7 @@ internal import CGio
 import Glibc
 import Logging
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// What a D-Bus object does with the calls it gets, on the service's thread.
 protocol DBusObjectHandler: AnyObject, Sendable {

@@ -1,6 +1,7 @@
 import AirPlayMedia
 import AirPlayReceiver
 import Glibc
+import LinuxIO
 
 /// airplayd's child processes: the media probe (a program's standard output, with a deadline)
 /// and the helpers that decode untrusted media (`helper`: the video player, the audio

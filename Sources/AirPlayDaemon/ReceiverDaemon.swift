@@ -16,6 +16,7 @@ import NIOPosix
 import ServiceLifecycle
 import SoxrMedia
 import UnixSignals
+import LinuxIO
 
 /// The receiver as one service: control port, mDNS publication, systemd notification, watchdog.
 ///

@@ -1,6 +1,6 @@
-import AirPlayMedia
 import Glibc
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// Writes whole metadata items to a FIFO, never blocking the caller.
 ///

@@ -1,7 +1,7 @@
-import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// The box's now-playing state and the hub of its surfaces. Sessions `post` events; the state
 /// applies each at once (so `state` is always current), and one thread of its own hands each

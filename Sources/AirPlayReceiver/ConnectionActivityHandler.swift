@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import LinuxIO
 
 /// One connection's `ConnectionTimeouts`, shared by the handlers of its pipeline (which change
 /// it on the connection's event loop only) and read by admission (`ConnectionRegistry`).

@@ -3,6 +3,7 @@ import AirPlayTiming
 import AirPlayWire
 import Foundation
 import Synchronization
+import LinuxIO
 
 /// Plays PCM to one or more RAOP receivers on one timeline: 352-frame packets paced by the
 /// monotonic clock, the same RTP times and the same sync packets to every receiver, so they all

@@ -6,6 +6,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import LinuxIO
 
 /// What a receiver says it takes, from its `_raop._tcp` TXT record (or assumed for a receiver
 /// given as HOST:PORT: what every AirPlay 1 speaker takes).

@@ -1,5 +1,6 @@
 import AirPlayMedia
 import Synchronization
+import LinuxIO
 
 /// A clock tests move by hand: expiries, back-offs and time-outs without sleeping.
 public final class ManualClock: MonotonicClock {

@@ -1,6 +1,7 @@
 import AirPlayMedia
 import Foundation
 import Synchronization
+import LinuxIO
 
 /// A `PCMOutput` that keeps what it is given, with the time of each write: for unit tests of
 /// the playout, in place of a sound card.

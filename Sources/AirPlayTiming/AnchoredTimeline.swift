@@ -1,6 +1,6 @@
-import AirPlayMedia
 import AirPlayWire
 import Synchronization
+import LinuxIO
 
 /// A timeline on the sender's PTP clock: an anchor says which RTP time sounds at which time of
 /// that clock, and the PTP follower says when our monotonic clock reaches that time.

@@ -1,8 +1,8 @@
-import AirPlayMedia
 import AirPlayWire
 import Glibc
 import Logging
 import Synchronization
+import LinuxIO
 
 /// Runs a `PTPFollower` on the real network: UDP ports 319 (event) and 320 (general) on IPv4
 /// and IPv6 (iPhones often time a session over a link-local or ULA address), joined to PTP's

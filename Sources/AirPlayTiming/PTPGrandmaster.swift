@@ -1,8 +1,8 @@
-import AirPlayMedia
 import AirPlayWire
 import Glibc
 import Logging
 import Synchronization
+import LinuxIO
 
 /// A PTP grandmaster for the receivers a sender plays to in AirPlay 2's buffered mode: the
 /// timeline their anchors are on. It serves this host's CLOCK_REALTIME as it is (as `ptp4l -S`

@@ -1,7 +1,7 @@
-import AirPlayMedia
 import AirPlayWire
 import FoundationEssentials
 import Synchronization
+import LinuxIO
 
 /// Maps a sender's RTP times to our monotonic clock, so the frame with RTP time T plays when
 /// the sender means it to.

@@ -1,8 +1,8 @@
-import AirPlayMedia
 import AirPlayWire
 import Glibc
 import Logging
 import Synchronization
+import LinuxIO
 
 /// One PTP follower for every airplayd on the box (zones: `airplayd@kitchen`, `airplayd@hall`).
 ///

@@ -2,6 +2,7 @@ import AirPlayMedia
 internal import CGStreamer
 import Dispatch
 import Synchronization
+import LinuxIO
 
 /// Received audio played on a GStreamer sink (`autoaudiosink`, `alsasink device=hw:0`,
 /// `pulsesink`, `pipewiresink`): a live app source in the stream's own format (S16LE or S24LE at

@@ -2,6 +2,7 @@ import AirPlayMedia
 internal import CGStreamer
 import FoundationEssentials
 import Glibc
+import LinuxIO
 
 /// Decodes any file GStreamer can read (WAV, FLAC, MP3, M4A/AAC, Ogg), or WAV or raw PCM on
 /// standard input, to interleaved S16LE PCM at 44.1 kHz stereo, the format RAOP receivers

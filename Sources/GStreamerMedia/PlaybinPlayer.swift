@@ -4,6 +4,7 @@ import FoundationEssentials
 import Dispatch
 import Glibc
 import Synchronization
+import LinuxIO
 
 /// Plays one URL through GStreamer's playbin3 (playbin when 3 is missing), headless or on a display.
 ///

@@ -1,5 +1,6 @@
 import AirPlaySender
 import Foundation
+import LinuxIO
 
 /// What a box's `GET /diagnostics` says (airplayd's loopback report), read leniently: every
 /// field is optional, so a newer or older daemon still gives what it has.

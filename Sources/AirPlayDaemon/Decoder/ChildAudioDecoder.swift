@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import Logging
 import Synchronization
+import LinuxIO
 
 /// An AAC decoder in a process of its own (`AudioDecoderChild`, `airplayd --audio-decoder`):
 /// GStreamer's decoding of a sender's packets is untrusted media, and a crash or a hang there

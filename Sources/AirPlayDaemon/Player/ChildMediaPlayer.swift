@@ -1,5 +1,6 @@
 import AirPlayMedia
 import Synchronization
+import LinuxIO
 
 /// A video player that plays in airplayd's video player process (`VideoPlayerHost`): the
 /// receiver drives it like any `MediaPlayer`. Loads, seeks and rate changes wait for the child's

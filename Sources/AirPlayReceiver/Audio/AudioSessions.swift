@@ -8,6 +8,7 @@ import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import LinuxIO
 
 /// Policy for an `ANNOUNCE` from a sender while another sender streams.
 public enum AudioTakeover: String, Hashable, Sendable {

@@ -3,6 +3,7 @@ import AirPlayWire
 import Glibc
 import NIOCore
 import Synchronization
+import LinuxIO
 
 /// One packet of a buffered stream, as it comes on the TCP data connection after its 2-byte
 /// length: `0x80`, a 24-bit sequence number, the RTP time, the SSRC (it names the format),

@@ -6,6 +6,7 @@ import Glibc
 import AirPlayMedia
 import NIOConcurrencyHelpers
 import NIOCore
+import LinuxIO
 
 /// What one RAOP session holds besides its protocol state (which lives in
 /// `AudioSessionStateMachine`): the sender's key, the decoder queue, the sender's clock, the

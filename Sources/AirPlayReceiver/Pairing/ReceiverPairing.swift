@@ -5,6 +5,7 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import Synchronization
+import LinuxIO
 
 /// Who may change what the box plays.
 public enum AccessControl: String, CaseIterable, Sendable {

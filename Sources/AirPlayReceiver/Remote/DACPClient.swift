@@ -4,6 +4,7 @@ import AirPlayWire
 import Dispatch
 import Glibc
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// Sends DACP commands to the sender of the audio that plays: finds its `_dacp._tcp` service
 /// (`iTunes_Ctrl_<DACP-ID>`) through avahi-daemon, then `GET /ctrl-int/1/<command>` with the

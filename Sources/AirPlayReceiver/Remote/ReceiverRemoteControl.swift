@@ -3,6 +3,7 @@ import AirPlayWire
 import AirPlayMedia
 import Logging
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// The event channel of the AirPlay 2 session that plays, as the remote control reaches it.
 public protocol SenderEventChannel: Sendable {

@@ -2,6 +2,7 @@ import AirPlayMedia
 import AirPlayWire
 import Logging
 import NIOConcurrencyHelpers
+import LinuxIO
 
 /// Carries out the FCUP exchanges of handed-over videos (`FCUPExchange`, one per video session):
 /// the HLS gateway awaits a playlist (`requestPlaylist`), the request goes out on the session's

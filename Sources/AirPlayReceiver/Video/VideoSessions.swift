@@ -8,6 +8,7 @@ import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import LinuxIO
 
 /// Policy for a `/play` from a sender while another sender's video plays.
 public enum VideoTakeover: String, Hashable, Sendable {

@@ -1,5 +1,4 @@
 import Glibc
-import LinuxIO
 
 /// Starts a named OS thread that runs one closure: the playout, a GStreamer bus watcher, a file
 /// copier. (Foundation's `Thread` would pull in all of Foundation; the daemon links
