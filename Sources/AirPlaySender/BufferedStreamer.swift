@@ -2,6 +2,7 @@ import AirPlayMedia
 import AirPlayTiming
 import AirPlayWire
 import Foundation
+import LinuxIO
 import Synchronization
 
 /// Plays PCM to AirPlay 2 receivers in buffered mode: one timeline on our PTP grandmaster's
@@ -30,7 +31,8 @@ public final class BufferedStreamer: @unchecked Sendable {
     /// Packets kept for receivers that join: a little more than `ahead`.
     private var recentPackets: Int { Int((Self.ahead + 1) * sampleRate) / framesPerPacket }
     private let encoder: any BufferedEncoder
-    private let resumeSignal = DispatchSemaphore(value: 0)
+    /// Wakes the sending thread early from a wait: a resume, a stop.
+    private let wake = WakeEvent()
 
     init(links: [ReceiverLink], clock: PTPGrandmaster, firstTimestamp: UInt32, format: PCMFormat = .cd, encoder: (any BufferedEncoder)? = nil) {
         self.format = format
@@ -40,6 +42,8 @@ public final class BufferedStreamer: @unchecked Sendable {
         state = Mutex(BufferedTimeline(firstTimestamp: firstTimestamp, sampleRate: Double(format.sampleRate), ahead: Self.ahead,
                                        timeline: clock.identity.clockIdentity))
     }
+
+    deinit { wake.close() }
 
     /// The first anchor: the first frame sounds at `soundsAt` (PTP nanoseconds), by default
     /// `startDelay` from now.
@@ -73,10 +77,11 @@ public final class BufferedStreamer: @unchecked Sendable {
             case .stopped:
                 return
             case .paused:
-                resumeSignal.wait()
+                // Until `resume` or `stop` wakes it; the timeline is stepped again either way.
+                wake.wait(timeoutNanoseconds: 1_000_000_000)
             case .wait(let seconds):
-                // Ahead enough: wait until playing catches up.
-                usleep(UInt32(seconds * 1_000_000))
+                // Ahead enough: wait until playing catches up (or a stop).
+                wake.wait(timeoutNanoseconds: Int64(max(0, min(seconds, 1)) * 1e9))
             case .send:
                 let samples = read()
                 for packet in samples.isEmpty ? encoder.finish() : encoder.encode(samples) { send(packet) }
@@ -163,16 +168,13 @@ public final class BufferedStreamer: @unchecked Sendable {
         let anchor = state.withLock { state in
             state.resume(from: frame.map { state.firstTimestamp &+ UInt32(truncatingIfNeeded: $0) }, soundsAt: time)
         }
-        if anchor != nil { resumeSignal.signal() }
+        if anchor != nil { wake.signal() }
         return anchor
     }
 
-    /// Ends `play` (also while paused).
+    /// Ends `play` (also while paused or waiting).
     func stop() {
-        let paused = state.withLock { state -> Bool in
-            state.stop()
-            return state.paused
-        }
-        if paused { resumeSignal.signal() }
+        state.withLock { $0.stop() }
+        wake.signal()
     }
 }

@@ -37,8 +37,10 @@ public final class RAOPStreamer: @unchecked Sendable {
     }
 
     private let state: Mutex<State>
-    private let pausedSignal = DispatchSemaphore(value: 0)
-    private let resumeSignal = DispatchSemaphore(value: 0)
+    /// Wakes the playing thread early from its wait for the next packet: a pause, a resume, a stop.
+    private let wake = WakeEvent()
+    /// Wakes a `pause()` waiting for the playing thread to stop at a packet boundary.
+    private let pausedEvent = WakeEvent()
     private let alac = ALACEncoder()
     /// What paces the packets (the sender's one monotonic clock).
     private let clock: any MonotonicClock
@@ -53,6 +55,17 @@ public final class RAOPStreamer: @unchecked Sendable {
                                              sampleRate: Self.sampleRate, framesPerPacket: Self.framesPerPacket)))
     }
 
+    deinit {
+        wake.close()
+        pausedEvent.close()
+    }
+
+    /// Waits up to `seconds` (at most `limit`), or until woken.
+    private func waitOnWake(_ seconds: Double, limit: Double) {
+        guard seconds > 0 else { return }
+        wake.wait(timeoutNanoseconds: Int64(min(seconds, limit) * 1e9))
+    }
+
     /// Frames sent so far.
     public var framesSent: Int { state.withLock { $0.pacer.framesSent } }
 
@@ -64,21 +77,26 @@ public final class RAOPStreamer: @unchecked Sendable {
 
     /// Sends everything `read` returns, in real time, until it returns nothing or `stop()`.
     /// Blocks: run it on its own thread. `sent` is called after every packet. The pacing is
-    /// `RAOPPacer`'s; this loop reads the clock, sleeps and sends. With `startingAt` (uptime
+    /// `RAOPPacer`'s; this loop reads the clock, waits on its `WakeEvent` until the next packet
+    /// is due (or a pause, resume or stop wakes it) and sends. With `startingAt` (uptime
     /// seconds) the first packet is due then, not now: a mixed group's buffered receivers were
     /// told when it is heard.
     public func play(startingAt: Double? = nil, read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
         let start = startingAt ?? clock.now()
         state.withLock { $0.pacer.start(now: start) }
-        let early = start - clock.now()
-        if early > 0 { usleep(UInt32(min(early, 5) * 1_000_000)) }
+        while state.withLock({ !$0.stopped && !$0.pauseRequested }), clock.now() < start {
+            waitOnWake(start - clock.now(), limit: 5)
+        }
         while true {
-            let (stopped, pause) = state.withLock { ($0.stopped, $0.pauseRequested) }
+            let (stopped, pause, paused) = state.withLock { ($0.stopped, $0.pauseRequested, $0.paused) }
             if stopped { return }
             if pause {
-                state.withLock { $0.paused = true }
-                pausedSignal.signal()
-                resumeSignal.wait()
+                if !paused {
+                    state.withLock { $0.paused = true }
+                    pausedEvent.signal()
+                }
+                // Until `resume` or `stop` wakes it; the state is looked at again either way.
+                waitOnWake(1, limit: 1)
                 continue
             }
             let replayed = state.withLock { $0.pacer.takeReplay() }
@@ -94,8 +112,7 @@ public final class RAOPStreamer: @unchecked Sendable {
             carryOut(actions, to: links)
             sent(samples.count / 2)
             // Monotonic pacing: each packet leaves at anchor + frames / sampleRate, so nothing drifts.
-            let wait = nextDue - clock.now()
-            if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
+            waitOnWake(nextDue - clock.now(), limit: 1)
         }
     }
 
@@ -157,29 +174,27 @@ public final class RAOPStreamer: @unchecked Sendable {
     }
 
     /// Stops sending after the current packet and returns the RTP point to FLUSH to (the next
-    /// sequence number and RTP time), or nil when the stream has already ended.
+    /// sequence number and RTP time), or nil when the stream has already ended or the playing
+    /// thread did not come to a packet boundary within 2 s (its source blocked).
     public func pause() -> (sequence: UInt16, timestamp: UInt32)? {
         let already = state.withLock { state -> Bool in
             defer { state.pauseRequested = true }
             return state.pauseRequested || state.stopped
         }
         guard !already else { return nil }
-        // The player acknowledges at its next packet boundary (at most 8 ms away).
-        guard pausedSignal.wait(timeout: .now() + .seconds(2)) == .success else {
-            // No acknowledgement (the source blocked): take the request back, unless it landed meanwhile.
-            let landed = state.withLock { state -> Bool in
-                if state.paused { return true }
-                state.pauseRequested = false
-                return false
-            }
-            if landed {
-                // Its signal follows the flag at once: take it, so the next pause waits for its own.
-                _ = pausedSignal.wait(timeout: .now() + .seconds(1))
-                return state.withLock { ($0.pacer.sequence, $0.pacer.timestamp) }
-            }
+        wake.signal()
+        // The playing thread stops at its next packet boundary (at once when it was waiting).
+        let deadline = clock.now() + 2
+        while clock.now() < deadline {
+            if let point = state.withLock({ $0.paused ? ($0.pacer.sequence, $0.pacer.timestamp) : nil }) { return point }
+            pausedEvent.wait(timeoutNanoseconds: Int64(max(0.001, deadline - clock.now()) * 1e9))
+        }
+        // No boundary came: take the request back, unless it landed meanwhile.
+        return state.withLock { state in
+            if state.paused { return (state.pacer.sequence, state.pacer.timestamp) }
+            state.pauseRequested = false
             return nil
         }
-        return state.withLock { ($0.pacer.sequence, $0.pacer.timestamp) }
     }
 
     /// Goes on after a pause from the RTP point after the flush, on a fresh schedule starting
@@ -198,7 +213,7 @@ public final class RAOPStreamer: @unchecked Sendable {
             state.pauseRequested = false
             return true
         }
-        if wasPaused { resumeSignal.signal() }
+        if wasPaused { wake.signal() }
         return wasPaused ? now : nil
     }
 
@@ -210,12 +225,9 @@ public final class RAOPStreamer: @unchecked Sendable {
     /// True while paused.
     public var isPaused: Bool { state.withLock { $0.paused } }
 
-    /// Ends `play` at the next packet boundary (also while paused).
+    /// Ends `play` at the next packet boundary (also while paused, or waiting to start).
     public func stop() {
-        let paused = state.withLock { state -> Bool in
-            state.stopped = true
-            return state.paused
-        }
-        if paused { resumeSignal.signal() }
+        state.withLock { $0.stopped = true }
+        wake.signal()
     }
 }
