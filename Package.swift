@@ -229,7 +229,7 @@ let package = Package(
         .testTarget(name: "AirPlayHLSTests", dependencies: ["AirPlayHLS"], exclude: ["Fixtures"]),
         .testTarget(name: "AirPlayInMemoryTests", dependencies: ["AirPlayInMemory", "AirPlaySender", "AirPlayReceiver", "AirPlayTiming", "AirPlayWire",
                                                                "AirPlayPlist", "AirPlayMedia"]),
-        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "AirPlayHTTP", "GStreamerMedia"]),
+        .testTarget(name: "AirPlaySenderTests", dependencies: ["AirPlaySender", "AirPlayWire", "AirPlayPlist", "AirPlayHTTP", "GStreamerMedia"]),
         .testTarget(name: "AirPlayConformanceTests", dependencies: ["AirPlayConformance"]),
         .testTarget(name: "AirPlayFuzzTargetsTests", dependencies: ["AirPlayFuzzTargets"]),
         .testTarget(name: "IntegrationTests", dependencies: [

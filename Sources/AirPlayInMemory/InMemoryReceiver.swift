@@ -37,6 +37,9 @@ public struct InMemoryReceiver: Sendable {
         /// HomePod OS 27: `GET /info` is answered 403 unless the User-Agent is Apple's form
         /// (`AirPlay/VERSION`).
         public static let infoOnlyToAppleUserAgents = Quirks(rawValue: 1 << 4)
+        /// A receiver that knows no `POST /feedback` and answers it with an error (here 501):
+        /// the sender keeps the session alive with the volume instead.
+        public static let refusesFeedback = Quirks(rawValue: 1 << 5)
     }
 
     /// The ports the receiver "opens": audio, control, timing, events.
@@ -61,6 +64,9 @@ public struct InMemoryReceiver: Sendable {
         let id = connection.id
         if request.method == "RECORD" { recordedBefore.insert(id) }
         if request.method == "GET", request.target == "/info" { return info(request) }
+        if quirks.contains(.refusesFeedback), request.method == "POST", request.target == "/feedback" {
+            return .text(status: 501, "not implemented")
+        }
         let decoded: AudioRequest
         do {
             decoded = try AudioRequest(decoding: request, ptp: true)

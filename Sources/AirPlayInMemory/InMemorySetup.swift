@@ -55,6 +55,25 @@ public struct InMemorySetup: Sendable {
         return response
     }
 
+    /// Carries a running-session command out against `receiver`, as `ReceiverLink.perform`
+    /// does over the network: each request through the bytes, each reply read by `session`.
+    package mutating func perform(_ command: SenderSessionMachine.Command, in session: inout SenderSessionMachine,
+                                  against receiver: inout InMemoryReceiver, now: Double) -> Result<Void, SenderError> {
+        var pending = session.command(command)[...]
+        for _ in 0..<8 {
+            guard let action = pending.popFirst() else { return .success(()) }
+            switch action {
+            case .send(let request, let required):
+                pending += session.replied(send(request, to: &receiver, now: now), to: request, required: required)
+            case .sendMediaRemoteNowPlaying:
+                continue
+            case .failed(let error):
+                return .failure(error)
+            }
+        }
+        return .failure(SenderError(.badInput, "the command did not finish"))
+    }
+
     /// Runs `machine` to its end against `receiver`: the outcome, or the error the sender would throw.
     package mutating func run(_ machine: SenderSetupMachine, against receiver: inout InMemoryReceiver,
                              now: Double) -> Result<SenderSetupMachine.Outcome, SenderError> {

@@ -24,7 +24,7 @@ extension ReceiverLink {
     func sendAnchor(_ anchor: RateAnchor) async throws(SenderError) {
         var anchor = anchor
         if anchor.playing, let receiverTimeline { anchor.timeline = receiverTimeline }
-        _ = try await AirPlay2SenderSession.plistRequest(client, "SETRATEANCHORTIME", anchor.plist)
+        try await perform(.anchor(anchor))
     }
 
     /// The `audioFormat` bit of the stream: stereo ALAC 18 (44.1 kHz 16-bit), 19 (44.1/24),

@@ -121,8 +121,9 @@ public final class ReceiverLink: @unchecked Sendable {
     public let resent = NIOLockedValueBox(0)
     /// Round trips of our timing requests to the receiver, in seconds (receivers that answer them).
     public let roundTrips = NIOLockedValueBox<[Double]>([])
-    /// `POST /feedback` is answered (else the volume is re-sent as the keep-alive).
-    private var feedbackWorks = true
+    /// The running session's requests, from the end of the setup (made on first use, when
+    /// the setup has said how now-playing reaches the receiver).
+    private let running = NIOLockedValueBox<SenderSessionMachine?>(nil)
     /// What MediaRemote now-playing has told the receiver (`ReceiverLink+NowPlaying`).
     let mediaRemote = NIOLockedValueBox(MediaRemoteNowPlayingMessages())
 
@@ -209,17 +210,17 @@ public final class ReceiverLink: @unchecked Sendable {
 
     /// `RECORD` from an RTP point (the start, and every resume after a pause).
     public func record(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
-        try await client.request("RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue])
+        try await perform(.record(RTPInfo(sequence: sequence, rtpTime: rtpTime)))
     }
 
     /// `FLUSH` up to an RTP point (a pause): the receiver drops what it holds before it.
     public func flush(sequence: UInt16, rtpTime: UInt32) async throws(SenderError) {
-        try await client.request("FLUSH", headers: [RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue])
+        try await perform(.flush(RTPInfo(sequence: sequence, rtpTime: rtpTime)))
     }
 
     /// The volume in AirPlay dB (-30…0, -144 mutes).
     public func setVolume(decibels: Double) async throws(SenderError) {
-        try await client.request(SenderSetupMachine.volumeRequest(decibels: decibels))
+        try await perform(.setVolume(decibels: decibels))
     }
 
     /// Text metadata, artwork and progress (in frames at `sampleRate`), each only when the
@@ -227,35 +228,47 @@ public final class ReceiverLink: @unchecked Sendable {
     /// receiver that refuses one keeps playing: metadata is never worth ending a stream for.
     public func sendMetadata(_ item: DMAP.Item?, artwork: (type: String, bytes: [UInt8])?, progress: (UInt32, UInt32, UInt32)?,
                              rtpTime: UInt32, sampleRate: Double = RAOPStreamer.sampleRate) async {
-        if readsMediaRemoteNowPlaying {
-            await sendMediaRemoteNowPlaying(item, artwork: artwork, progress: progress, sampleRate: sampleRate, playing: true)
-            return
-        }
-        let info: MessageHeaders = [RTPInfo.headerName: RTPInfo(rtpTime: rtpTime).headerValue]
-        if let item, wants(0) {
-            _ = try? await client.request("SET_PARAMETER", headers: info, body: DMAP.encode(item), contentType: "application/x-dmap-tagged")
-        }
-        if let artwork, wants(1) {
-            _ = try? await client.request("SET_PARAMETER", headers: info, body: artwork.bytes, contentType: artwork.type)
-        }
-        if let progress, wants(2) {
-            _ = try? await client.request("SET_PARAMETER", headers: info, body: TextParameters.progress(start: progress.0, current: progress.1, end: progress.2).encoded,
-                                          contentType: TextParameters.contentType)
-        }
+        let metadata = SenderSessionMachine.Metadata(
+            item: item, artwork: artwork.map { SenderSessionMachine.Artwork(type: $0.type, bytes: $0.bytes) },
+            progress: progress.map { SenderSessionMachine.Progress(start: $0.0, current: $0.1, end: $0.2) }, rtpTime: rtpTime)
+        try? await perform(.metadata(metadata), sampleRate: sampleRate)
     }
 
     /// Keeps the session alive: `POST /feedback`, or where that is not answered, the volume again.
     public func keepAlive(volumeDecibels: Double) async throws(SenderError) {
-        if feedbackWorks {
-            do {
-                try await client.request("POST", target: "/feedback")
-                return
-            } catch {
-                guard case .refused = error.kind else { throw error }
-                feedbackWorks = false
+        try await perform(.keepAlive(decibels: volumeDecibels))
+    }
+
+    /// Carries a running-session command out (`SenderSessionMachine`): its requests in order,
+    /// each reply read by the machine; a refusal of a required one throws.
+    func perform(_ command: SenderSessionMachine.Command, sampleRate: Double = RAOPStreamer.sampleRate) async throws(SenderError) {
+        let route: SenderSessionMachine.NowPlayingRoute = readsMediaRemoteNowPlaying ? .mediaRemote : .dmap(traits.metadata)
+        var pending = running.withLockedValue { machine in
+            if machine == nil { machine = SenderSessionMachine(nowPlaying: route) }
+            return machine!.command(command)
+        }[...]
+        // A command is a request or two (a refused keep-alive, then the volume): the bound only
+        // stops a machine that would never end.
+        for _ in 0..<8 {
+            guard let action = pending.popFirst() else { return }
+            switch action {
+            case .send(let request, let required):
+                let response: AirPlayResponse
+                do {
+                    response = try await client.exchange(request)
+                } catch {
+                    if required { throw error }
+                    continue
+                }
+                pending += running.withLockedValue { $0?.replied(response, to: request, required: required) ?? [] }
+            case .sendMediaRemoteNowPlaying(let metadata):
+                await sendMediaRemoteNowPlaying(metadata.item, artwork: metadata.artwork.map { ($0.type, $0.bytes) },
+                                                progress: metadata.progress.map { ($0.start, $0.current, $0.end) },
+                                                sampleRate: sampleRate, playing: true)
+            case .failed(let error):
+                throw error
             }
         }
-        try await setVolume(decibels: volumeDecibels)
     }
 
     /// Sends one audio packet (encrypting its payload when the stream is encrypted) and keeps it
@@ -314,7 +327,7 @@ public final class ReceiverLink: @unchecked Sendable {
 
     /// TEARDOWN and close the UDP socket.
     public func tearDown() async {
-        _ = try? await client.request("TEARDOWN")
+        try? await perform(.tearDown)
         await session?.close()
         dataConnection?.close()
         audioSocket?.close()

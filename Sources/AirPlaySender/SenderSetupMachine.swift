@@ -371,7 +371,7 @@ package struct SenderSetupMachine: Sendable {
 
     private mutating func record() -> [Action] {
         step = .record
-        return [.send(SenderRequest(method: "RECORD", headers: ["Range": "npt=0-", RTPInfo.headerName: RTPInfo(sequence: sequence, rtpTime: rtpTime).headerValue]))]
+        return [.send(SenderSessionMachine.recordRequest(RTPInfo(sequence: sequence, rtpTime: rtpTime)))]
     }
 
     private mutating func setVolume() -> [Action] {
