@@ -89,7 +89,8 @@ enum SessionTargets {
         var pipelines: [Int: AudioPacketPipeline] = [:]
         func check(_ resends: [RAOPResendRequest]) {
             for request in resends {
-                precondition(request.count > 0 && request.count < ResendTracker.largestGap, "asked for \(request.count) packets")
+                // A first request is under `largestGap`; one asked again may join runs, up to the awaited packets.
+                precondition(request.count > 0 && request.count <= ResendTracker.largestGap, "asked for \(request.count) packets")
                 precondition(request.first == 0 || Int(request.first) + Int(request.count) <= 65536, "a request across the wrap")
             }
         }
@@ -131,7 +132,7 @@ enum SessionTargets {
                     let arrival = pipeline.arrived(sequence: sequence, marker: body[index + 2] & 1 != 0,
                                                    retransmitted: body[index + 2] & 2 != 0, now: now)
                     check(arrival.resends)
-                    if arrival.resumed { carryOut(machine.streamResumed(session: session)) }
+                    if arrival.resumed { carryOut(machine.streamResumed(session: session, flushes: pipeline.flushes)) }
                     if body[index + 2] & 4 != 0 { check(pipeline.tick(now: now)) }
                 }
                 pipelines[session] = pipeline

@@ -84,17 +84,18 @@ public final class RAOPStreamer: @unchecked Sendable {
     public func play(startingAt: Double? = nil, read: () -> [Int32], sent: (Int) -> Void = { _ in }) {
         let start = startingAt ?? clock.now()
         state.withLock { $0.pacer.start(now: start) }
-        while state.withLock({ !$0.stopped && !$0.pauseRequested }), clock.now() < start {
-            waitOnWake(start - clock.now(), limit: 5)
-        }
+        waitUntil(start, limit: 5)
         while true {
-            let (stopped, pause, paused) = state.withLock { ($0.stopped, $0.pauseRequested, $0.paused) }
-            if stopped { return }
-            if pause {
-                if !paused {
-                    state.withLock { $0.paused = true }
-                    pausedEvent.signal()
-                }
+            // Looked at and acknowledged under one lock: a pause taken back meanwhile is not half done.
+            let step = state.withLock { state -> (stop: Bool, pause: Bool, acknowledge: Bool) in
+                guard !state.stopped else { return (true, false, false) }
+                guard state.pauseRequested else { return (false, false, false) }
+                defer { state.paused = true }
+                return (false, true, !state.paused)
+            }
+            if step.stop { return }
+            if step.pause {
+                if step.acknowledge { pausedEvent.signal() }
                 // Until `resume` or `stop` wakes it; the state is looked at again either way.
                 waitOnWake(1, limit: 1)
                 continue
@@ -112,7 +113,19 @@ public final class RAOPStreamer: @unchecked Sendable {
             carryOut(actions, to: links)
             sent(samples.count / 2)
             // Monotonic pacing: each packet leaves at anchor + frames / sampleRate, so nothing drifts.
-            waitOnWake(nextDue - clock.now(), limit: 1)
+            waitUntil(nextDue, limit: 1)
+        }
+    }
+
+    /// Waits until `deadline` (uptime seconds), each wait at most `limit`, or until a pause or
+    /// stop is asked for. A stale wake-up (from a pause that was taken back) only waits again.
+    private func waitUntil(_ deadline: Double, limit: Double) {
+        // Bounded: each round waits for the deadline or a wake-up, and wake-ups without a pause
+        // or stop behind them are rare.
+        for _ in 0..<10_000 {
+            let left = deadline - clock.now()
+            guard left > 0, state.withLock({ !$0.stopped && !$0.pauseRequested }) else { return }
+            waitOnWake(left, limit: limit)
         }
     }
 

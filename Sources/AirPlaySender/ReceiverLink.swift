@@ -240,7 +240,8 @@ public final class ReceiverLink: @unchecked Sendable {
     }
 
     /// Carries a running-session command out (`SenderSessionMachine`): its requests in order,
-    /// each reply read by the machine; a refusal of a required one throws.
+    /// each reply read by the machine; a refusal of a required one throws. After TEARDOWN a
+    /// command sends nothing and returns.
     func perform(_ command: SenderSessionMachine.Command, sampleRate: Double = RAOPStreamer.sampleRate) async throws(SenderError) {
         let route: SenderSessionMachine.NowPlayingRoute = readsMediaRemoteNowPlaying ? .mediaRemote : .dmap(traits.metadata)
         var pending = running.withLockedValue { machine in
@@ -257,6 +258,15 @@ public final class ReceiverLink: @unchecked Sendable {
                 do {
                     response = try await client.exchange(request)
                 } catch {
+                    // A refusal the client threw (a 401 it could not answer) is still an answer
+                    // the machine may fall back from (`/feedback`); else the client's words stand.
+                    if case .refused(let status) = error.kind {
+                        let next = running.withLockedValue { $0?.replied(AirPlayResponse(status: status), to: request, required: required) ?? [] }
+                        if case .send? = next.first {
+                            pending += next
+                            continue
+                        }
+                    }
                     if required { throw error }
                     continue
                 }

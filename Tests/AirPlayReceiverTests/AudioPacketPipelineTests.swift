@@ -16,7 +16,7 @@ import Testing
         var packets = AudioPacketPipeline(now: 0)
         _ = packets.arrived(sequence: 10, marker: true, retransmitted: false, now: 1)
         packets.flush(resumingAt: 11)
-        #expect(packets.expectedSequence == nil && packets.flushed)
+        #expect(packets.expectedSequence == nil && packets.flushed && packets.flushes == 1)
         #expect(packets.arrived(sequence: 10, marker: false, retransmitted: false, now: 2.1) == .init(), "stale: in flight before the flush")
         #expect(packets.arrived(sequence: 500, marker: false, retransmitted: false, now: 3) == .init(resumed: true))
         #expect(packets.arrived(sequence: 501, marker: false, retransmitted: false, now: 3) == .init())

@@ -174,25 +174,25 @@ import Testing
 
     /// The player process dying under a session (a crash in GStreamer) costs a rebuffer the
     /// first time: a new player plays on from where the old one was, on the URL it played
-    /// (trick play's I-frame playlist stays), paused if the session was; the second time the
-    /// session ends as for any failure: the sender hears `stopped`.
+    /// (trick play's I-frame playlist stays), at the rate the sender asked for, paused if the
+    /// player was; the second time the session ends as for any failure: the sender hears `stopped`.
     @Test func aDeadPlayerProcessIsReplacedOnceThenEndsTheSession() throws {
         var machine = Machine(takeover: .replace)
         _ = try Self.played(&machine, "A", gateway: "gw")
         _ = machine.playerChanged(1, to: .playing)
         _ = try machine.rate(8, sessionID: nil, trickURL: "gw-iframes").get()
-        #expect(machine.playerProcessEnded(2, at: 41.5, rate: 8, starting: false)
+        #expect(machine.playerProcessEnded(2, at: 41.5, starting: false)
                 == [.restartPlayer(failed: 2, new: 3, url: "gw-iframes", position: 41.5, rate: 8, paused: false, volume: 1, trick: true)])
-        #expect(machine.playerProcessEnded(2, at: 0, rate: 1, starting: false) == [], "the dead player is no longer the session's")
+        #expect(machine.playerProcessEnded(2, at: 0, starting: false) == [], "the dead player is no longer the session's")
         #expect(machine.playerChanged(3, to: .loading) == [.sendEvent(sessionID: "A", state: "loading")], "a rebuffer, not a stop")
         #expect(machine.playerChanged(3, to: .playing) == [.sendEvent(sessionID: "A", state: "playing")])
-        #expect(machine.playerProcessEnded(3, at: 50, rate: 8, starting: false) == [.sendEvent(sessionID: "A", state: "stopped")])
+        #expect(machine.playerProcessEnded(3, at: 50, starting: false) == [.sendEvent(sessionID: "A", state: "stopped")])
 
         _ = try Self.played(&machine, "B", gateway: "gw2")
         _ = machine.playerChanged(4, to: .paused)
-        #expect(machine.playerProcessEnded(4, at: -1, rate: 0, starting: false)
-                == [.restartPlayer(failed: 4, new: 5, url: "gw2", position: 0, rate: 0, paused: true, volume: 1, trick: false)])
-        #expect(machine.playerProcessEnded(5, at: 3, rate: 0, starting: true)
+        #expect(machine.playerProcessEnded(4, at: -1, starting: false)
+                == [.restartPlayer(failed: 4, new: 5, url: "gw2", position: 0, rate: 1, paused: true, volume: 1, trick: false)])
+        #expect(machine.playerProcessEnded(5, at: 3, starting: true)
                 == [.stopPlayer(5), .closeGateway("gw2"), .sendEvent(sessionID: "B", state: "stopped")],
                 "a replacement that cannot start ends the session")
         #expect(machine.current == nil)
@@ -206,7 +206,7 @@ import Testing
         _ = try machine.rate(8, sessionID: nil, trickURL: "gw-iframes").get()
         #expect(try machine.rate(1, sessionID: nil, trickURL: "gw-iframes").get()
                 == [.replacePlayer(old: 2, new: 3, url: "gw", rate: 1, volume: 1, trick: false)])
-        #expect(machine.playerProcessEnded(3, at: 20, rate: 1, starting: true)
+        #expect(machine.playerProcessEnded(3, at: 20, starting: true)
                 == [.restartPlayer(failed: 3, new: 4, url: "gw", position: 20, rate: 1, paused: false, volume: 1, trick: false)])
     }
 }

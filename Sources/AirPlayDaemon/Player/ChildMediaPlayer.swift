@@ -14,6 +14,8 @@ final class ChildMediaPlayer: MediaPlayer, Sendable {
     private let host: VideoPlayerHost
     private let reported = Mutex<(status: MediaStatus, at: Double)>((.idle, 0))
     private let handler = Mutex<(@Sendable (MediaStatus) -> Void)?>(nil)
+    /// True while `load` waits for the child: a death then fails the load, which says so itself.
+    private let loading = Mutex(false)
 
     init(id: Int, setup: PlayerMessage.Setup, host: VideoPlayerHost) {
         self.id = id
@@ -25,6 +27,8 @@ final class ChildMediaPlayer: MediaPlayer, Sendable {
 
     func load(url: String, start: StartPosition, paused: Bool) throws(MediaError) {
         update(MediaStatus(state: .loading), change: false)
+        loading.withLock { $0 = true }
+        defer { loading.withLock { $0 = false } }
         if let error = host.call({ .load(player: id, request: $0, setup: setup, url: url, start: start, paused: paused) }, timeout: 30) {
             throw error
         }
@@ -81,8 +85,9 @@ final class ChildMediaPlayer: MediaPlayer, Sendable {
     }
 
     /// The child died under this player: failed where it had got to (the position carried
-    /// forward, the rate kept, so a new player can play on from there).
+    /// forward, so a new player can play on from there). Not while it loads: the load throws.
     func failed(_ error: MediaError) {
+        guard !loading.withLock({ $0 }) else { return }
         guard ![.stopped, .ended, .failed].contains(reported.withLock({ $0.status.state })) else { return }
         var status = self.status
         status.state = .failed

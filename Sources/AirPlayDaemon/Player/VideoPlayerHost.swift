@@ -7,7 +7,8 @@ import Synchronization
 /// airplayd's side of its video player process (`VideoPlayerChild`): starts it when the first
 /// video needs a player (and again after it died), hands out `ChildMediaPlayer`s that drive
 /// players in it, and when it dies (a crash in GStreamer, a kill), fails every player it held
-/// with the reason, so each video ends with an error event while the daemon plays on.
+/// with the reason (`MediaError.playerProcessEnded`): the video sessions then play on in a new
+/// process once, and end with an error event the second time, while the daemon plays on.
 final class VideoPlayerHost: Sendable {
     private struct Child: Sendable {
         var socket: PlayerSocket
@@ -69,8 +70,10 @@ final class VideoPlayerHost: Sendable {
         } catch {
             return error
         }
-        guard sent else { return .playerProcessEnded("the video player process is gone") }
-        guard box.done.wait(timeout: .now() + timeout) == .success else {
+        // A send that failed met a dead child: its reader fails every request it held, this one
+        // too, once it has reaped it (so a retry starts a new child, not the dead one).
+        guard box.done.wait(timeout: .now() + (sent ? timeout : 5)) == .success else {
+            if !sent { return .playerProcessEnded("the video player process is gone") }
             return MediaError(code: -1, domain: "airplayd.player", message: "the video player process did not answer within \(Int(timeout)) s")
         }
         return box.error.withLock { $0 } ?? nil

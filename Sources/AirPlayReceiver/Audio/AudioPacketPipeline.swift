@@ -20,6 +20,8 @@ public struct AudioPacketPipeline: Sendable {
     public private(set) var flushed = false
     /// The first sequence number after the FLUSH (its `RTP-Info`), when it said.
     public private(set) var resumeSequence: UInt16?
+    /// FLUSHes taken (the session machine counts them alike).
+    public private(set) var flushes = 0
     /// What was asked for again.
     public private(set) var resends = ResendTracker()
     /// When the sender was last heard on the stream's ports (audio, sync, timing).
@@ -55,6 +57,7 @@ public struct AudioPacketPipeline: Sendable {
     /// with its first packet at or after `resumeSequence`.
     public mutating func flush(resumingAt resumeSequence: UInt16?) {
         (expectedSequence, flushed, self.resumeSequence) = (nil, true, resumeSequence)
+        flushes += 1
     }
 
     /// A sync or timing packet came: the sender is alive.

@@ -60,6 +60,8 @@ extension AudioSessionStateMachine {
         session.stream = stream
         session.buffered = buffered
         session.phase = .openingPorts
+        // A new stream counts its own FLUSHes, and plays when its packets come.
+        (session.paused, session.flushes) = (false, 0)
         current = session
         // After RECORD (Apple's order) the stream the session begins is already playing.
         return [.beginSession(number: session.number, connection: connection)]

@@ -83,6 +83,9 @@ public struct AudioSessionStateMachine: Sendable {
         public var volume: Double = 0
         /// Set by FLUSH (and a buffered stream's rate 0): paused until the sender plays again.
         public var paused = false
+        /// FLUSHes taken since the stream's SETUP: the stream's packets count theirs alike
+        /// (`AudioPacketPipeline.flushes`), so a resume from before the last FLUSH is told apart.
+        public var flushes = 0
         /// RECORD was received. Apple's senders, OwnTone and libraop send it before AirPlay 2's
         /// stream SETUP, whose new stream then starts out playing, as in the other order.
         public var recorded = false
@@ -200,6 +203,7 @@ public struct AudioSessionStateMachine: Sendable {
             let rtpTime = Self.rtpTime(request)
             let resumeSequence = request.headers[RTPInfo.headerName].flatMap { RTPInfo(parsing: $0).sequence }
             session.paused = true
+            session.flushes += 1
             current = session
             return [.flush(session: session.number, before: rtpTime, resumeSequence: resumeSequence), .nowPlaying(.flushed),
                     .reply(AirPlayResponse(status: 200))]
@@ -375,9 +379,10 @@ public struct AudioSessionStateMachine: Sendable {
         return [.endSession(session, reason: "the sender closed its connection")]
     }
 
-    /// The stream's first packet after a FLUSH came (`AudioPacketPipeline`): playing again.
-    public mutating func streamResumed(session number: Int) -> [Action] {
-        guard current?.number == number, current?.paused == true else { return [] }
+    /// The stream's first packet after its `flushes`th FLUSH came (`AudioPacketPipeline`):
+    /// playing again, unless another FLUSH came meanwhile.
+    public mutating func streamResumed(session number: Int, flushes: Int) -> [Action] {
+        guard current?.number == number, current?.paused == true, current?.flushes == flushes else { return [] }
         current?.paused = false
         return [.nowPlaying(.resumed)]
     }

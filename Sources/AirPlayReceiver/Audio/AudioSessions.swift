@@ -496,11 +496,11 @@ public final class AudioSessions: Sendable {
     /// the session's own packet lock is taken; the control machine only on the rare resume.
     private func audioPacket(sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32, payload encrypted: UnsafeRawBufferPointer,
                              session resources: RAOPSessionResources, retransmitted: Bool) {
-        let arrival = resources.packets.withLockedValue {
-            $0.arrived(sequence: sequence, marker: marker, retransmitted: retransmitted, now: self.now())
+        let (arrival, flushes) = resources.packets.withLockedValue {
+            ($0.arrived(sequence: sequence, marker: marker, retransmitted: retransmitted, now: self.now()), $0.flushes)
         }
         for request in arrival.resends { requestResend(request, resources: resources) }
-        if arrival.resumed { perform(machine.withLockedValue { $0.streamResumed(session: resources.number) }) }
+        if arrival.resumed { perform(machine.withLockedValue { $0.streamResumed(session: resources.number, flushes: flushes) }) }
         guard let playout = resources.playout else {
             dropped(resources, .beforeSetup, "audio before SETUP finished", sequence: sequence)
             return

@@ -35,6 +35,8 @@ struct VideoSessionStateMachine: Sendable {
         var lastEvent: String?
         /// True while the player plays the I-frame playlist (fast rates).
         var trick = false
+        /// The rate the sender asked for last (a rate of 0 pauses: the player's state says so).
+        var rate = 1.0
         /// The item's `uuid`, when the sender named it (`playlistRemove` names it back).
         var itemID: String?
         /// True when the sender handed the video over (`mlhls://`): its playlists come over FCUP.
@@ -169,6 +171,10 @@ struct VideoSessionStateMachine: Sendable {
         case .failure(let refusal):
             return .failure(refusal)
         case .success(var active):
+            if rate != 0 {
+                active.rate = rate
+                current = active
+            }
             if let gatewayURL = active.gatewayURL {
                 if abs(rate) >= Self.trickRate, !active.trick, let trickURL {
                     return .success([replacePlayer(&active, url: trickURL, rate: rate, trick: true)])
@@ -215,9 +221,9 @@ struct VideoSessionStateMachine: Sendable {
 
     /// The player process died under a player (a crash in the media engine, a kill), while it
     /// played or while it loaded (`starting`; a reload the box began itself). The first time
-    /// in a session a new player plays on from `position` at `rate` (paused as the session
-    /// was); after that the session ends as for any failure.
-    mutating func playerProcessEnded(_ player: PlayerID, at position: Double, rate: Double, starting: Bool) -> [Action] {
+    /// in a session a new player plays on from `position`, at the rate the sender asked for
+    /// (paused if the player was); after that the session ends as for any failure.
+    mutating func playerProcessEnded(_ player: PlayerID, at position: Double, starting: Bool) -> [Action] {
         guard var active = current, active.player == player else { return [] }
         guard active.restartsLeft > 0 else {
             return starting ? playerFailedToStart(player, tellSender: true) : playerChanged(player, to: .failed)
@@ -225,8 +231,8 @@ struct VideoSessionStateMachine: Sendable {
         active.restartsLeft -= 1
         active.player = newPlayer()
         current = active
-        return [.restartPlayer(failed: player, new: active.player, url: active.playerURL, position: max(0, position), rate: rate,
-                               paused: active.playerState == .paused || rate == 0, volume: volume, trick: active.trick)]
+        return [.restartPlayer(failed: player, new: active.player, url: active.playerURL, position: max(0, position), rate: active.rate,
+                               paused: active.playerState == .paused, volume: volume, trick: active.trick)]
     }
 
     /// A player's state changed: the sender hears of it once per state (reports from players

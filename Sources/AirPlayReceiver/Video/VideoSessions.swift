@@ -208,7 +208,7 @@ public final class VideoSessions: Sendable {
             logger.warning("video reload failed", metadata: ["url": "\(url.prefix(300))", "error": "\(failure.error)"])
             _ = carryOut(machine.withLockedValue { machine in
                 failure.error.isPlayerProcessEnd
-                    ? machine.playerProcessEnded(new, at: status.position, rate: paused ? 0 : rate ?? status.rate, starting: true)
+                    ? machine.playerProcessEnded(new, at: status.position, starting: true)
                     : machine.playerFailedToStart(new, tellSender: true)
             })
             return
@@ -226,7 +226,7 @@ public final class VideoSessions: Sendable {
             logger.warning("video restart failed", metadata: ["url": "\(url.prefix(300))", "error": "\(failure.error)"])
             _ = carryOut(machine.withLockedValue { machine in
                 failure.error.isPlayerProcessEnd
-                    ? machine.playerProcessEnded(new, at: position, rate: rate, starting: true)
+                    ? machine.playerProcessEnded(new, at: position, starting: true)
                     : machine.playerFailedToStart(new, tellSender: true)
             })
             return
@@ -486,23 +486,24 @@ public final class VideoSessions: Sendable {
     }
 
     /// A player reported a state (from its own thread): logged, and told to the sender once.
+    /// The player process dying under it is the machine's to answer (a new player, once).
     private func playerChanged(_ id: Machine.PlayerID, status: MediaStatus) {
         playbackInfoCache.clear()
-        if status.state == .failed, status.error?.isPlayerProcessEnd == true {
-            let actions = machine.withLockedValue { $0.playerProcessEnded(id, at: status.position, rate: status.rate, starting: false) }
-            if case .restartPlayer = actions.first {
-                logger.warning("video player process ended under a video; a new player plays on", metadata: ["position": "\(status.position)"])
-                playerQueue.async { [self] in _ = carryOut(actions) }
-                return
-            }
-            return report(id, status: status, actions: actions)
+        let processEnded = status.state == .failed && status.error?.isPlayerProcessEnd == true
+        // The decision and the session it was for, under one lock: a `/stop` between would
+        // otherwise leave an event the machine counts as sent unsent.
+        let (actions, session) = machine.withLockedValue { machine in
+            let session = machine.current.flatMap { $0.player == id ? $0.id : nil }
+            let actions = processEnded ? machine.playerProcessEnded(id, at: status.position, starting: false)
+                                       : machine.playerChanged(id, to: status.state)
+            return (actions, session)
         }
-        report(id, status: status, actions: machine.withLockedValue { $0.playerChanged(id, to: status.state) })
-    }
-
-    /// Logs a player's report and carries out what the machine made of it (events, the next item).
-    private func report(_ id: Machine.PlayerID, status: MediaStatus, actions: [Machine.Action]) {
-        guard let sessionID = machine.withLockedValue({ $0.current.flatMap { $0.player == id ? $0.id : nil } }) else { return }
+        guard let sessionID = session else { return }
+        if case .restartPlayer? = actions.first {
+            logger.warning("video player process ended under a video; a new player plays on", metadata: ["position": "\(status.position)"])
+            playerQueue.async { [self] in _ = carryOut(actions) }
+            return
+        }
         playerReported(status)
         if status.state == .failed {
             logger.warning("video failed", metadata: ["session": "\(sessionID)", "error": "\(status.error.map { "\($0)" } ?? "?")"])
