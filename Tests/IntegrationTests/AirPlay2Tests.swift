@@ -61,8 +61,13 @@ import Testing
         let box = try Box()
         var nowPlaying = ""
         let result = try box.stream("sweep.flac") {
-            Thread.sleep(forTimeInterval: 3.5)
-            nowPlaying = try RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text
+            // Mid-stream, once the text and the progress are in (what is asserted below).
+            _ = poll(timeout: 12, interval: 0.1) {
+                nowPlaying = (try? RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text) ?? ""
+                let playing = (try? JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any]) ?? [:]
+                return playing["title"] as? String == "Sweep Song" && playing["artist"] as? String == "Test Artist"
+                    && playing["state"] as? String == "playing" && abs((playing["duration"] as? Double ?? 0) - 6) < 0.1
+            }
         }
         let log = box.daemon.process.stderr
         #expect(result.status == 0, "\(result.stdout.suffix(3000))\(result.stderr.suffix(3000))")
@@ -115,8 +120,15 @@ import Testing
                                         ["stream", tagged, "--to", "127.0.0.1:\(box.daemon.port)", "--protocol", "2"],
                                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
                                         label: "airplay")
-        Thread.sleep(forTimeInterval: 3.5)
-        let nowPlaying = try RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text
+        // While it plays, once its title and cover are in (what is asserted below).
+        var nowPlaying = ""
+        _ = poll(timeout: 12, interval: 0.1) {
+            nowPlaying = (try? RawHTTPConnection(port: box.daemon.port).request("GET", "/now-playing").text) ?? ""
+            let playing = (try? JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any]) ?? [:]
+            let artwork = playing["artwork"] as? [String: Any] ?? [:]
+            return playing["title"] as? String == "Sweep Song" && artwork["type"] as? String == "image/png"
+                && Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover)
+        }
         #expect(sender.waitForExit(timeout: 30) == 0, "\(sender.stderr)")
         let playing = try #require(try JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any], "\(nowPlaying)")
         #expect(playing["title"] as? String == "Sweep Song")

@@ -33,11 +33,11 @@ import Testing
             }
         }
         #expect(poll(timeout: 15) { !decoderPIDs().isEmpty }, "\(daemon.process.stderr.suffix(2000))\n\(stream.stdout)\(stream.stderr)")
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)   // three seconds into the stream, mid-play, as the test says
         let first = try #require(decoderPIDs().first)
         #expect(kill(first, SIGSEGV) == 0)
         #expect(poll(timeout: 10) { decoderPIDs().count >= 2 }, "a new decoder for the next packets: \(daemon.process.stderr.suffix(2000))")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // a second of stream for the new decoder (its RSS, below)
         // What a decoder process costs: its resident memory, a second into its stream.
         let resident = decoderPIDs().last.flatMap { try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8) }?
             .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map { $0.dropFirst(6).trimmingCharacters(in: .whitespaces) } ?? "?"

@@ -336,7 +336,7 @@ final class HiResSweep: @unchecked Sendable {
         let reader = try group.read(with: "fifo_clock", seconds: 60, options: ["--save", saved])
         try group.start()
         let stream = try group.startStream(sweep.directory + "/sweep.flac")
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)   // the follower's error is read mid-stream, three seconds behind the bridge
         // The follower's own error is on record: every namespace shares the kernel's clock.
         let curl = try #require(TestHost.which("curl"))
         let clock = try group.receivers[0].run(curl, ["-s", "http://127.0.0.1:7000/ptp"]).stdout
@@ -400,7 +400,7 @@ final class HiResSweep: @unchecked Sendable {
         #expect(made.status == 0, "\(made.stderr)")
         try group.start(environment: ["AIRPLAYD_TEST_PTP_HOLDOVER_SECONDS": "2"])
         let stream = try group.startStream(file)
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)   // the clock goes mid-stream, three seconds in
         let nft = try #require(TestHost.which("nft"), "nftables is a test dependency (tools/setup-deps --test)")
         for rule in [["add", "table", "inet", "noclock"],
                      ["add", "chain", "inet", "noclock", "in", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"],
@@ -433,7 +433,7 @@ final class HiResSweep: @unchecked Sendable {
         let reader = try group.read(with: "fifo_align", seconds: 60)
         try group.start()
         let stream = try group.startStream(sweep.directory + "/sweep.flac")
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)   // the room dies mid-stream, three seconds in
         group.daemons[1].process.signal(SIGKILL)
         #expect(stream.waitForExit(timeout: 30) == 0, "\(stream.stdout)\(stream.stderr)")
         #expect(stream.stdout.contains("left 10.94.2.2:7000"), "\(stream.stdout)")
@@ -481,7 +481,7 @@ final class HiResSweep: @unchecked Sendable {
                                                       "--to", "10.94.1.2:7000", "--to", "10.94.2.2:7000"],
                                             environment: environment, label: "airplay-stream")
         #expect(poll(timeout: 20, interval: 0.05) { stream.stdout.contains("\"event\":\"started\"") }, "\(stream.stderr)")
-        Thread.sleep(forTimeInterval: 2.5)
+        Thread.sleep(forTimeInterval: 2.5)   // room 3 is added 2.5 s into the stream
         let added = monotonicSeconds()
         let add = try group.sender.run(airplay, ["group", "add", "--to", "10.94.3.2:7000"], environment: environment, timeout: 30)
         #expect(add.status == 0 && add.stdout.hasPrefix("ok"), "\(add.stdout)\(add.stderr)")

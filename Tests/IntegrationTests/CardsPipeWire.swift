@@ -88,7 +88,7 @@ final class CardsPipeWire: CardSoundServer, @unchecked Sendable {
         }
         wireplumber = try ManagedProcess(TestHost.which("wireplumber")!, ["-c", directory + "/airplay-test-session.conf"],
                                          environment: own, directory: directory, label: "wireplumber")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // wireplumber's second to take the cards, or to fail at it (nothing to poll for)
         guard wireplumber.isRunning else { throw TestHostError("wireplumber did not start: \(wireplumber.stderr.suffix(2000))") }
         environment = cards.environment.merging(["PIPEWIRE_RUNTIME_DIR": runtime, "XDG_RUNTIME_DIR": runtime, "HOME": directory,
                                                  "ALSA_CONFIG_PATH": try Self.alsaConfiguration(cards: cards, in: directory)]) { $1 }

@@ -72,7 +72,7 @@ import Testing
             Products.repositoryRoot + "/Tests/IntegrationTests/peers/control_load.py", String(daemon.port), "slowloris", "15", "500",
         ], directory: Products.scratchDirectory("slowloris"), label: "slowloris")
         defer { load.stop() }
-        Thread.sleep(forTimeInterval: 4)
+        Thread.sleep(forTimeInterval: 4)   // the flood holds every place before the sender starts, mid-flood
         let stream = try runCommand(try Products.executable("airplay"),
                                     ["stream", sweep.directory + "/cafe.flac", "--to", "127.0.0.1:\(daemon.port)", "--json"],
                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], timeout: 30)

@@ -58,7 +58,7 @@ import Testing
         let reply = try host.exchange(port: 7000, [play + "GET /info HTTP/1.1\r\n\r\nPOST /stop HTTP/1.1\r\nX-Apple-Session-ID: half\r\n\r\n"],
                                       pause: 0)
         #expect(statusLines(reply) == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"], "\(reply.prefix(300))")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // a second for the player `/play` built to crash the daemon, as it once did
         #expect(statusLines(try exchange(["GET /info HTTP/1.1\r\n\r\n"])) == ["HTTP/1.1 200 OK"], "the daemon lives on")
     }
 

@@ -226,7 +226,7 @@ import Testing
             .write(toFile: folder + "/media.m3u8", atomically: true, encoding: .utf8)
         let daemon = try LocalDaemon()
         _ = try airplay(["play", media.url("hostile/master.m3u8"), "--to", "127.0.0.1:\(daemon.port)"])
-        Thread.sleep(forTimeInterval: 2)
+        Thread.sleep(forTimeInterval: 2)   // time for the hostile playlist to fail, or to hurt the daemon
         let key = try RawHTTPConnection(port: daemon.port).request("GET", "/hls/0000/k-1.key")
         #expect(key.status == 404)
         #expect(daemon.process.isRunning, "\(daemon.process.stderr.suffix(1500))")
@@ -271,7 +271,7 @@ import Testing
         #expect(poll(timeout: 10, interval: 0.2) { fast = status(); return fast["rate"] as? Double == 8 && fast["state"] as? String == "playing" },
                 "\(fast)")
         let before = fast["position"] as? Double ?? 0
-        Thread.sleep(forTimeInterval: 1.5)
+        Thread.sleep(forTimeInterval: 1.5)   // the window in which 8x must move the position
         let after = status()["position"] as? Double ?? 0
         #expect(after - before > 4, "8x moved from \(before) to \(after) in 1.5 s")
         #expect(try airplay(["rate", "1"] + to).status == 0)

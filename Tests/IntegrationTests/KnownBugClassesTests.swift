@@ -62,7 +62,7 @@ import Testing
             if sequence == 20 { try udp.send([0x80], to: audioPort) }
             let packet = RAOPAudioPacket(sequence: sequence, timestamp: UInt32(sequence) * 352, marker: sequence == 1, payload: silence)
             try udp.send(packet.bytes, to: audioPort)
-            Thread.sleep(forTimeInterval: 0.008)
+            Thread.sleep(forTimeInterval: 0.008)   // paced like a sender
         }
         #expect(try rtsp(connection, "TEARDOWN", 4).status == 200)
         #expect(daemon.process.waitForOutput("audio session ended", timeout: 5), "\(daemon.process.stderr.suffix(2000))")

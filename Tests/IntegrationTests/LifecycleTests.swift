@@ -50,6 +50,7 @@ import Testing
         #expect(try host.exchange(port: 7000, ["GET /info HTTP/1.1\r\n\r\n"]).hasPrefix("HTTP/1.1 200 OK"))
         #expect(ready?.contains("STATUS=Serving on port 7000") == true)
         #expect(daemon.process.stderr.contains("mDNS services registering"), "mDNS was requested before READY")
+        // Three watchdog periods (200 ms): the pings must keep that pace, so this is a window, not a wait.
         Thread.sleep(forTimeInterval: 0.6)
         #expect(listener.messages.filter { $0 == "WATCHDOG=1" }.count >= 3, "\(listener.messages)")
         #expect(listener.waitFor("STATUS=Serving on port 7000; published", timeout: 10) != nil)
@@ -73,7 +74,11 @@ import Testing
             data = s.recv(10)
             print("closed by server" if data == b"" else "got data", round(time.time() - start, 2))
             """], label: "idle-client")
-        Thread.sleep(forTimeInterval: 0.3)
+        // The daemon has accepted it: `ss -p` names the process that holds an accepted socket (none for one still queued).
+        let ss = try #require(TestHost.which("ss"))
+        #expect(poll(timeout: 5, interval: 0.05) {
+            ((try? host.run(ss, ["-tnp", "state", "established", "sport", "=", ":7000"]).stdout) ?? "").contains("\"airplayd\"")
+        }, "the daemon accepted the idle client: \(idle.stderr)")
         let started = monotonicSeconds()
         daemon.process.signal(SIGTERM)
         let status = daemon.process.waitForExit(timeout: 5)
@@ -140,7 +145,7 @@ import Testing
             #expect(try host.exchange(port: 7000, ["GET /info HTTP/1.1\r\n\r\n"]).hasPrefix("HTTP/1.1 200 OK"), "round \(round)")
             try "name = \"Box \(round) reloaded\"\npassword = \"s3cret\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             daemon.process.signal(SIGHUP)
-            usleep(UInt32(round * 12_000))
+            usleep(UInt32(round * 12_000))   // a different moment of the reload each round
             daemon.process.signal(SIGKILL)
             _ = daemon.process.waitForExit(timeout: 5)
             let list = try runCommand(try Products.executable("airplayd"), ["pairings", "list", "--state-dir", state])

@@ -63,8 +63,7 @@ final class SessionBus {
         let artPath = shown.split(separator: "|")[4].dropFirst("file://".count)
         #expect(FileManager.default.contents(atPath: String(artPath)) == FileManager.default.contents(atPath: cover), "the cover file is the cover")
         #expect(abs((Double(shown.split(separator: "|")[5]) ?? 0) - 6_000_000) < 100_000, "mpris:length from progress")
-        Thread.sleep(forTimeInterval: 1)
-        #expect((Double(Self.value(bus.address, ["position"])) ?? 0) > 0.5, "the position runs")
+        #expect(poll(timeout: 5, interval: 0.1) { (Double(Self.value(bus.address, ["position"])) ?? 0) > 0.5 }, "the position runs")
         // pyatv serves no DACP remote: pausing fails, and says why.
         let refused = try Self.playerctl(bus.address, ["pause"])
         #expect(Self.value(bus.address, ["status"]) == "Playing")
@@ -81,7 +80,7 @@ final class SessionBus {
         #expect(try Self.playerctl(bus.address, ["pause"]).status == 0)
         #expect(poll(timeout: 5) { Self.value(bus.address, ["status"]) == "Paused" })
         let pausedAt = Double(Self.value(bus.address, ["position"])) ?? -1
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // a second in which a running player would move on
         #expect(abs((Double(Self.value(bus.address, ["position"])) ?? -9) - pausedAt) < 0.3, "paused means the player stopped")
         let scrub = try control.request("GET", "/scrub", headers: ["X-Apple-Session-ID": "mpris-video"]).text
         #expect(scrub.contains("position: \(Int(pausedAt))") || abs((Double(scrub.split(separator: "\n").last?.split(separator: " ").last ?? "") ?? -9) - pausedAt) < 0.5,
@@ -151,7 +150,7 @@ final class SessionBus {
         #expect(poll(timeout: 5) { Self.value(bus.address, ["status"], in: host) == "Paused" })
         // A second pause changes nothing (OwnTone would take a `paus` as play/pause).
         #expect(try Self.playerctl(bus.address, ["pause"], in: host).status == 0)
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // time for a wrongly taken pause (a play/pause toggle) to show
         #expect(Self.value(bus.address, ["status"], in: host) == "Paused", "a pause while paused left it paused")
         #expect(timed(["play"], until: "\"state\":\"playing\""), "\(sender.stdout.suffix(600))")
         #expect(poll(timeout: 5) { Self.value(bus.address, ["status"], in: host) == "Playing" })

@@ -18,7 +18,9 @@ final class Broker {
         // Below the kernel's ephemeral range (32768 on): a port drawn from it was once taken by
         // another test's connection between the draw and mosquitto's bind.
         port = 20000 + Int.random(in: 0..<12000)
-        try "listener \(port) 127.0.0.1\n\(listener)\npersistence false\n"
+        // mosquitto's default log, and each subscription it takes (what `subscribe` waits for).
+        let log = ["error", "warning", "notice", "information", "subscribe"].map { "log_type \($0)\n" }.joined()
+        try "listener \(port) 127.0.0.1\n\(listener)\npersistence false\n\(log)"
             .write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
         try start()
     }
@@ -39,9 +41,17 @@ final class Broker {
 
     /// A subscriber printing `TOPIC|LENGTH|PAYLOAD-IN-HEX` lines (covers are binary).
     func subscribe(_ topics: [String]) throws -> ManagedProcess {
-        let process = try ManagedProcess("/usr/bin/mosquitto_sub", ["-p", String(port), "-F", "%t|%l|%x"] + clientArguments + topics.flatMap { ["-t", $0] },
+        let id = "sub-\(UUID().uuidString.prefix(8))"
+        let process = try ManagedProcess("/usr/bin/mosquitto_sub",
+                                         ["-p", String(port), "-i", id, "-F", "%t|%l|%x"] + clientArguments + topics.flatMap { ["-t", $0] },
                                          directory: directory, label: "mosquitto_sub")
-        Thread.sleep(forTimeInterval: 0.3)
+        // The broker logs `ID QOS TOPIC` once it holds each subscription: what is published from then on reaches it.
+        guard poll(timeout: 10, {
+            let lines = (self.process?.stderr ?? "").split(separator: "\n")
+            return topics.allSatisfy { topic in lines.contains { $0.hasSuffix(": \(id) 0 \(topic)") } }
+        }) else {
+            throw TestHostError("mosquitto_sub did not subscribe: \(process.stderr)\(self.process?.stderr.suffix(1000) ?? "")")
+        }
         return process
     }
 
@@ -109,7 +119,7 @@ func mqttHex(_ text: String) -> String { text.utf8.map { String(format: "%02x", 
 
         // The broker goes away and comes back empty (no persistence): everything is published again.
         broker.stop()
-        Thread.sleep(forTimeInterval: 2)
+        Thread.sleep(forTimeInterval: 2)   // the broker stays away a while, as a restarted one does
         try broker.start()
         let again = try broker.subscribe(["airplayd/test/#"])
         defer { again.stop() }

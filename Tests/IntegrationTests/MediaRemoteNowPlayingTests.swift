@@ -74,7 +74,7 @@ import Testing
         #expect(artwork?["type"] as? String == "image/jpeg" && artwork?["bytes"] as? Int == coverA.count, "cover A, whole")
         let position = shown["position"] as? Double ?? 0
         #expect(position >= 31.5 && position < 34, "30 s at the phone's timestamp, two seconds before: \(position)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the second over which the progress must run on
         let later = nowPlaying()["position"] as? Double ?? 0
         #expect(later - position > 0.7 && later - position < 1.6, "the progress runs on: \(position) → \(later)")
         #expect(shown["canGoNext"] as? Bool == true && shown["canGoPrevious"] as? Bool == false)
@@ -112,7 +112,7 @@ import Testing
 
         #expect(phone.waitForExit(timeout: 40) != nil)
         #expect(phone.stdout.contains("\"ok\": true"), "\(phone.stdout)\(phone.stderr.suffix(2000))")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the reader takes the last items off the FIFO (it reports only when stopped)
         let (items, errors) = try reader.finish()
         #expect(errors.isEmpty, "\(errors)")
         // The pipe: the bodies as sent (shairport-sync 5.3's `copl`), and DMAP items for readers

@@ -76,7 +76,7 @@ final class PipeReader {
                 "127.0.0.1", String(port), "AABBCCDDEEFF", txt, directory + "/tone.flac", directory + "/cover.jpg",
             ], timeout: 60)
             #expect(!mustFinish || result.stdout.contains("\"ok\": true"), "\(result.stdout)\(result.stderr)\n\(log.stderr.suffix(3000))")
-            Thread.sleep(forTimeInterval: 1)
+            Thread.sleep(forTimeInterval: 1)   // the reader takes the last items off the FIFO (it reports only when stopped)
             let (items, errors) = try reader.finish()
             // shairport-sync writes an item in several writes and, fed pyatv's stream, aborts a
             // few seconds in (below): its pipe may end inside an item. Ours never may.

@@ -79,7 +79,7 @@ import Testing
             let daemon = try #require(daemon)
             let stream = try startStream(sweep.directory + "/sweep.flac")
             #expect(daemon.process.waitForOutput("audio announced", timeout: 15), "\(stream.stderr)")
-            Thread.sleep(forTimeInterval: seconds)
+            Thread.sleep(forTimeInterval: seconds)   // plays that long before the fault
             return stream
         }
 
@@ -219,7 +219,7 @@ import Testing
         let ended = monotonicSeconds() - cut
         #expect(ended >= 3.5 && ended < 7, "ended \(ended) s after the cut, with a 4 s timeout")
         #expect(daemon.process.stderr.contains("no RTSP or RTP for 4 s"))
-        Thread.sleep(forTimeInterval: max(0, 10 - (monotonicSeconds() - cut)))
+        Thread.sleep(forTimeInterval: max(0, 10 - (monotonicSeconds() - cut)))   // the link stays cut for the whole 10 s
         #expect(try link.box.run(nft, ["delete", "table", "inet", "cut"]).status == 0)
         first.signal(SIGKILL)
         let exact = try link.nextSenderPlays(sweep)
@@ -239,10 +239,10 @@ import Testing
         #expect(try link.box.waitForService("_airplay._tcp") { $0.name == "Integration Box" } != nil)
         let stream = try link.startStream(sweep.directory + "/sweep.flac")
         #expect(daemon.process.waitForOutput("audio announced", timeout: 15), "\(stream.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // a second of the stream before the restart, mid-stream
         link.box.stopAvahi()
         link.box.stopBus()
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // both stay down a second, as in an upgrade
         try link.box.startBus()
         try link.box.startAvahi()
         let back = monotonicSeconds()

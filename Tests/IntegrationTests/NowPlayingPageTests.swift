@@ -75,7 +75,7 @@ struct PageView {
         #expect(latency >= -5 && latency < 1000, "the title came \(latency) ms after the DMAP update")
 
         // A screenshot of the page while it plays with its cover, kept with the build's artefacts.
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the cover loads and paints (the page reports no such state)
         let artefacts = Products.repositoryRoot + "/.build/test-artifacts"
         try FileManager.default.createDirectory(atPath: artefacts, withIntermediateDirectories: true)
         let screenshot = artefacts + "/now-playing-page.png"

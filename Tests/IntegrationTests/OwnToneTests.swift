@@ -113,7 +113,7 @@ import Testing
         let reader = try setup.read(saving: saved)
         try owntone.play(title: Setup.title, to: outputs)
         #expect(poll(timeout: 10, interval: 0.2) { (try? owntone.state()) == "play" }, "\(owntone.log)")
-        Thread.sleep(forTimeInterval: 8)
+        Thread.sleep(forTimeInterval: 8)   // eight seconds into the 30 s track: the rooms mid-stream, on OwnTone's clock
         for index in 0..<2 {
             let playing = try setup.nowPlaying(index)
             let stream = try #require(playing["stream"] as? [String: Any], "\(playing)")
@@ -155,7 +155,7 @@ import Testing
         try owntone.play(title: Setup.title, to: outputs)
         #expect(poll(timeout: 10, interval: 0.2) { (try? owntone.state()) == "play" }, "\(owntone.log)")
         #expect(poll(timeout: 90, interval: 1) { (try? owntone.state()) != "play" }, "the track ends")
-        Thread.sleep(forTimeInterval: 2)
+        Thread.sleep(forTimeInterval: 2)   // the cards play out what they hold
         let ended = setup.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
         for daemon in setup.daemons { daemon.process.stop(grace: 2) }
         let report = try cards.compare(skip: 2)
@@ -179,7 +179,7 @@ import Testing
         let reader = try setup.read(saving: saved)
         try owntone.play(title: Setup.title, to: outputs)
         #expect(poll(timeout: 10, interval: 0.2) { (try? owntone.state()) == "play" }, "\(owntone.log)")
-        Thread.sleep(forTimeInterval: 6)
+        Thread.sleep(forTimeInterval: 6)   // six seconds into the track: the room mid-stream, on OwnTone's clock
         let playing = try setup.nowPlaying(0)
         let stream = try #require(playing["stream"] as? [String: Any], "\(playing)")
         #expect(playing["state"] as? String == "playing" && playing["title"] as? String == Setup.title, "\(playing)")
@@ -260,7 +260,7 @@ import Testing
                 "\(daemon.process.stderr.suffix(2000))")
         #expect(poll(timeout: 5) { (try? setup.nowPlaying(0))?["state"] as? String == "paused" }, "OwnTone flushed: the box shows paused")
         try playerctl("pause")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // time for a pause taken as play/pause to show
         #expect((try? owntone.state()) == "pause", "a pause while paused left OwnTone paused")
         // OwnTone says `play` once it has refilled its buffer and restarted its outputs, 0.5 to
         // 2.3 s after it took the press (it answers at once, in 20-70 ms).

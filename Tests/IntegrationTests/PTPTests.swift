@@ -100,7 +100,7 @@ import Testing
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let ptp4l = try follower.spawn(try #require(TestHost.which("ptp4l")), ["-i", link, "-f", config, "-m"], label: "ptp4l-follower")
         let pmc = try #require(TestHost.which("pmc"), "pmc (linuxptp) is not installed")
-        Thread.sleep(forTimeInterval: 8)
+        Thread.sleep(forTimeInterval: 8)   // ptp4l settles on our grandmaster before it is measured
         var offsets: [Double] = [], delays: [Double] = []
         for _ in 0..<20 {
             // pmc speaks ptp4l's transportSpecific too, or ptp4l ignores it.
@@ -110,7 +110,7 @@ import Testing
                 if fields.first == "offsetFromMaster", let value = fields.last.flatMap({ Double($0) }) { offsets.append(value) }
                 if fields.first == "meanPathDelay", let value = fields.last.flatMap({ Double($0) }) { delays.append(value) }
             }
-            Thread.sleep(forTimeInterval: 0.25)
+            Thread.sleep(forTimeInterval: 0.25)   // one sample every quarter second
         }
         #expect(master.isRunning && ptp4l.isRunning, "\(master.stderr)\(ptp4l.stdout)")
         #expect(offsets.count >= 15, "\(ptp4l.stdout.suffix(1000))")

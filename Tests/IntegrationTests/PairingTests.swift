@@ -201,10 +201,12 @@ import Testing
 
         let play = try runCommand(airplay, ["play", media.url("clip.mp4"), "--json"] + to, environment: environment, timeout: 40)
         #expect(play.status == 0, "\(play.stdout)\(play.stderr)")
-        // Each command is a new connection that pair-verifies by itself.
-        Thread.sleep(forTimeInterval: 1)
-        let status = try runCommand(airplay, ["status", "--json"] + to, environment: environment)
-        #expect(status.status == 0 && status.stdout.contains("\"state\":\"playing\""), "\(status.stdout)\(status.stderr)")
+        // Each command is a new connection that pair-verifies by itself; the video is playing once it says so.
+        var status = CommandResult(status: -1, stdout: "", stderr: "")
+        #expect(poll(timeout: 10, interval: 0.2) {
+            status = (try? runCommand(airplay, ["status", "--json"] + to, environment: environment)) ?? status
+            return status.status == 0 && status.stdout.contains("\"state\":\"playing\"")
+        }, "\(status.stdout)\(status.stderr)")
         #expect(box.daemon.process.waitForOutput("video reached its end", timeout: 20))
 
         let unpair = try runCommand(airplay, ["unpair"] + to, environment: environment)

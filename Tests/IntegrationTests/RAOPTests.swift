@@ -114,9 +114,16 @@ final class SweepMedia: @unchecked Sendable {
         let daemon = try LocalDaemon(extra: ["--audio-output", "raw:\(raw)"])
         var nowPlaying = ""
         let result = try stream(daemon, volume: 100) {
-            Thread.sleep(forTimeInterval: 3)
-            let connection = try RawHTTPConnection(port: daemon.port)
-            nowPlaying = try connection.request("GET", "/now-playing").text
+            // Mid-stream, once the text, the progress and a second of audio are in (what is asserted below).
+            _ = poll(timeout: 10, interval: 0.1) {
+                nowPlaying = (try? RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text) ?? ""
+                let playing = (try? JSONSerialization.jsonObject(with: Data(nowPlaying.utf8)) as? [String: Any]) ?? [:]
+                let figures = playing["stream"] as? [String: Any] ?? [:]
+                return playing["title"] as? String == "Sweep Song" && playing["artist"] as? String == "Test Artist"
+                    && playing["album"] as? String == "Test Album" && playing["state"] as? String == "playing"
+                    && abs((playing["duration"] as? Double ?? 0) - 6) < 0.1 && (playing["position"] as? Double ?? 0) > 1
+                    && playing["volume"] as? Double == 0 && (figures["received"] as? Int ?? 0) > 100 && figures["lost"] as? Int == 0
+            }
         }
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let comparison = sweep.compare(try output(raw))
@@ -501,6 +508,7 @@ final class SweepMedia: @unchecked Sendable {
         let controlPort = Int(try #require(transport.port("control_port")))
         #expect(try rtsp(c, "RECORD", 3).status == 200)
         let audio = try UDPSocket()
+        // A short pause after RECORD before the first packet (no state to poll: RECORD was already answered).
         Thread.sleep(forTimeInterval: 0.1)
         // Packet n carries the value n in every sample, big-endian.
         func packet(_ n: UInt16, marker: Bool = false) -> RAOPAudioPacket {
@@ -523,7 +531,9 @@ final class SweepMedia: @unchecked Sendable {
         #expect(UInt16(request[4]) << 8 | UInt16(request[5]) == 65533 &+ 3, "first missing sequence")
         #expect(UInt16(request[6]) << 8 | UInt16(request[7]) == 1, "one packet missing")
         try audio.send([0x80, 0xD6, 0x00, 0x01] + packet(3).bytes, to: controlPort)
-        Thread.sleep(forTimeInterval: 1.2)
+        // The six packets (704 samples each) reach the output.
+        #expect(poll(timeout: 5) { ((try? FileManager.default.attributesOfItem(atPath: raw)[.size] as? Int) ?? 0) >= 6 * 704 * 2 },
+                "six packets played")
         let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let values = stride(from: 0, to: samples.count, by: 704).map { samples[$0] }
         #expect(values.prefix(6) == [1, 2, 3, 4, 5, 6], "played in order, gap filled: \(values.prefix(8))")

@@ -23,8 +23,13 @@ import Testing
         defer { master.stop() }
         #expect(master.waitForOutput("serving PTP as", timeout: 10, inStdout: true), "\(master.stderr)")
         let clock = try #require(master.stdout.split(separator: " ").dropFirst(3).first.map(String.init), "\(master.stdout)")
-        // The room's follower takes the master within a few Syncs; the stream then starts.
-        Thread.sleep(forTimeInterval: 3)
+        // The room's follower takes the master within a few Syncs (its `/ptp` then has an offset); the stream then starts.
+        let curl = try #require(TestHost.which("curl"))
+        var ptp = ""
+        #expect(poll(timeout: 10, interval: 0.1) {
+            ptp = (try? group.receivers[0].run(curl, ["-s", "http://127.0.0.1:7000/ptp"]).stdout) ?? ""
+            return ((try? JSONSerialization.jsonObject(with: Data(ptp.utf8)) as? [String: Any])?["offset_to_system_clock_ns"] as? Int) != nil
+        }, "the room follows the master: \(ptp)")
         let result = try group.sender.run(try Products.peerTool("python"), [
             Products.repositoryRoot + "/Tests/IntegrationTests/peers/ptp_realtime_sender.py", "10.94.1.2", "7000", deviceID,
             "|cn=0,1|et=0,1|md=0,1,2|sf=0x4|am=airplayd1,1|tp=UDP|vn=65537|vs=220.68|ft=\(features)", "10.94.1.1", clock,

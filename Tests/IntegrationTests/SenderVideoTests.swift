@@ -61,7 +61,10 @@ import Testing
         let session = try #require(try JSONSerialization.jsonObject(with: Data(play.stdout.utf8)) as? [String: Any])["session"] as? String
         let stored = try String(contentsOfFile: state + "/airplay/sessions.json", encoding: .utf8)
         #expect(stored.contains(try #require(session)))
-        Thread.sleep(forTimeInterval: 1.5)
+        // The video plays before it is paused.
+        #expect(poll(timeout: 10, interval: 0.2) {
+            (try? airplay(["status"] + to + ["--json"], state: state))?.stdout.contains("\"state\":\"playing\"") == true
+        }, "the video plays")
 
         #expect(try airplay(["pause"] + to, state: state).status == 0)
         let paused = try airplay(["status"] + to + ["--json"], state: state)

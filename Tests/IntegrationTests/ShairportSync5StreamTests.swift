@@ -135,7 +135,7 @@ import Testing
         let reader = try PipeReader(fifo: pipe)
         let stream = try reference.airplay(["stream", sweep.directory + "/sweep.flac", "--protocol", "2", "--mode", "buffered", "--to", Reference.target])
         #expect(stream.status == 0, "\(stream.stdout)\(stream.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the reader takes the last items off the FIFO (it reports only when stopped)
         let items = try reader.finish().items
         #expect(items.contains { $0.type == "core" && $0.code == "minm" && $0.text == "Sweep Song" }, "\(items.map(\.description))")
         #expect(!items.contains { $0.code == "copl" }, "no MediaRemote bodies to a receiver without bit 50")

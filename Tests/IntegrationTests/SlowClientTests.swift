@@ -18,7 +18,7 @@ import Testing
         let started = monotonicSeconds()
         for byte in "GET /info HTTP/1.1\r\nX-Slow: ".utf8 {
             try? slow.send([byte])
-            Thread.sleep(forTimeInterval: 0.1)
+            Thread.sleep(forTimeInterval: 0.1)   // a byte every tenth of a second
             if monotonicSeconds() - started > 4 { break }
         }
         let reply = try slow.readMessage(timeout: 5)

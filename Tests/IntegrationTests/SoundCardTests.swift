@@ -183,7 +183,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" }, options: ["--alsa-mixer", "PCM"])
         let result = try group.stream(file, extra: ["--volume", "50"], timeout: Double(seconds) + 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the card plays out what it holds
         let log = group.daemons[0].process.stderr
         let ended = group.daemons[0].process.lines(containing: "audio session ended").last ?? ""
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
@@ -216,7 +216,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
             "stream_file=\(file)",
         ], timeout: Double(seconds) + 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the card plays out what it holds
         let ended = group.daemons[0].process.lines(containing: "audio session ended").last ?? ""
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         // Against a promise of "the file starts when pyatv was started": the offset is pyatv's
@@ -261,7 +261,7 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
         let result = try group.stream(file, timeout: Double(seconds) + 60)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the card plays out what it holds
         let ended = group.daemons.flatMap { $0.process.lines(containing: "audio session ended") }.joined(separator: "\n")
         for daemon in group.daemons { daemon.process.stop(grace: 2) }
         let (errors, _) = try Self.promise(reference: reference, record: cards.record(0), result: result)
@@ -281,12 +281,12 @@ enum CardTestTiming: String, CaseIterable, CustomTestStringConvertible {
         let file = try Self.music(seconds: 24, in: group.sender.directory)
         try group.start(environment: cards.environment, audioOutput: { "alsa:card\($0)" })
         let stream = try group.startStream(file)
-        Thread.sleep(forTimeInterval: 8)
+        Thread.sleep(forTimeInterval: 8)   // unplugged mid-stream, eight seconds in
         #expect(FileManager.default.createFile(atPath: cards.unplugFile(0), contents: Data()))
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)   // out for three seconds
         try FileManager.default.removeItem(atPath: cards.unplugFile(0))
         #expect(stream.waitForExit(timeout: 60) == 0, "\(stream.stdout)\(stream.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // the cards play out what they hold
         let log = group.daemons[0].process.stderr
         #expect(log.contains("ALSA device \"card0\" failed") && log.contains("ALSA device \"card0\" reopened"), "\(log.split(separator: "\n").filter { $0.contains("ALSA") })")
         #expect(group.daemons.allSatisfy { $0.process.isRunning }, "both daemons still up")

@@ -101,8 +101,18 @@ import Testing
         let process = try ManagedProcess(try Products.executable("airplay"), ["stream", tagged, "--to", "127.0.0.1:\(daemon.port)", "--protocol", version],
                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"], directory: directory,
                                          label: "airplay")
-        Thread.sleep(forTimeInterval: 4)
-        let text = try RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text
+        // While it plays, once the tags, the cover and a second of progress are in (what is asserted below).
+        var text = ""
+        _ = poll(timeout: 12, interval: 0.1) {
+            text = (try? RawHTTPConnection(port: daemon.port).request("GET", "/now-playing").text) ?? ""
+            let playing = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+            let artwork = playing["artwork"] as? [String: Any] ?? [:]
+            return playing["title"] as? String == "Sweep Song" && playing["artist"] as? String == "Test Artist"
+                && playing["album"] as? String == "Test Album" && playing["genre"] as? String == "Test Tones"
+                && abs((playing["duration"] as? Double ?? 0) - 6) < 0.1 && (playing["position"] as? Double ?? 0) > 1
+                && artwork["type"] as? String == "image/png"
+                && Data(base64Encoded: artwork["base64"] as? String ?? "") == FileManager.default.contents(atPath: cover)
+        }
         #expect(process.waitForExit(timeout: 30) == 0, "\(process.stderr)")
         let playing = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
         #expect(playing["title"] as? String == "Sweep Song")
@@ -278,7 +288,7 @@ import Testing
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         // shairport-sync proves the AirPort key: ALAC, RSA-wrapped key, AES packets.
         #expect(result.stdout.contains("\"codec\":\"ALAC\"") && result.stdout.contains("\"encrypted\":true"), "\(result.stdout)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // shairport-sync writes out what it still holds (no end to poll for)
         let samples = try Data(contentsOf: URL(fileURLWithPath: receiver.stdoutPath)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         // shairport-sync drops the first packets until its clocks settle: compare from 1 s on.
         let comparison = sweep.compare(samples, from: 44100)

@@ -84,7 +84,7 @@ import Testing
         #expect(started == ["loading", "playing"])
         let first = try sender.scrub()
         let t0 = monotonicSeconds()
-        Thread.sleep(forTimeInterval: 2)
+        Thread.sleep(forTimeInterval: 2)   // the window in which the position must advance in real time
         let second = try sender.scrub()
         let elapsed = monotonicSeconds() - t0
         #expect(abs(first.duration - 8) < 0.2)
@@ -154,14 +154,14 @@ import Testing
         #expect(try sender.play(media.url("clip.mp4")).status == 200)
         _ = try sender.waitFor("playing")
         #expect(try sender.send("POST", "/scrub?position=5.0").status == 200)
-        Thread.sleep(forTimeInterval: 0.2)
+        Thread.sleep(forTimeInterval: 0.2)   // 0.2 s of play after the seek: hence 5.2 below
         let landed = try sender.scrub().position
         #expect(abs(landed - 5.2) < 0.5, "seek landed at \(landed)")
 
         #expect(try sender.send("POST", "/rate?value=0.000000").status == 200)
         #expect(try sender.waitFor("paused").last == "paused")
         let held = try sender.scrub().position
-        Thread.sleep(forTimeInterval: 2)
+        Thread.sleep(forTimeInterval: 2)   // two seconds in which a running player would move on
         #expect(abs(try sender.scrub().position - held) < 0.05, "rate 0 holds the position")
         #expect(try sender.playbackInfo()["rate"]?.doubleValue == 0)
         #expect(try sender.send("POST", "/rate?value=1.000000").status == 200)
@@ -209,7 +209,7 @@ import Testing
         #expect(try sender.waitFor("paused") == ["loading", "paused"])
         let position = try sender.scrub().position
         #expect(abs(position - 4) < 0.5, "started paused at \(position)")
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)   // a second in which a running player would move on
         #expect(abs(try sender.scrub().position - position) < 0.05)
     }
 
@@ -274,8 +274,11 @@ import Testing
         let sender = try Sender(port: daemon.port)
         #expect(try sender.play(media.url(path)).status == 200)
         #expect(try sender.waitFor("playing").last == "playing")
-        Thread.sleep(forTimeInterval: 1)
-        let info = try sender.playbackInfo()
+        var info = try sender.playbackInfo()
+        #expect(poll(timeout: 5, interval: 0.1) {
+            info = (try? sender.playbackInfo()) ?? info
+            return info["readyToPlay"]?.boolValue == true && (info["position"]?.doubleValue ?? 0) > 0.5
+        }, "half a second played")
         #expect(info["readyToPlay"]?.boolValue == true)
         #expect((info["position"]?.doubleValue ?? 0) > 0.5)
         #expect(try sender.send("POST", "/stop").status == 200)
