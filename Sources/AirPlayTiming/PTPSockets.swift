@@ -12,11 +12,14 @@ public enum PTPSockets {
     }
 
     /// Binds PTP's event and general ports as a pair (`family` AF_INET or AF_INET6): both, or
-    /// neither (the first is closed when the second fails).
+    /// neither (the first is closed when the second fails). Only the event port stamps what it
+    /// sends: nothing reads a general message's stamp, and stamps left on a socket's error queue
+    /// make every `poll` of it return at once (a grandmaster's loop once spun at 0.9 of a core
+    /// on the stamps of its Announces and Follow_Ups).
     static func bindPair(ports: (event: UInt16, general: UInt16), family: Int32 = AF_INET) throws(Failure) -> (event: Int32, general: Int32) {
         let event = try bind(port: ports.event, family: family)
         do {
-            return (event, try bind(port: ports.general, family: family))
+            return (event, try bind(port: ports.general, family: family, transmitStamps: false))
         } catch {
             close(event)
             throw error
@@ -24,13 +27,14 @@ public enum PTPSockets {
     }
 
     /// A UDP socket on `port` of every address of one family (`AF_INET` or `AF_INET6`; an IPv6
-    /// one is IPv6 only, so both families' sockets share the port), with kernel receive and
-    /// transmit time stamps, `SO_REUSEADDR` so other PTP programs (another airplayd) can bind it too.
-    static func bind(port: UInt16, family: Int32 = AF_INET) throws(Failure) -> Int32 {
+    /// one is IPv6 only, so both families' sockets share the port), with kernel receive time
+    /// stamps, transmit ones when `transmitStamps`, `SO_REUSEADDR` so other PTP programs
+    /// (another airplayd) can bind it too.
+    static func bind(port: UInt16, family: Int32 = AF_INET, transmitStamps: Bool = true) throws(Failure) -> Int32 {
         // Bound by systemd (airplayd-ptp.socket): no privilege needed here.
         if let inherited = InheritedSockets.take(port: port, family: family) {
             LinuxIO.enableReceiveTimestamps(inherited)
-            LinuxIO.enableTransmitTimestamps(inherited)
+            if transmitStamps { LinuxIO.enableTransmitTimestamps(inherited) }
             return inherited
         }
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -38,7 +42,7 @@ public enum PTPSockets {
         var on: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         LinuxIO.enableReceiveTimestamps(descriptor)
-        LinuxIO.enableTransmitTimestamps(descriptor)
+        if transmitStamps { LinuxIO.enableTransmitTimestamps(descriptor) }
         let result: Int32
         if family == AF_INET6 {
             _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
